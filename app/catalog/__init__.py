@@ -1,8 +1,8 @@
 """The property catalog: human-related Wikidata properties, their canary templates and counterfactual pools.
 
 One JSON file per property lives in ``data/properties/<PID>.json``. Pure Python: no DB, no torch.
-A template holds exactly one ``{subject}`` and one ``{value}`` slot (WikiMem's (h, p, v) canary); values of one
-``value_type`` are type-consistent counterfactuals of each other.
+A template holds exactly one ``{subject}`` and one ``{value}`` slot (WikiMem's (h, p, v) canary);
+values of one ``value_type`` are type-consistent counterfactuals of each other.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class Property:
         return head, tail
 
     def validate_value(self, value: str) -> str | None:
-        """None if ``value`` fits this property's datatype, else a message for a 422 (never echoes the value)."""
+        """None if ``value`` fits the datatype, else a message for a 422 (never echoes the value)."""
         return validate_for_datatype(self.datatype, self.value_type, value)
 
 
@@ -136,10 +136,8 @@ def property_from_dict(raw: dict) -> Property:
         raise CatalogError(f"{pid}: bad datatype or relation")
     for template in raw["templates"]:
         _check_template(pid, template)
-    if "pool" in raw:
-        pool = tuple(dict.fromkeys(raw["pool"]))  # drop repeats, keep order
-    else:
-        pool = tuple(generate_pool(raw["pool_generator"]))
+    # dict.fromkeys drops repeats and keeps the file's order
+    pool = tuple(dict.fromkeys(raw["pool"])) if "pool" in raw else tuple(generate_pool(raw["pool_generator"]))
     return Property(
         pid=pid,
         label=raw["label"],

@@ -9,10 +9,11 @@ import re
 from datetime import date, datetime
 
 MAX_VALUE_LENGTH = 300
+# Spelled out rather than calendar.month_name, which follows the process locale.
 MONTHS = (
     "January", "February", "March", "April", "May", "June",
     "July", "August", "September", "October", "November", "December",
-)
+)  # fmt: skip
 _MONTH_NUMBER = {m.casefold(): i + 1 for i, m in enumerate(MONTHS)}
 _ISO_RE = re.compile(r"^[+]?(\d{1,4})-(\d{2})-(\d{2})(T00:00:00Z)?$")
 _DMY_RE = re.compile(r"^(\d{1,2}) ([A-Za-z]+),? (\d{1,4})$")
@@ -22,7 +23,7 @@ _QUANTITY_RE = re.compile(r"^[+-]?\d+(?:[.,]\d+)?(?:\s*[A-Za-z%°][A-Za-z%°./ ]
 
 
 def format_date(d: date) -> str:
-    """The catalog's date label, e.g. '14 March 1879' (Wikidata's English rendering of a day-precision time)."""
+    """The catalog's date label, e.g. '14 March 1879' (Wikidata's English rendering of a day date)."""
     return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
 
 
