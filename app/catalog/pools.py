@@ -47,5 +47,6 @@ def _quantities(params: dict) -> list[str]:
     unit = params.get("unit", "")
     count = int(round((end - start) / step)) + 1
     values = [round(start + i * step, decimals) for i in range(count)]
-    text = [f"{v:.{decimals}f}" for v in values]
+    # "172.5 centimetres", "173 centimetres": trailing zeros carry no information and read unnaturally
+    text = [f"{v:.{decimals}f}".rstrip("0").rstrip(".") if decimals else f"{v:.0f}" for v in values]
     return [f"{t} {unit}".strip() for t in text]

@@ -19,7 +19,8 @@ _ISO_RE = re.compile(r"^[+]?(\d{1,4})-(\d{2})-(\d{2})(T00:00:00Z)?$")
 _DMY_RE = re.compile(r"^(\d{1,2}) ([A-Za-z]+),? (\d{1,4})$")
 _MDY_RE = re.compile(r"^([A-Za-z]+) (\d{1,2}), (\d{1,4})$")
 _YEAR_RE = re.compile(r"^[+]?(\d{1,4})$")
-_QUANTITY_RE = re.compile(r"^[+-]?\d+(?:[.,]\d+)?(?:\s*[A-Za-z%°][A-Za-z%°./ ]*)?$")
+# A number with at most one unit word ("178 centimetres", "72 kg"); "1984 Summer Olympics" is an item label.
+_QUANTITY_RE = re.compile(r"^[+-]?\d[\d,]*(?:\.\d+)?(?:\s*[A-Za-z%°][A-Za-z%°./]*)?$")
 
 
 def format_date(d: date) -> str:
