@@ -1,0 +1,1 @@
+"""Datasets as resources: file formats, streaming parsing, popularity (and, later, the API)."""

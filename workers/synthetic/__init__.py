@@ -1,0 +1,1 @@
+"""Synthetic recommendation catalogs with known training membership (coverage ground truth)."""
