@@ -68,30 +68,40 @@ class Property:
         return prefix + continuation
 
     def split(self, template_index: int, subject: str, value: str) -> tuple[str, str]:
-        """(prefix up to the value, continuation = value + rest of the sentence).
-
-        Slots are substituted segment by segment, so braces inside a name or value are never re-interpreted.
-        A sentence that starts with the value gets its first letter capitalized (sentence case).
-        """
-        prefix: list[str] = []
-        rest: list[str] = []
-        target = prefix
-        for part in self._parts[template_index]:
-            if part == VALUE_SLOT:
-                target = rest
-                rest.append(value)
-            elif part == SUBJECT_SLOT:
-                target.append(subject)
-            else:
-                target.append(part)
-        head, tail = "".join(prefix), "".join(rest)
-        if not head and tail:
-            tail = tail[0].upper() + tail[1:]
-        return head, tail
+        """(prefix up to the value, continuation = value + rest of the sentence); see :func:`split_parts`."""
+        return split_parts(self._parts[template_index], subject, value)
 
     def validate_value(self, value: str) -> str | None:
         """None if ``value`` fits the datatype, else a message for a 422 (never echoes the value)."""
         return validate_for_datatype(self.datatype, self.value_type, value)
+
+
+def split_parts(parts: Sequence[str], subject: str, value: str) -> tuple[str, str]:
+    """Fill a template already cut at its slots; (prefix up to the value, value + rest).
+
+    Slots are substituted segment by segment, so braces inside a name or value are never re-interpreted.
+    A sentence that starts with the value gets its first letter capitalized (sentence case).
+    """
+    prefix: list[str] = []
+    rest: list[str] = []
+    target = prefix
+    for part in parts:
+        if part == VALUE_SLOT:
+            target = rest
+            rest.append(value)
+        elif part == SUBJECT_SLOT:
+            target.append(subject)
+        else:
+            target.append(part)
+    head, tail = "".join(prefix), "".join(rest)
+    if not head and tail:
+        tail = tail[0].upper() + tail[1:]
+    return head, tail
+
+
+def split_template(template: str, subject: str, value: str) -> tuple[str, str]:
+    """:func:`split_parts` for a template string (e.g. a contextualized canary built at audit time)."""
+    return split_parts(_SLOT_RE.split(template), subject, value)
 
 
 class Catalog:
@@ -188,4 +198,5 @@ __all__ = [
     "UnknownProperty",
     "counterfactuals",
     "load_catalog",
+    "split_template",
 ]

@@ -14,6 +14,7 @@ from app.catalog import (
     counterfactuals,
     load_catalog,
     property_from_dict,
+    split_template,
 )
 from app.catalog.values import parse_time
 
@@ -167,3 +168,10 @@ def test_time_values_accept_common_formats():
     assert parse_time("1879") == 1879
     assert parse_time("31 February 1879") is None
     assert parse_time("physicist") is None
+
+
+def test_split_template_fills_a_free_template_like_a_catalog_one(catalog):
+    prop = catalog.get("P106")
+    for i, template in enumerate(prop.templates):
+        assert split_template(template, "Ada", "physicist") == prop.split(i, "Ada", "physicist")
+    assert split_template("{subject} said {value}.", "A {value} B", "x") == ("A {value} B said ", "x.")
