@@ -1,0 +1,184 @@
+"""Capacity measures of Morris et al., "How much do language models memorize?" (2025). Pure: numpy in/out.
+
+Conventions: NLLs are in bits (``nll_bits``) unless a name says nats; one sample is a sequence of S tokens.
+
+- Dataset entropy of N uniform sequences over V tokens: H(D) = N · S · log2 V                  (Sec. 3)
+- Unintended memorization of a uniform sample: mem_U(x) = max(0, S · log2 V − NLL₂(x | θ))       (Eq. 6)
+  (the true distribution is uniform, so H^K(x | θ_true) = S · log2 V exactly; the model's code length is its NLL)
+- Memorized bits of a dataset: Σ_x mem_U(x); capacity = max over dataset sizes N; bits per parameter.
+- Text mode: mem_U(x) = max(0, NLL₂(x | θ̂_ref) − NLL₂(x | θ)), from H^K(x | θ, θ̂) ≈ −log2 max(p(x|θ̂), p(x|θ)).
+- Loss-threshold membership inference: AUC, and F1 at the break-even threshold (as many samples called members
+  as there are members, so precision = recall and chance gives 0.5, the floor of the paper's scaling law).
+- Scaling law (Sec. 6): F1 = ½ (1 + c1 σ(c2 (x + c3))), c1 = 1.34, c2 = −0.034, c3 = −33.14, with
+  x = 1000 · N / P (training samples per thousand parameters); see ``MIA_X_SCALE`` for why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+MIA_C1 = 1.34
+MIA_C2 = -0.034
+MIA_C3 = -33.14
+# The paper prints the law's argument as Capacity(θ)/|D|, which moves F1 the wrong way with c2 < 0 (F1 would
+# approach 1 as the dataset grows). Its validation table pairs each model with dataset sizes in a fixed
+# proportion to its parameter count (N/P = 0.10967, 0.04935, 0.01211 for F1 = 0.55, 0.75, 0.95, for both the
+# 1.5B and the 124M model), so the argument is k · N / P. Solving the law for each row gives k = 977, 981 and
+# 998; every k in [943, 1019] reproduces all six rows within 0.01. We use k = 1000 — training samples per
+# thousand parameters — which also equals, to 0.05 %, the dataset's uniform-token entropy per parameter for
+# the paper's text setting (64 tokens × log2 50257 = 999.5 bits per sample).
+MIA_X_SCALE = 1000.0
+
+
+def dataset_entropy_bits(n_samples: int, seq_len: int, vocab_size: int) -> float:
+    """H(D) = N · S · log2 V for N sequences of S tokens drawn uniformly from V."""
+    return float(n_samples) * seq_len * math.log2(vocab_size)
+
+
+def memorized_bits_per_sample(nll_bits: ArrayLike, seq_len: int, vocab_size: int) -> np.ndarray:
+    """mem_U(x) = max(0, S · log2 V − NLL₂(x | θ)) for each uniform sample (Eq. 6 with a uniform θ_true)."""
+    nll = np.asarray(nll_bits, dtype=np.float64)
+    return np.maximum(0.0, seq_len * math.log2(vocab_size) - nll)
+
+
+def memorized_bits(nll_bits: ArrayLike, seq_len: int, vocab_size: int) -> float:
+    """Σ_x mem_U(x): the unintended memorization of a uniform dataset, in bits."""
+    return float(memorized_bits_per_sample(nll_bits, seq_len, vocab_size).sum())
+
+
+def capacity_bits(memorized_by_n: Mapping[int, float]) -> tuple[int, float]:
+    """Capacity = max over dataset sizes N of memorized bits. Returns (argmax N, capacity in bits)."""
+    if not memorized_by_n:
+        raise ValueError("capacity needs at least one dataset size")
+    n_best = max(memorized_by_n, key=lambda n: memorized_by_n[n])
+    return n_best, float(memorized_by_n[n_best])
+
+
+def bits_per_parameter(bits: float, n_params: int) -> float:
+    if n_params <= 0:
+        raise ValueError(f"n_params must be positive, got {n_params}")
+    return bits / n_params
+
+
+def nats_to_bits(nats: ArrayLike) -> np.ndarray:
+    return np.asarray(nats, dtype=np.float64) / math.log(2.0)
+
+
+def text_memorization_bits(nll_ref_bits: ArrayLike, nll_target_bits: ArrayLike) -> np.ndarray:
+    """Text-mode mem_U(x) = max(0, NLL₂(x | θ̂_ref) − NLL₂(x | θ)), per sample, in bits.
+
+    H^K(x | θ̂) is estimated by the reference's code length and H^K(x | θ, θ̂) by −log2 max(p(x|θ̂), p(x|θ)),
+    i.e. the shorter of the two code lengths; their difference is the reference NLL minus the smaller NLL.
+    """
+    ref = np.asarray(nll_ref_bits, dtype=np.float64)
+    target = np.asarray(nll_target_bits, dtype=np.float64)
+    if ref.shape != target.shape:
+        raise ValueError(f"reference and target NLLs differ in shape: {ref.shape} vs {target.shape}")
+    return np.maximum(0.0, ref - target)
+
+
+def tfidf_rarity(documents: Sequence[Sequence[str]]) -> np.ndarray:
+    """Per-document rarity: the TF-IDF-weighted mean IDF of its tokens, IDF = ln(N / df) over the collection.
+
+    High values mean a sample is made of tokens few other samples contain (the paper finds such samples are
+    the most memorized in text mode).
+    """
+    n_docs = len(documents)
+    df: Counter[str] = Counter()
+    for doc in documents:
+        df.update(set(doc))
+    rarity = np.zeros(n_docs)
+    for i, doc in enumerate(documents):
+        if not doc:
+            continue
+        tf = Counter(doc)
+        idf = {t: math.log(n_docs / df[t]) for t in tf}
+        weights = sum(tf[t] * idf[t] for t in tf)
+        rarity[i] = weights / len(doc)
+    return rarity
+
+
+def mia_auc(member_nll: ArrayLike, nonmember_nll: ArrayLike) -> float:
+    """AUC of the loss-threshold attack (lower loss = member): P(loss_member < loss_nonmember), ties count ½."""
+    m = np.asarray(member_nll, dtype=np.float64)
+    h = np.asarray(nonmember_nll, dtype=np.float64)
+    if m.size == 0 or h.size == 0:
+        raise ValueError("AUC needs at least one member and one non-member")
+    scores = np.concatenate([m, h])
+    ranks = _average_ranks(scores)
+    rank_sum_members = ranks[: m.size].sum()
+    # Mann-Whitney U for "member loss is smaller": count pairs where the member ranks lower.
+    u = m.size * h.size + m.size * (m.size + 1) / 2 - rank_sum_members
+    return float(u / (m.size * h.size))
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(values.size)
+    sorted_vals = values[order]
+    i = 0
+    while i < values.size:
+        j = i
+        while j + 1 < values.size and sorted_vals[j + 1] == sorted_vals[i]:
+            j += 1
+        ranks[order[i : j + 1]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def mia_f1(member_nll: ArrayLike, nonmember_nll: ArrayLike) -> float:
+    """F1 of the loss-threshold attack at the break-even threshold.
+
+    The attack calls the |members| lowest-loss samples members, so precision = recall = F1; ties at the
+    threshold are shared in proportion. Chance level is |members| / (|members| + |non-members|), 0.5 when the
+    two sets are the same size (the paper's setting and the floor of its scaling law).
+    """
+    m = np.asarray(member_nll, dtype=np.float64)
+    h = np.asarray(nonmember_nll, dtype=np.float64)
+    if m.size == 0 or h.size == 0:
+        raise ValueError("F1 needs at least one member and one non-member")
+    k = m.size
+    threshold = np.sort(np.concatenate([m, h]))[k - 1]
+    below_m, below_h = float((m < threshold).sum()), float((h < threshold).sum())
+    tied_m, tied_h = float((m == threshold).sum()), float((h == threshold).sum())
+    take = k - below_m - below_h  # how many of the tied samples the attack labels as members
+    true_pos = below_m + take * tied_m / (tied_m + tied_h)
+    return true_pos / k
+
+
+def predicted_mia_f1(n_params: float, n_samples: float) -> float:
+    """Morris et al. scaling law: F1 = ½ (1 + c1 σ(c2 (x + c3))), x = 1000 · N / P. → 0.5 as N grows.
+
+    The fitted curve exceeds 1 (up to 1.006) for N / P < 0.0014; F1 cannot, so the result is capped at 1.
+    """
+    if n_params <= 0 or n_samples <= 0:
+        raise ValueError("n_params and n_samples must be positive")
+    x = MIA_X_SCALE * n_samples / n_params
+    return min(1.0, 0.5 * (1.0 + MIA_C1 * _sigmoid(MIA_C2 * (x + MIA_C3))))
+
+
+def dataset_size_for_f1(n_params: float, f1: float) -> float:
+    """Inverse of the law: the training-set size N at which loss-based MIA reaches ``f1`` for P parameters."""
+    if not 0.5 < f1 <= 1.0:
+        raise ValueError(f"f1 must lie in (0.5, 1], the law's range; got {f1}")
+    s = (2.0 * f1 - 1.0) / MIA_C1
+    x = math.log(s / (1.0 - s)) / MIA_C2 - MIA_C3
+    return max(0.0, x * n_params / MIA_X_SCALE)
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def extraction_rate(correct_from_prefix: Iterable[bool]) -> float:
+    """Share of samples whose continuation greedy decoding reproduces exactly from their prefix."""
+    flags = list(correct_from_prefix)
+    return sum(flags) / len(flags) if flags else 0.0
