@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,15 +10,27 @@ import torch
 
 from app.settings import ModelSpec, Settings
 from workers.lm.base import SentenceTooLong, check_not_empty
+from workers.lm.engine import Engine, Mode
 from workers.lm.loading import LoadedModel, load_model
 from workers.lm.registry import ModelSource
 from workers.lm.whole import score_whole
+
+log = logging.getLogger(__name__)
+
+# Probe pairs for the load-time self-check: shared prefixes, a multi-token tail, an empty prefix, a BPE merge across
+# the boundary. Fixed text, no personal data.
+_SELF_CHECK = [
+    ("The capital of France is", " Paris."),
+    ("The capital of France is", " a large and old city."),
+    ("", "Water boils at one hundred degrees."),
+    ("The capital of Fra", "nce is Paris."),
+]
 
 
 class HFScorer:
     """Scorer over a transformers causal LM. See workers.lm.base.Scorer for the contract."""
 
-    def __init__(self, name: str, loaded: LoadedModel, batch_tokens: int) -> None:
+    def __init__(self, name: str, loaded: LoadedModel, batch_tokens: int, mode: Mode | None = "expand") -> None:
         self.name = name
         self.loaded = loaded
         self.model = loaded.model
@@ -28,10 +41,41 @@ class HFScorer:
         self.document_start_id = loaded.document_start_id
         self.max_length = loaded.max_length
         self.batch_tokens = batch_tokens
+        self.engine = Engine(self.model, self.device, batch_tokens, mode) if mode else None
 
     @classmethod
     def load(cls, name: str, spec: ModelSpec, source: ModelSource, settings: Settings) -> HFScorer:
-        return cls(name, load_model(name, spec, source, settings), settings.score_batch_tokens)
+        scorer = cls(name, load_model(name, spec, source, settings), settings.score_batch_tokens)
+        scorer.self_check()
+        return scorer
+
+    def self_check(self) -> float:
+        """Compare the engine with whole-sentence scoring on a few probe sentences. An architecture the engine does
+        not handle (a recurrent or otherwise non-standard cache) falls back to whole-sentence scoring: slower,
+        never wrong. Returns the largest difference seen (nats)."""
+        if self.engine is None:
+            return 0.0
+        tolerance = 1e-3 if self.loaded.dtype == torch.float32 else 0.25
+        try:
+            fast = self.score(_SELF_CHECK)
+            slow = self.score_sentences([p + c for p, c in _SELF_CHECK])
+            worst = max(abs(a - b) for a, b in zip(fast, slow, strict=True))
+        except Exception as exc:  # any failure of the fast path means "use the reference path"
+            log.warning(
+                "model %s: prefix-sharing engine failed its self-check (%s); scoring whole sentences",
+                self.name,
+                type(exc).__name__,
+            )
+            self.engine = None
+            return float("inf")
+        if not worst <= tolerance:
+            log.warning(
+                "model %s: engine differs from whole-sentence scoring by %.2e nats; scoring whole sentences",
+                self.name,
+                worst,
+            )
+            self.engine = None
+        return worst
 
     # -- tokenization -------------------------------------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
@@ -55,7 +99,16 @@ class HFScorer:
         return score_whole(self.model, self.sentence_ids(sentences), self.batch_tokens, self.device)
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        return self.score_sentences([prefix + continuation for prefix, continuation in pairs])
+        check_not_empty(pairs)
+        if not pairs:
+            return []
+        sentences = self.sentence_ids([prefix + continuation for prefix, continuation in pairs])
+        if self.engine is None:
+            return score_whole(self.model, sentences, self.batch_tokens, self.device)
+        distinct = sorted({prefix for prefix, _ in pairs})
+        encoded = dict(zip(distinct, self.encode(distinct), strict=True))
+        prefixes = [[self.document_start_id, *encoded[prefix]] for prefix, _ in pairs]
+        return self.engine.score(sentences, prefixes)
 
     # -- generation ---------------------------------------------------------------------------------------------
     @torch.inference_mode()

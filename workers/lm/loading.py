@@ -154,9 +154,7 @@ def load_model(name: str, spec: ModelSpec, source: ModelSource, settings: Settin
         )
     model = _load_weights(name, source, dtype, device)
     document_start = tokenizer.convert_ids_to_tokens(document_start_id)
-    digest = hashlib.sha256(
-        f"{weights_fingerprint(source)}|{dtype}|{document_start_id}".encode()
-    ).hexdigest()
+    digest = hashlib.sha256(f"{weights_fingerprint(source)}|{dtype}|{document_start_id}".encode()).hexdigest()
     log.info("loaded model %s on %s (%s)", name, device, dtype)
     return LoadedModel(
         model=model,

@@ -54,7 +54,7 @@ def score_batch(model: Any, seqs: Sequence[Sequence[int]], device: torch.device)
     ids, mask = right_pad(seqs, device)
     # position t predicts token t+1: keep positions that have a real next token
     keep = torch.zeros_like(mask, dtype=torch.bool)
-    keep[:, :-1] = (mask[:, 1:] == 1)
+    keep[:, :-1] = mask[:, 1:] == 1
     targets = ids[:, 1:][keep[:, :-1]]
     rows = torch.arange(len(seqs), device=device)[:, None].expand_as(keep)[keep]
     out = model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=keep)

@@ -1,0 +1,212 @@
+"""The fast exact scoring engine: run each shared token prefix once, then only the continuations.
+
+For a sentence x = key + tail (key = shared prefix, document start first):
+    NLL(x) = NLL(key[1:] | key[0]) + [-log p(tail[0] | key)] + sum_{i>=1} -log p(tail[i] | key, tail[:i]).
+The first two terms come from ONE forward pass over the key (its KV cache is kept); the last runs only tail[:-1]
+through the model, attending to the key's cached keys/values -- so a candidate value of one token plus a full stop
+costs one token position instead of a whole sentence. LM-head logits are computed only at scored positions and
+normalised in fp32. Two ways to run the continuations (``mode``):
+  "expand": one batch row per sentence; the key's KV rows are gathered per row (tiny attention, some copying).
+  "packed": all continuations of a batch in ONE row after the keys they need, with a 4-D mask (no KV copies, but
+            attention grows with the square of the pack length).
+Both are exact up to float reordering; benchmarks/scoring.py measures which is faster (expand, on this CPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+
+from workers.lm.plan import batch_rows, chunk_groups, make_plan
+
+Mode = Literal["expand", "packed"]
+LOGITS_BUDGET_BYTES = 256 * 2**20  # fp32 logits + their log-softmax, per forward pass
+MAX_GROUPS_PER_CHUNK = 256  # bounds the prefix KV kept alive while its continuations run
+
+
+@dataclass
+class PrefixState:
+    """Result of the prefix pass over one chunk of keys (right-padded to the longest)."""
+
+    kv: list[tuple[torch.Tensor, torch.Tensor]]  # per layer (keys, values): (G, kv_heads, K, head_dim)
+    key_len: torch.Tensor  # (G,)
+    nll: torch.Tensor  # (G,) float64: NLL of key[1:] given key[0]
+    first: torch.Tensor  # (R,) float64: -log p(first tail token | key) for each requested (group, token)
+
+
+class Engine:
+    """Exact prefix-sharing scorer over a transformers causal LM. Inputs are token ids (document start first)."""
+
+    def __init__(self, model: Any, device: torch.device, batch_tokens: int, mode: Mode = "expand") -> None:
+        self.model = model
+        self.device = device
+        self.mode: Mode = mode
+        vocab = model.get_output_embeddings().weight.shape[0]
+        self.max_rows = max(16, LOGITS_BUDGET_BYTES // (vocab * 4 * 2))  # scored positions per pass
+        self.batch_tokens = max(self.max_rows, batch_tokens)
+
+    @torch.inference_mode()
+    def score(self, sentences: Sequence[Sequence[int]], prefixes: Sequence[Sequence[int]]) -> list[float]:
+        plan = make_plan(sentences, prefixes)
+        totals = torch.zeros(len(plan.tails), dtype=torch.float64)
+        members: list[list[int]] = [[] for _ in plan.keys]
+        for s, g in enumerate(plan.group_of):
+            members[g].append(s)
+        budget = min(self.batch_tokens, self.max_rows)
+        for chunk in chunk_groups([len(k) for k in plan.keys], budget, MAX_GROUPS_PER_CHUNK):
+            rows = [s for g in chunk for s in members[g]]
+            local = {g: i for i, g in enumerate(chunk)}
+            values = self._score_chunk(
+                [plan.keys[g] for g in chunk], [local[plan.group_of[s]] for s in rows], [plan.tails[s] for s in rows]
+            )
+            totals[torch.as_tensor(rows)] = values.cpu()
+        return [float(totals[s]) for s in plan.sentence_of]
+
+    def _score_chunk(self, keys: list[list[int]], owner: list[int], tails: list[list[int]]) -> torch.Tensor:
+        requests = [(owner[r], tail[0]) for r, tail in enumerate(tails) if tail]
+        state = self._prefix_pass(keys, requests)
+        totals = state.nll[torch.as_tensor(owner, device=self.device)].clone()
+        has_tail = torch.as_tensor([bool(t) for t in tails], device=self.device)
+        totals[has_tail] += state.first
+        long_rows = [r for r, tail in enumerate(tails) if len(tail) >= 2]
+        cap = self.max_rows if self.mode == "expand" else min(self.max_rows, self.batch_tokens)
+        for batch in batch_rows([len(tails[r]) - 1 for r in long_rows], min(self.batch_tokens, cap)):
+            rows = [long_rows[i] for i in batch]
+            run = self._continue_expand if self.mode == "expand" else self._continue_packed
+            totals[torch.as_tensor(rows, device=self.device)] += run(
+                state, [owner[r] for r in rows], [tails[r] for r in rows]
+            )
+        return totals
+
+    def _prefix_pass(self, keys: list[list[int]], requests: list[tuple[int, int]]) -> PrefixState:
+        from transformers import DynamicCache
+
+        width = max(len(k) for k in keys)
+        ids = torch.zeros((len(keys), width), dtype=torch.long)
+        for g, key in enumerate(keys):
+            ids[g, : len(key)] = torch.as_tensor(key)
+        key_len = torch.as_tensor([len(k) for k in keys])
+        valid = torch.arange(width)[None, :] < key_len[:, None]
+        ids, valid, key_len = ids.to(self.device), valid.to(self.device), key_len.to(self.device)
+        cache = DynamicCache(config=self.model.config)
+        out = self.model(
+            input_ids=ids, attention_mask=valid.long(), past_key_values=cache, use_cache=True, logits_to_keep=valid
+        )
+        logits = out.logits.reshape(-1, out.logits.shape[-1])  # rows: (g, t) for valid t, row-major
+        start = torch.cumsum(key_len, 0) - key_len
+        # positions t < len-1 predict key[t+1]; position len-1 predicts each requested first tail token
+        inner = valid.clone()
+        inner[torch.arange(len(keys), device=self.device), key_len - 1] = False
+        inner_rows = (start[:, None] + torch.arange(width, device=self.device)[None, :])[inner]
+        inner_targets = ids[:, 1:][inner[:, :-1]]
+        inner_group = torch.arange(len(keys), device=self.device)[:, None].expand_as(inner)[inner]
+        req_group = torch.as_tensor([g for g, _ in requests], dtype=torch.long, device=self.device)
+        req_rows = start[req_group] + key_len[req_group] - 1
+        req_targets = torch.as_tensor([t for _, t in requests], dtype=torch.long, device=self.device)
+        picked = pick_nll(logits, torch.cat([inner_rows, req_rows]), torch.cat([inner_targets, req_targets]))
+        nll = torch.zeros(len(keys), dtype=torch.float64, device=self.device)
+        nll.index_add_(0, inner_group, picked[: len(inner_rows)])
+        kv = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        return PrefixState(kv=kv, key_len=key_len, nll=nll, first=picked[len(inner_rows) :])
+
+    def _continue_expand(self, state: PrefixState, owner: list[int], tails: list[list[int]]) -> torch.Tensor:
+        """One row per sentence: inputs tail[:-1] after its key's KV rows (gathered), predicting tail[1:]."""
+        from transformers import DynamicCache
+
+        group = torch.as_tensor(owner, device=self.device)
+        klen = state.key_len[group]
+        kmax = int(klen.max())
+        ids, valid, targets = pad_tails(tails, self.device)
+        m = ids.shape[1]
+        past = [(k[:, :, :kmax].index_select(0, group), v[:, :, :kmax].index_select(0, group)) for k, v in state.kv]
+        cache = DynamicCache(ddp_cache_data=past, config=self.model.config)
+        prefix_ok = torch.arange(kmax, device=self.device)[None, :] < klen[:, None]  # (B, kmax)
+        causal = torch.ones((m, m), dtype=torch.bool, device=self.device).tril()
+        # pad queries also see their prefix: a fully masked row would produce NaN hidden states
+        allowed = torch.cat([prefix_ok[:, None, :].expand(-1, m, -1), causal[None].expand(len(tails), -1, -1)], 2)
+        positions = klen[:, None] + torch.arange(m, device=self.device)[None, :]
+        out = self.model(
+            input_ids=ids,
+            attention_mask=additive_mask(allowed[:, None], self.model.dtype),
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=valid,
+        )
+        logits = out.logits.reshape(-1, out.logits.shape[-1])
+        rows = torch.arange(len(tails), device=self.device)[:, None].expand_as(valid)[valid]
+        picked = pick_nll(logits, torch.arange(len(logits), device=self.device), targets[valid])
+        return torch.zeros(len(tails), dtype=torch.float64, device=self.device).index_add_(0, rows, picked)
+
+    def _continue_packed(self, state: PrefixState, owner: list[int], tails: list[list[int]]) -> torch.Tensor:
+        """All continuations in one row after the keys they need; a 4-D mask keeps each sentence to its own key."""
+        from transformers import DynamicCache
+
+        dev = self.device
+        groups = sorted(set(owner))
+        glen = state.key_len[torch.as_tensor(groups, device=dev)]
+        kmax = int(glen.max())
+        gsel = torch.as_tensor(groups, device=dev)
+        flat = (gsel[:, None] * kmax + torch.arange(kmax, device=dev)[None, :])[
+            torch.arange(kmax, device=dev)[None, :] < glen[:, None]
+        ]
+        past = [(pack_kv(k[:, :, :kmax], flat), pack_kv(v[:, :, :kmax], flat)) for k, v in state.kv]
+        key_owner = torch.as_tensor(groups, device=dev).repeat_interleave(glen)  # (P,)
+        lengths = torch.as_tensor([len(t) - 1 for t in tails], device=dev)
+        q_sent = torch.arange(len(tails), device=dev).repeat_interleave(lengths)  # (Q,)
+        q_step = torch.cat([torch.arange(n, device=dev) for n in lengths.tolist()])
+        q_group = torch.as_tensor(owner, device=dev)[q_sent]
+        ids = torch.as_tensor([tok for t in tails for tok in t[:-1]], device=dev)[None]
+        targets = torch.as_tensor([tok for t in tails for tok in t[1:]], device=dev)
+        see_key = q_group[:, None] == key_owner[None, :]
+        see_tail = (q_sent[:, None] == q_sent[None, :]) & (q_step[None, :] <= q_step[:, None])
+        allowed = torch.cat([see_key, see_tail], 1)[None, None]
+        positions = (state.key_len[q_group] + q_step)[None]
+        cache = DynamicCache(ddp_cache_data=past, config=self.model.config)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=additive_mask(allowed, self.model.dtype),
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+        )
+        logits = out.logits.reshape(-1, out.logits.shape[-1])
+        picked = pick_nll(logits, torch.arange(len(logits), device=dev), targets)
+        return torch.zeros(len(tails), dtype=torch.float64, device=dev).index_add_(0, q_sent, picked)
+
+
+def pick_nll(logits: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """-log softmax(logits[rows])[targets] in fp32 (float64 out, for summing). Half-precision normalisers are off
+    by ~1e-2 nats, so the normaliser is always fp32."""
+    logits = logits.float()
+    norm = torch.logsumexp(logits, dim=-1)
+    return (norm[rows] - logits[rows, targets]).double()
+
+
+def pad_tails(tails: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Inputs tail[:-1] and targets tail[1:], right-padded: (B, m) ids, (B, m) valid, (B, m) targets."""
+    m = max(len(t) - 1 for t in tails)
+    ids = torch.zeros((len(tails), m), dtype=torch.long)
+    targets = torch.zeros((len(tails), m), dtype=torch.long)
+    valid = torch.zeros((len(tails), m), dtype=torch.bool)
+    for r, tail in enumerate(tails):
+        n = len(tail) - 1
+        ids[r, :n] = torch.as_tensor(tail[:-1])
+        targets[r, :n] = torch.as_tensor(tail[1:])
+        valid[r, :n] = True
+    return ids.to(device), valid.to(device), targets.to(device)
+
+
+def pack_kv(t: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
+    """(G, H, K, D) -> (1, H, P, D): the valid positions of the chosen keys, one after another."""
+    g, h, k, d = t.shape
+    return t.permute(1, 0, 2, 3).reshape(h, g * k, d).index_select(1, flat)[None]
+
+
+def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Boolean (B, 1, Q, K) -> additive float mask; the most negative finite value, not -inf, so no NaN can appear."""
+    zero = torch.zeros((), dtype=dtype, device=allowed.device)
+    return torch.where(allowed, zero, torch.finfo(dtype).min)
