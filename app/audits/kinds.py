@@ -1,0 +1,45 @@
+"""The registry of audit kinds. A kind brings its request schema, a `prepare` step that validates the
+request against the database and creates the kind's rows, and the dotted path of its job."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Union
+
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+
+from app.db.models import Audit
+from app.settings import Settings
+from app.subjects.schemas import SubjectAuditCreate
+from app.subjects.service import prepare_subject_audit
+
+Prepare = Callable[[Session, Any, Audit, Settings], None]
+
+
+@dataclass(frozen=True)
+class AuditKind:
+    name: str
+    schema: type[BaseModel]
+    prepare: Prepare
+    job: str
+
+
+KINDS: dict[str, AuditKind] = {}
+
+
+def register(kind: AuditKind) -> None:
+    KINDS[kind.name] = kind
+
+
+register(AuditKind("subject", SubjectAuditCreate, prepare_subject_audit, "workers.jobs.subject.run"))
+# Further kinds register here, one line each (coverage, capacity, dynamics).
+
+
+def audit_create_type() -> Any:
+    """The POST /audits body: the union of every registered kind's schema, discriminated by `kind`."""
+    schemas = tuple(k.schema for k in KINDS.values())
+    if len(schemas) == 1:
+        return schemas[0]
+    return Annotated[Union[schemas], Field(discriminator="kind")]  # noqa: UP007

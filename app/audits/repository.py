@@ -1,0 +1,53 @@
+"""Every query on audits. Visibility: admin and regulator see all; an auditor sees the audits it created;
+a data-subject token sees its one audit; anyone else sees nothing (404, never 403, for another's audit)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Select, false, func, select
+from sqlalchemy.orm import Session
+
+from app.auth.keys import Principal
+from app.db.models import Audit, IdempotencyKey
+
+
+def visible(stmt: Select, principal: Principal) -> Select:
+    if principal.sees_everything:
+        return stmt
+    if principal.audit_scope is not None:
+        return stmt.where(Audit.id == principal.audit_scope)
+    if principal.role == "auditor":
+        return stmt.where(Audit.owner_key_id == principal.key_id)
+    return stmt.where(false())
+
+
+def get_visible(session: Session, principal: Principal, audit_id: str) -> Audit | None:
+    return session.scalar(visible(select(Audit).where(Audit.id == audit_id), principal))
+
+
+def page(
+    session: Session,
+    principal: Principal,
+    *,
+    filters: dict[str, object],
+    page: int,
+    page_size: int,
+) -> tuple[list[Audit], int]:
+    stmt = visible(select(Audit), principal)
+    for column, value in filters.items():
+        if value is not None:
+            stmt = stmt.where(getattr(Audit, column) == value)
+    total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
+    rows = session.scalars(
+        stmt.order_by(Audit.created_at.desc(), Audit.id).offset((page - 1) * page_size).limit(page_size)
+    )
+    return list(rows), total
+
+
+def find_idempotency(session: Session, principal_id: str, key: str) -> IdempotencyKey | None:
+    return session.scalar(
+        select(IdempotencyKey).where(IdempotencyKey.principal == principal_id, IdempotencyKey.key == key)
+    )
+
+
+def queued_or_running(session: Session) -> list[Audit]:
+    return list(session.scalars(select(Audit).where(Audit.status.in_(("queued", "running"))).order_by(Audit.created_at)))

@@ -1,0 +1,42 @@
+"""Response shapes shared by every audit kind (the request bodies live with each kind)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Progress(BaseModel):
+    done: int
+    total: int
+
+
+class AuditRead(BaseModel):
+    id: str
+    kind: str
+    model: str
+    status: str = Field(description="queued | running | succeeded | failed | cancelled")
+    progress: Progress
+    options: dict[str, Any]
+    summary: dict[str, Any] | None
+    error: str | None
+    subject_id: int | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    links: dict[str, str]
+
+
+class AuditCreated(AuditRead):
+    subject_token: str | None = Field(
+        default=None, description="Subject audits: a token that reads this audit only (hand it to the data subject)"
+    )
+
+
+class AuditPage(BaseModel):
+    items: list[AuditRead]
+    page: int
+    page_size: int
+    total: int

@@ -1,0 +1,22 @@
+"""Every table, imported so that Base.metadata knows them all (Alembic autogenerate, tests)."""
+
+from app.db.models.audit import Audit, IdempotencyKey
+from app.db.models.auth import ApiKey
+from app.db.models.cache import NllCache
+from app.db.models.results import Canary, CandidateScore, CounterfactualValue, FactResult
+from app.db.models.subject import Fact, Property, Subject, Template
+
+__all__ = [
+    "ApiKey",
+    "Audit",
+    "CandidateScore",
+    "Canary",
+    "CounterfactualValue",
+    "Fact",
+    "FactResult",
+    "IdempotencyKey",
+    "NllCache",
+    "Property",
+    "Subject",
+    "Template",
+]

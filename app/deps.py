@@ -1,0 +1,54 @@
+"""Request dependencies: one session per request that commits or rolls back once; the calling principal."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Annotated
+
+from fastapi import Depends, Header
+from sqlalchemy.orm import Session
+
+from app.auth.keys import Principal, authenticate
+from app.db.engine import session_factory
+from app.errors import Forbidden
+from app.settings import Settings, get_settings
+
+
+def get_db() -> Iterator[Session]:
+    session = session_factory()()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+SessionDep = Annotated[Session, Depends(get_db)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def get_principal(
+    session: SessionDep,
+    settings: SettingsDep,
+    authorization: Annotated[str | None, Header(description="Bearer <API key or data-subject token>")] = None,
+) -> Principal:
+    token = None
+    if authorization:
+        scheme, _, value = authorization.partition(" ")
+        token = value.strip() if scheme.lower() == "bearer" else authorization.strip()
+    return authenticate(session, settings, token)
+
+
+CurrentPrincipal = Annotated[Principal, Depends(get_principal)]
+
+
+def require_roles(*roles: str) -> Callable[[Principal], Principal]:
+    def check(principal: CurrentPrincipal) -> Principal:
+        if principal.role not in roles:
+            raise Forbidden(f"this endpoint needs one of the roles: {', '.join(roles)}")
+        return principal
+
+    return check

@@ -1,0 +1,56 @@
+"""The forget-set query: memorized facts of succeeded subject audits, streamed in id order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.auth.keys import Principal
+from app.db.models import Audit, Canary, Fact, FactResult, Subject
+
+
+@dataclass(frozen=True)
+class ForgetFilters:
+    model: str | None = None
+    subject_id: int | None = None
+    audit_id: str | None = None
+    property: str | None = None
+    policy: str = "lenient"  # lenient | strict | share
+    min_share: float | None = None
+    min_z: float | None = None
+
+
+def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Iterator[tuple]:
+    """Yields (FactResult, Audit, Subject, [Fact], [retrieving Canary]) without loading the whole table."""
+    stmt = (
+        select(FactResult, Audit, Subject)
+        .join(Audit, Audit.id == FactResult.audit_id)
+        .join(Subject, Subject.id == Audit.subject_id)
+        .where(Audit.status == "succeeded", Audit.kind == "subject")
+        .order_by(FactResult.id)
+    )
+    if principal.role == "auditor":
+        stmt = stmt.where(Audit.owner_key_id == principal.key_id)
+    if f.policy == "strict":
+        stmt = stmt.where(FactResult.strict.is_(True))
+    elif f.policy == "share" and f.min_share is not None:
+        stmt = stmt.where(FactResult.share >= f.min_share)
+    else:
+        stmt = stmt.where(FactResult.lenient.is_(True))
+    for column, value in ((Audit.model, f.model), (Subject.id, f.subject_id), (Audit.id, f.audit_id),
+                          (FactResult.property_id, f.property)):
+        if value is not None:
+            stmt = stmt.where(column == value)
+    if f.min_z is not None:
+        stmt = stmt.where(FactResult.z_star >= f.min_z)
+    for result, audit, subject in session.execute(stmt.execution_options(yield_per=200)):
+        facts = list(session.scalars(select(Fact).where(Fact.id.in_(result.fact_ids)).order_by(Fact.id)))
+        canaries = list(
+            session.scalars(
+                select(Canary).where(Canary.fact_result_id == result.id, Canary.memorized.is_(True)).order_by(Canary.id)
+            )
+        )
+        yield result, audit, subject, facts, canaries

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
+
+from app.deps import CurrentPrincipal
+from app.errors import InvalidInput
+from app.forget_set import service
+from app.forget_set.repository import ForgetFilters
+
+router = APIRouter(tags=["forget-set"])
+MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
+
+
+@router.get("/forget-set", response_class=StreamingResponse)
+def export_forget_set(
+    principal: CurrentPrincipal,
+    format: Literal["jsonl", "csv"] = "jsonl",
+    model: str | None = None,
+    subject_id: int | None = None,
+    audit_id: str | None = None,
+    property: str | None = None,
+    policy: Annotated[
+        Literal["lenient", "strict", "share"],
+        Query(description="lenient: retrievable by some template (GDPR 'reasonably likely means'); "
+              "strict: by every template; share: by at least min_share of templates"),
+    ] = "lenient",
+    min_share: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
+    min_z: float | None = None,
+) -> StreamingResponse:
+    """Export memorized facts as a forget set for an unlearning pipeline (streamed)."""
+    service.check_can_export(principal)
+    if policy == "share" and min_share is None:
+        raise InvalidInput("min_share", "policy=share needs min_share (0 to 1)")
+    filters = ForgetFilters(model, subject_id, audit_id, property, policy, min_share, min_z)
+    rows = service.records(principal, filters)
+    body = service.as_jsonl(rows) if format == "jsonl" else service.as_csv(rows)
+    return StreamingResponse(
+        body,
+        media_type=MEDIA[format],
+        headers={"Content-Disposition": f'attachment; filename="forget-set.{format}"'},
+    )

@@ -1,0 +1,52 @@
+"""Sentence NLL cache queries. Keys are SHA-256 digests of the exact sentence (the text is never stored)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from app.db.models import NllCache
+
+_CHUNK = 500
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def lookup(session: Session, fingerprint: str, hashes: Iterable[str]) -> dict[str, float]:
+    wanted = list(dict.fromkeys(hashes))
+    found: dict[str, float] = {}
+    for i in range(0, len(wanted), _CHUNK):
+        rows = session.execute(
+            select(NllCache.text_hash, NllCache.nll).where(
+                NllCache.model_fingerprint == fingerprint, NllCache.text_hash.in_(wanted[i : i + _CHUNK])
+            )
+        )
+        found.update({h: nll for h, nll in rows})
+    return found
+
+
+def store(session: Session, fingerprint: str, nlls: Mapping[str, float]) -> None:
+    """Insert new entries; an entry that exists already is left as it is (same model, same text)."""
+    if not nlls:
+        return
+    rows = [{"model_fingerprint": fingerprint, "text_hash": h, "nll": v} for h, v in nlls.items()]
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    for i in range(0, len(rows), _CHUNK):
+        session.execute(insert(NllCache).values(rows[i : i + _CHUNK]).on_conflict_do_nothing())
+
+
+def forget(session: Session, hashes: Iterable[str]) -> int:
+    """Drop cached entries for these sentences under every model (used when erasing a subject)."""
+    wanted = list(dict.fromkeys(hashes))
+    removed = 0
+    for i in range(0, len(wanted), _CHUNK):
+        result = session.execute(delete(NllCache).where(NllCache.text_hash.in_(wanted[i : i + _CHUNK])))
+        removed += result.rowcount or 0
+    return removed

@@ -1,0 +1,138 @@
+"""Job dispatch: RQ on Redis in production, an in-process worker thread when no Redis URL is set.
+
+Jobs are enqueued by dotted path with the audit id only (never personal data), and only after the
+transaction that created the audit has committed: a rolled-back request enqueues nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import queue as stdlib_queue
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Protocol
+
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+from app.settings import Settings, get_settings
+
+log = logging.getLogger("memaudit.queue")
+PENDING = "memaudit_pending_jobs"
+
+
+class Dispatcher(Protocol):
+    def send(self, job_path: str, audit_id: str) -> None: ...
+    def cancel(self, audit_id: str) -> None: ...
+
+
+def import_path(path: str) -> Callable[[str], None]:
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def job_id(audit_id: str) -> str:
+    return f"audit-{audit_id}"
+
+
+class RQDispatcher:
+    def __init__(self, settings: Settings) -> None:
+        from redis import Redis
+        from rq import Queue
+        from rq.serializers import JSONSerializer
+
+        self.settings = settings
+        self.redis = Redis.from_url(settings.redis_url)
+        self.queue = Queue(settings.queue_name, connection=self.redis, serializer=JSONSerializer)
+
+    def send(self, job_path: str, audit_id: str) -> None:
+        from rq import Retry
+
+        s = self.settings
+        self.queue.enqueue_call(
+            job_path,
+            args=(audit_id,),
+            job_id=job_id(audit_id),
+            timeout=s.job_timeout_seconds,
+            result_ttl=s.job_result_ttl_seconds,
+            failure_ttl=s.job_result_ttl_seconds,
+            retry=Retry(max=s.job_retries, interval=[10, 60]) if s.job_retries else None,
+            description=f"{job_path}({audit_id})",
+        )
+        log.info("enqueued %s for audit %s", job_path, audit_id)
+
+    def cancel(self, audit_id: str) -> None:
+        from rq.exceptions import NoSuchJobError
+        from rq.job import Job
+        from rq.serializers import JSONSerializer
+
+        try:
+            job = Job.fetch(job_id(audit_id), connection=self.redis, serializer=JSONSerializer)
+        except NoSuchJobError:
+            return
+        if job.get_status() in ("queued", "deferred", "scheduled"):
+            job.cancel()
+        # A running job sees the audit's `cancelled` status between chunks and stops itself.
+
+
+class EmbeddedDispatcher:
+    """One daemon thread runs queued jobs in order, in this process (models stay loaded)."""
+
+    def __init__(self) -> None:
+        self._jobs: stdlib_queue.Queue[tuple[str, str]] = stdlib_queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def send(self, job_path: str, audit_id: str) -> None:
+        self._ensure_thread()
+        self._jobs.put((job_path, audit_id))
+
+    def cancel(self, audit_id: str) -> None:
+        """Nothing to do: the job checks the audit row before and while it runs."""
+
+    def _ensure_thread(self) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="memaudit-embedded-worker", daemon=True)
+                self._thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            job_path, audit_id = self._jobs.get()
+            try:
+                import_path(job_path)(audit_id)
+            except Exception:  # the job records its own failure; never let the thread die
+                log.exception("embedded job %s failed for audit %s", job_path, audit_id)
+            finally:
+                self._jobs.task_done()
+
+    def join(self) -> None:
+        """Wait until every job sent so far has finished (CLI and tests)."""
+        self._jobs.join()
+
+
+@lru_cache
+def _dispatcher_for(redis_url: str | None) -> Dispatcher:
+    return RQDispatcher(get_settings()) if redis_url else EmbeddedDispatcher()
+
+
+def get_dispatcher() -> Dispatcher:
+    return _dispatcher_for(get_settings().redis_url)
+
+
+def enqueue_after_commit(session: Session, job_path: str, audit_id: str) -> None:
+    session.info.setdefault(PENDING, []).append((job_path, audit_id))
+
+
+@event.listens_for(Session, "after_commit")
+def _send_pending(session: Session) -> None:
+    pending = session.info.pop(PENDING, [])
+    for job_path, audit_id in pending:
+        get_dispatcher().send(job_path, audit_id)
+
+
+@event.listens_for(Session, "after_soft_rollback")
+def _drop_pending(session: Session, _previous_transaction: object) -> None:
+    session.info.pop(PENDING, None)

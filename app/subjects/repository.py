@@ -1,0 +1,46 @@
+"""Queries on subjects, facts and subject-audit results."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
+
+from app.catalog import load_catalog
+from app.db.models import Audit, Canary, Fact, FactResult, Property, Subject, Template
+
+
+def ensure_properties(session: Session, pids: set[str]) -> None:
+    """Mirror catalog properties (and their templates) into the database where they are missing."""
+    existing = set(session.scalars(select(Property.pid).where(Property.pid.in_(pids))))
+    catalog = load_catalog()
+    for pid in sorted(pids - existing):
+        prop = catalog.get(pid)
+        row = Property(pid=pid, label=prop.label, datatype=prop.datatype, value_type=prop.value_type)
+        row.templates = [Template(index=i, text=t) for i, t in enumerate(prop.templates)]
+        session.add(row)
+    session.flush()
+
+
+def facts_by_id(session: Session, ids: list[int]) -> dict[int, Fact]:
+    return {f.id: f for f in session.scalars(select(Fact).where(Fact.id.in_(ids)))} if ids else {}
+
+
+def results_for_audit(session: Session, audit_id: str, with_candidates: bool) -> list[FactResult]:
+    load = selectinload(FactResult.canaries)
+    if with_candidates:
+        load = load.selectinload(Canary.candidates)
+    stmt = (
+        select(FactResult)
+        .where(FactResult.audit_id == audit_id)
+        .options(load, selectinload(FactResult.counterfactuals))
+        .order_by(FactResult.id)
+    )
+    return list(session.scalars(stmt))
+
+
+def audits_of_subject(session: Session, subject_id: int) -> list[Audit]:
+    return list(session.scalars(select(Audit).where(Audit.subject_id == subject_id)))
+
+
+def get_subject(session: Session, subject_id: int) -> Subject | None:
+    return session.get(Subject, subject_id)

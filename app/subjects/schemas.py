@@ -1,0 +1,98 @@
+"""Request and response shapes for subject audits (WikiMem)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FactIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    property: str = Field(description="Wikidata property id from the catalog, e.g. P106 (occupation)", examples=["P106"])
+    value: str = Field(min_length=1, max_length=300, description="The true value, e.g. 'physicist'")
+
+
+class SubjectIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200, description="The person's name as the model would see it")
+    wikidata_id: str | None = Field(default=None, pattern=r"^Q[1-9][0-9]*$", description="e.g. Q937")
+    facts: list[FactIn] = Field(min_length=1, description="The facts to probe (property + value)")
+
+
+class SubjectAuditOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float = Field(default=1.0, ge=0.0, le=10.0, description="Weight of the similar-name calibration term")
+    counterfactuals: int = Field(default=100, ge=1, le=500, description="Counterfactual values per fact")
+    paraphrases: int | None = Field(
+        default=None, ge=0, le=50, description="Paraphrased templates besides the baseline (null: all)"
+    )
+    similar_names: int = Field(default=2, ge=1, le=10, description="Look-alike names in S(h)")
+    seed: int = Field(default=0, ge=0, description="Seed of the counterfactual draw (stored for reproduction)")
+
+
+class SubjectAuditCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["subject"]
+    model: str = Field(min_length=1, max_length=300, description="A registered model name or hf:<id-or-path>")
+    subject: SubjectIn
+    options: SubjectAuditOptions = Field(default_factory=SubjectAuditOptions)
+
+
+class CandidateRead(BaseModel):
+    value: str
+    is_ground_truth: bool
+    rank: int
+    score: float
+    sentence: str
+    nll_subject: float
+    generic_sentence: str
+    nll_generic: float
+    similar_sentences: list[str]
+    nll_similar: list[float]
+
+
+class CanaryRead(BaseModel):
+    template_index: int
+    kind: str
+    template: str
+    rank: int
+    memorized: bool
+    lead_margin: float
+    z_star: float | None
+    generic_subject: str
+    similar_names: list[str]
+    candidates: list[CandidateRead] | None = None
+
+
+class FactResultRead(BaseModel):
+    property: str
+    label: str
+    values: list[str]
+    share: float = Field(description="Share of templates whose top-ranked candidate is a true value")
+    strict: bool = Field(description="Every template ranks a true value first")
+    lenient: bool = Field(description="Some template ranks a true value first")
+    z_star: float | None = Field(description="Mean z* over templates")
+    n_templates: int
+    counterfactuals: list[str]
+    canaries: list[CanaryRead]
+
+
+class FactsPage(BaseModel):
+    audit_id: str
+    subject_id: int | None
+    detail: Literal["summary", "candidates"]
+    facts: list[FactResultRead]
+
+
+class SubjectRead(BaseModel):
+    id: int
+    wikidata_id: str | None
+    facts: int
+
+
+Detail = Literal["summary", "candidates"]

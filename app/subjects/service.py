@@ -1,0 +1,150 @@
+"""Subject use cases: validate and store a subject audit's person and facts, read results, erase a subject."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from app.audits.repository import get_visible
+from app.auth.keys import Principal
+from app.catalog import UnknownProperty, load_catalog
+from app.db.models import Audit, Fact, FactResult, Subject
+from app.errors import Forbidden, InvalidInput, NotFound
+from app.nll_cache import repository as cache
+from app.settings import Settings
+from app.subjects import repository
+from app.subjects.schemas import (
+    CanaryRead,
+    CandidateRead,
+    Detail,
+    FactResultRead,
+    FactsPage,
+    SubjectAuditCreate,
+)
+
+
+def _validate(body: SubjectAuditCreate, settings: Settings) -> str:
+    name = " ".join(body.subject.name.split())
+    if not name:
+        raise InvalidInput("subject.name", "the subject name is empty; give the person's name")
+    if len(name) > settings.max_name_length:
+        raise InvalidInput("subject.name", f"the subject name is longer than {settings.max_name_length} characters")
+    facts = body.subject.facts
+    if len(facts) > settings.max_facts_per_subject:
+        raise InvalidInput(
+            "subject.facts", f"{len(facts)} facts given; at most {settings.max_facts_per_subject} per audit"
+        )
+    catalog = load_catalog()
+    for i, fact in enumerate(facts):
+        field = f"subject.facts[{i}]"
+        try:
+            prop = catalog.get(fact.property)
+        except UnknownProperty:
+            raise InvalidInput(
+                f"{field}.property", f"unknown property {fact.property!r}: use a property id from GET /properties"
+            ) from None
+        if not fact.value.strip():
+            raise InvalidInput(f"{field}.value", "the value is empty")
+        problem = prop.validate_value(fact.value.strip())
+        if problem:
+            raise InvalidInput(f"{field}.value", problem)
+    return name
+
+
+def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Audit, settings: Settings) -> None:
+    name = _validate(body, settings)
+    repository.ensure_properties(session, {f.property for f in body.subject.facts})
+    subject = Subject(name=name, wikidata_id=body.subject.wikidata_id, owner_key_id=audit.owner_key_id)
+    subject.facts = [Fact(property_id=f.property, value=f.value.strip(), source="request") for f in body.subject.facts]
+    session.add(subject)
+    session.flush()
+    audit.subject_id = subject.id
+
+
+def _candidates(result: FactResult, canary, name: str) -> list[CandidateRead]:  # noqa: ANN001
+    prop = load_catalog().get(result.property_id)
+
+    def sentence(h: str, v: str) -> str:
+        return prop.render(canary.template_index, h, v)
+
+    return [
+        CandidateRead(
+            value=c.value,
+            is_ground_truth=c.is_ground_truth,
+            rank=c.rank,
+            score=c.score,
+            sentence=sentence(name, c.value),
+            nll_subject=c.nll_subject,
+            generic_sentence=sentence(canary.generic_subject, c.value),
+            nll_generic=c.nll_generic,
+            similar_sentences=[sentence(h, c.value) for h in canary.similar_names],
+            nll_similar=list(c.nll_similar),
+        )
+        for c in canary.candidates
+    ]
+
+
+def read_facts(session: Session, principal: Principal, audit_id: str, detail: Detail) -> FactsPage:
+    audit = get_visible(session, principal, audit_id)
+    if audit is None:
+        raise NotFound(f"no audit with id {audit_id!r}")
+    if audit.kind != "subject":
+        raise InvalidInput("audit_id", f"audit {audit_id} is a {audit.kind} audit; facts exist for subject audits")
+    with_candidates = detail == "candidates"
+    results = repository.results_for_audit(session, audit_id, with_candidates)
+    facts = repository.facts_by_id(session, [i for r in results for i in r.fact_ids])
+    subject = repository.get_subject(session, audit.subject_id) if audit.subject_id else None
+    catalog = load_catalog()
+    out = []
+    for r in results:
+        canaries = [
+            CanaryRead(
+                template_index=c.template_index, kind=c.kind, template=c.template, rank=c.rank,
+                memorized=c.memorized, lead_margin=c.lead_margin, z_star=c.z_star,
+                generic_subject=c.generic_subject, similar_names=list(c.similar_names),
+                candidates=_candidates(r, c, subject.name) if with_candidates and subject else None,
+            )
+            for c in r.canaries
+        ]
+        out.append(
+            FactResultRead(
+                property=r.property_id,
+                label=catalog.get(r.property_id).label if r.property_id in catalog else r.property_id,
+                values=[facts[i].value for i in r.fact_ids if i in facts],
+                share=r.share, strict=r.strict, lenient=r.lenient, z_star=r.z_star, n_templates=r.n_templates,
+                counterfactuals=[cf.value for cf in r.counterfactuals],
+                canaries=canaries,
+            )
+        )
+    return FactsPage(audit_id=audit_id, subject_id=audit.subject_id, detail=detail, facts=out)
+
+
+def _sentence_hashes(session: Session, subject: Subject) -> set[str]:
+    """Hashes of every sentence scored for this subject (to drop them from the NLL cache)."""
+    catalog = load_catalog()
+    hashes: set[str] = set()
+    for audit in repository.audits_of_subject(session, subject.id):
+        for r in repository.results_for_audit(session, audit.id, with_candidates=True):
+            if r.property_id not in catalog:
+                continue
+            prop = catalog.get(r.property_id)
+            for c in r.canaries:
+                for cand in c.candidates:
+                    for h in (subject.name, *c.similar_names):
+                        hashes.add(cache.text_hash(prop.render(c.template_index, h, cand.value)))
+    return hashes
+
+
+def erase_subject(session: Session, principal: Principal, subject_id: int) -> dict[str, int]:
+    """Delete the subject, its facts, its audits and all results, and the cached NLLs of sentences naming them.
+    Generic-subject sentences ("This person …") name nobody and stay cached."""
+    if principal.role not in ("admin", "auditor"):
+        raise Forbidden("erasing a subject needs the role admin or the auditor who submitted it")
+    subject = repository.get_subject(session, subject_id)
+    if subject is None or (principal.role == "auditor" and subject.owner_key_id != principal.key_id):
+        raise NotFound(f"no subject with id {subject_id}")
+    n_audits = len(repository.audits_of_subject(session, subject_id))
+    removed = cache.forget(session, _sentence_hashes(session, subject))
+    n_facts = len(subject.facts)
+    session.delete(subject)
+    session.flush()
+    return {"subject_id": subject_id, "facts": n_facts, "audits": n_audits, "cached_sentences": removed}

@@ -1,0 +1,117 @@
+"""Real PostgreSQL and Redis servers on loopback, started in temporary directories for a test session.
+
+PostgreSQL refuses to run as root: as root, the cluster is created and run as the `postgres` user that
+Debian's package creates."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PG_BIN_DIRS = [Path("/usr/lib/postgresql") / v / "bin" for v in ("17", "16", "15", "14", "13")]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pg_bin(name: str) -> str:
+    for d in PG_BIN_DIRS:
+        if (d / name).exists():
+            return str(d / name)
+    found = shutil.which(name)
+    if not found:
+        raise RuntimeError(f"{name} not found: install Debian's postgresql package (apt-get install postgresql)")
+    return found
+
+
+def _as_db_user(cmd: list[str]) -> list[str]:
+    return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
+
+
+def _wait_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"server on port {port} did not start in {timeout} s")
+
+
+@dataclass
+class Postgres:
+    root: Path
+    port: int
+
+    @property
+    def admin_url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def url(self, db: str) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{db}"
+
+    def create_database(self, name: str) -> str:
+        import psycopg
+
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", autocommit=True) as c:
+            c.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def stop(self) -> None:
+        subprocess.run(_as_db_user([_pg_bin("pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"]),
+                       capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_postgres() -> Postgres:
+    root = Path(tempfile.mkdtemp(prefix="memaudit-pg-"))
+    data = root / "data"
+    port = free_port()
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres", "postgres")
+    subprocess.run(_as_db_user([_pg_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8"]),
+                   check=True, capture_output=True)
+    opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+    subprocess.run(_as_db_user([_pg_bin("pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w",
+                                "start"]), check=True, capture_output=True)
+    _wait_port(port)
+    return Postgres(root, port)
+
+
+@dataclass
+class Redis:
+    proc: subprocess.Popen
+    port: int
+    root: Path
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_redis() -> Redis:
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    if not Path(binary).exists():
+        raise RuntimeError("redis-server not found: install Debian's redis-server package")
+    root = Path(tempfile.mkdtemp(prefix="memaudit-redis-"))
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(root)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    _wait_port(port)
+    return Redis(proc, port, root)
