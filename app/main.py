@@ -20,7 +20,7 @@ log = logging.getLogger("memaudit.api")
 
 
 def _field(loc: tuple) -> str:
-    parts = [str(p) for p in loc if p not in ("body",)]
+    parts = [str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)]
     # drop the discriminator tag pydantic puts in the path of union members ("subject", "coverage", ...)
     out = ""
     for p in parts:

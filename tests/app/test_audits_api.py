@@ -1,0 +1,150 @@
+"""The audits API on real Postgres: auth, validation, idempotency, visibility, paging, cancellation."""
+
+from __future__ import annotations
+
+import pytest
+
+FACTS = [{"property": "P106", "value": "physicist"}, {"property": "P27", "value": "Germany"}]
+
+
+def body(name: str = "Test Person", facts=None, model: str = "groundtruth-tiny", **options) -> dict:
+    return {"kind": "subject", "model": model, "subject": {"name": name, "facts": FACTS if facts is None else facts}, "options": options}
+
+
+@pytest.fixture
+def auditor(pg_env, api_factory):
+    return api_factory("auditor")
+
+
+def fields(response) -> list[str]:
+    detail = response.json()["detail"]
+    return [d["field"] for d in detail] if isinstance(detail, list) else []
+
+
+def test_missing_and_wrong_keys_are_rejected(pg_env, api_factory):
+    assert api_factory().post("/audits", json=body()).status_code == 401
+    wrong = api_factory(key="mak_deadbeef0000_notasecret")
+    r = wrong.get("/audits")
+    assert r.status_code == 401 and "invalid" in r.json()["detail"]
+    assert api_factory(key="garbage").get("/audits").status_code == 401
+
+
+def test_roles_that_may_not_submit(pg_env, api_factory):
+    for role in ("regulator", "pipeline"):
+        r = api_factory(role).post("/audits", json=body())
+        assert r.status_code == 403, (role, r.text)
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        (body(facts=[{"property": "P999999", "value": "x"}]), "subject.facts[0].property"),
+        (body(name=""), "subject.name"),
+        (body(name="   "), "subject.name"),
+        (body(name="x" * 201), "subject.name"),
+        (body(facts=[{"property": "P106", "value": "physicist"}] * 51), "subject.facts"),
+        (body(model="no-such-model"), "model"),
+        (body(facts=[]), "subject.facts"),
+        ({"kind": "subject", "model": "groundtruth-tiny"}, "subject"),
+        ({**body(), "unexpected": 1}, "unexpected"),
+        (body(counterfactuals=0), "options.counterfactuals"),
+    ],
+)
+def test_bad_input_names_the_field(auditor, payload, field):
+    r = auditor.post("/audits", json=payload)
+    assert r.status_code == 422, r.text
+    assert any(f.endswith(field) for f in fields(r)), (field, r.json())
+
+
+def test_bad_input_never_echoes_personal_data(auditor):
+    r = auditor.post("/audits", json=body(name="Secret Person " + "y" * 300))
+    assert r.status_code == 422
+    assert "Secret Person" not in r.text
+
+
+def test_malformed_json_is_a_422(auditor):
+    r = auditor.post("/audits", content=b"{not json", headers={"Content-Type": "application/json"})
+    assert r.status_code == 422
+
+
+def test_bad_page_size(auditor, pg_env):
+    assert fields(auditor.get("/audits", params={"page_size": 0})) == ["page_size"]
+    assert fields(auditor.get("/audits", params={"page_size": 10_000})) == ["page_size"]
+    assert fields(auditor.get("/audits", params={"page": 0})) == ["page"]
+
+
+def test_idempotency_key_replays_and_conflicts(auditor, pg_env):
+    from sqlalchemy import func, select
+
+    from app.db.engine import session_scope
+    from app.db.models import Audit
+
+    headers = {"Idempotency-Key": "key-123"}
+    with session_scope() as s:
+        before = s.scalar(select(func.count()).select_from(Audit))
+    first = auditor.post("/audits", json=body(), headers=headers)
+    second = auditor.post("/audits", json=body(), headers=headers)
+    assert first.status_code == second.status_code == 202
+    assert first.json()["id"] == second.json()["id"]
+    assert second.headers.get("Idempotent-Replayed") == "true"
+    with session_scope() as s:
+        assert s.scalar(select(func.count()).select_from(Audit)) == before + 1
+    changed = auditor.post("/audits", json=body(name="Someone Else"), headers=headers)
+    assert changed.status_code == 422 and fields(changed) == ["Idempotency-Key"]
+
+
+def test_other_principals_get_404(pg_env, api_factory):
+    alice, bob = api_factory("auditor"), api_factory("auditor")
+    created = alice.post("/audits", json=body()).json()
+    aid = created["id"]
+    assert alice.get(f"/audits/{aid}").status_code == 200
+    assert bob.get(f"/audits/{aid}").status_code == 404
+    assert bob.get(f"/audits/{aid}/facts").status_code == 404
+    assert bob.delete(f"/audits/{aid}").status_code == 404
+    assert aid not in [a["id"] for a in bob.get("/audits").json()["items"]]
+    assert api_factory("regulator").get(f"/audits/{aid}").status_code == 200
+    assert api_factory("pipeline").get(f"/audits/{aid}").status_code == 404
+    # the data subject's token reads this audit and nothing else
+    subject = api_factory(key=created["subject_token"])
+    assert subject.get(f"/audits/{aid}").status_code == 200
+    other = alice.post("/audits", json=body(name="Other Person")).json()["id"]
+    assert subject.get(f"/audits/{other}").status_code == 404
+    assert subject.post("/audits", json=body()).status_code == 403
+    forged = created["subject_token"][:-4] + "0000"
+    assert api_factory(key=forged).get(f"/audits/{aid}").status_code == 401
+
+
+def test_list_filters_and_paging(pg_env, api_factory):
+    api = api_factory("auditor")
+    ids = [api.post("/audits", json=body(name=f"Person {i}")).json()["id"] for i in range(3)]
+    page1 = api.get("/audits", params={"page_size": 2}).json()
+    page2 = api.get("/audits", params={"page_size": 2, "page": 2}).json()
+    assert page1["total"] == 3 and len(page1["items"]) == 2 and len(page2["items"]) == 1
+    assert {a["id"] for a in page1["items"] + page2["items"]} == set(ids)
+    assert api.get("/audits", params={"kind": "coverage"}).json()["total"] == 0
+    assert api.get("/audits", params={"status": "queued", "model": "groundtruth-tiny"}).json()["total"] == 3
+
+
+def test_cancel_a_queued_audit(pg_env, api_factory):
+    api = api_factory("auditor")
+    aid = api.post("/audits", json=body()).json()["id"]
+    r = api.delete(f"/audits/{aid}")
+    assert r.status_code == 200 and r.json()["status"] == "cancelled"
+    again = api.delete(f"/audits/{aid}")
+    assert again.status_code == 409
+
+
+def test_models_properties_health(pg_env, api_factory):
+    api = api_factory("auditor")
+    names = [m["name"] for m in api.get("/models").json()]
+    assert {"smollm2-135m", "groundtruth-tiny"} <= set(names)
+    props = {p["pid"] for p in api.get("/properties").json()}
+    assert {"P106", "P27", "P19", "P21", "P1412"} <= props
+    assert api_factory().get("/health").json()["status"] == "ok"
+
+
+def test_forget_set_roles(pg_env, api_factory):
+    assert api_factory("regulator").get("/forget-set").status_code == 403
+    r = api_factory("pipeline").get("/forget-set", params={"format": "csv"})
+    assert r.status_code == 200 and r.text.startswith("subject_id,")
+    assert api_factory("pipeline").get("/forget-set", params={"policy": "share"}).status_code == 422

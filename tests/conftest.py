@@ -1,0 +1,142 @@
+"""Session fixtures: real PostgreSQL and Redis on loopback, migrated databases, API clients, keys.
+
+`pg_env` switches the process to Postgres + Redis (RQ); `sqlite_env` to the embedded default (SQLite file,
+in-process worker thread). Both clear the cached settings so every component sees the switch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.servers import Postgres, Redis, start_postgres, start_redis
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _reset_caches() -> None:
+    from app.queue import _dispatcher_for
+    from app.settings import get_settings
+
+    get_settings.cache_clear()
+    _dispatcher_for.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    pg = start_postgres()
+    yield pg
+    pg.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Redis]:
+    server = start_redis()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_url(postgres: Postgres) -> str:
+    from app.migrate import migrate
+
+    url = postgres.create_database(f"memaudit_{uuid.uuid4().hex[:8]}")
+    migrate(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    from app.migrate import migrate
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('embedded') / 'memaudit.sqlite3'}"
+    migrate(url)
+    return url
+
+
+@pytest.fixture
+def pg_env(pg_url: str, redis_server: Redis, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    env = {"MEMAUDIT_DATABASE_URL": pg_url, "MEMAUDIT_REDIS_URL": redis_server.url,
+           "MEMAUDIT_QUEUE_NAME": f"test-{uuid.uuid4().hex[:6]}", "MEMAUDIT_ENV": "test"}
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    _reset_caches()
+    yield env
+    _reset_caches()
+
+
+@pytest.fixture
+def sqlite_env(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    monkeypatch.setenv("MEMAUDIT_DATABASE_URL", sqlite_url)
+    monkeypatch.delenv("MEMAUDIT_REDIS_URL", raising=False)
+    monkeypatch.setenv("MEMAUDIT_ENV", "test")
+    _reset_caches()
+    yield {"MEMAUDIT_DATABASE_URL": sqlite_url}
+    _reset_caches()
+
+
+def make_key(role: str) -> str:
+    """A fresh API key of `role` in the currently selected database."""
+    from app.auth.keys import create_key
+    from app.db.engine import session_scope
+    from app.settings import get_settings
+
+    with session_scope() as s:
+        _, token = create_key(s, get_settings(), role, f"test-{role}")
+    return token
+
+
+class Api:
+    """A TestClient bound to one API key."""
+
+    def __init__(self, key: str | None) -> None:
+        from fastapi.testclient import TestClient
+
+        from app.main import create_app
+
+        self.client = TestClient(create_app())
+        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
+
+    def __getattr__(self, method: str):  # get, post, delete …
+        call = getattr(self.client, method)
+
+        def send(url: str, **kw):
+            headers = {**self.headers, **kw.pop("headers", {})}
+            return call(url, headers=headers, **kw)
+
+        return send
+
+
+@pytest.fixture
+def api_factory():
+    return lambda role=None, key=None: Api(key if key is not None else (make_key(role) if role else None))
+
+
+def wait_for(api: Api, audit_id: str, timeout: float = 600) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = api.get(f"/audits/{audit_id}").json()
+        if body["status"] in ("succeeded", "failed", "cancelled"):
+            return body
+        time.sleep(0.5)
+    raise AssertionError(f"audit {audit_id} did not finish in {timeout} s (last: {body})")
+
+
+@pytest.fixture
+def rq_worker(pg_env: dict[str, str]) -> Iterator[subprocess.Popen]:
+    """A real `memaudit worker` process on the test Redis and Postgres."""
+    env = {**os.environ, **pg_env}
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    yield proc
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
