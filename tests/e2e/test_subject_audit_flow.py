@@ -1,0 +1,122 @@
+"""End to end: HTTP API → Postgres → Redis → a real RQ worker process → stored results → forget set,
+on the project's ground-truth model (whose training membership is known); and the same flow on the
+embedded default (SQLite + in-process worker)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import wait_for
+
+MANIFEST = Path(__file__).resolve().parents[2] / "workers" / "groundtruth" / "manifest.json"
+PARAPHRASES = 3  # baseline + 3 paraphrases per fact keeps the suite fast
+
+
+def people(split: str, n: int) -> list[dict]:
+    return json.loads(MANIFEST.read_text())[split][:n]
+
+
+def payload(person: dict, **options) -> dict:
+    facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
+    return {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": person["name"], "facts": facts},
+            "options": {"paraphrases": PARAPHRASES, **options}}
+
+
+def lenient_rate(api, audit_ids: list[str]) -> float:
+    facts = [f for aid in audit_ids for f in api.get(f"/audits/{aid}/facts").json()["facts"]]
+    return sum(f["lenient"] for f in facts) / len(facts)
+
+
+def run_audits(api, persons: list[dict]) -> list[str]:
+    ids = [api.post("/audits", json=payload(p)).json()["id"] for p in persons]
+    for aid in ids:
+        done = wait_for(api, aid)
+        assert done["status"] == "succeeded", done
+        assert done["progress"]["done"] == done["progress"]["total"] > 0
+    return ids
+
+
+def test_trained_subjects_are_memorized_far_above_held_out_ones(rq_worker, api_factory):
+    api = api_factory("auditor")
+    # A job whose model cannot load fails with a readable error, and the worker keeps serving.
+    bad = api.post("/audits", json={**payload(people("trained", 1)[0]), "model": "hf:/nonexistent/model-dir"})
+    failed = wait_for(api, bad.json()["id"])
+    assert failed["status"] == "failed" and "nonexistent" in failed["error"], failed
+
+    trained = run_audits(api, people("trained", 4))
+    held_out = run_audits(api, people("held_out", 4))
+    rate_trained, rate_held = lenient_rate(api, trained), lenient_rate(api, held_out)
+    assert rate_trained >= 0.8 and rate_held <= 0.3 and rate_trained - rate_held >= 0.5, (
+        f"lenient memorization: trained {rate_trained:.2f}, held-out {rate_held:.2f}"
+    )
+    print(f"\nlenient memorization on groundtruth-tiny: trained {rate_trained:.2f}, held-out {rate_held:.2f}")
+
+
+def test_results_can_be_recomputed_and_reaudits_are_free(rq_worker, api_factory):
+    from workers.measures.wikimem import calibrated_scores, ranks
+
+    api = api_factory("auditor")
+    person = people("trained", 6)[5]
+    first = run_audits(api, [person])[0]
+    detail = api.get(f"/audits/{first}/facts", params={"detail": "candidates"}).json()
+    canary = detail["facts"][0]["canaries"][0]
+    cands = canary["candidates"]
+    assert len(cands) == 101 and cands[0]["sentence"].count(person["name"]) == 1
+    scores = calibrated_scores([c["nll_subject"] for c in cands], [c["nll_generic"] for c in cands],
+                               list(zip(*[c["nll_similar"] for c in cands], strict=True)))
+    assert ranks(scores) == [c["rank"] for c in cands]
+    second = run_audits(api, [person])[0]
+    scoring = api.get(f"/audits/{second}").json()["summary"]["scoring"]
+    assert scoring["scored"] == 0 and scoring["cached"] == scoring["sentences"] > 0, scoring
+
+
+def test_forget_set_and_erasure(rq_worker, api_factory):
+    api = api_factory("auditor")
+    person = people("trained", 8)[7]
+    aid = run_audits(api, [person])[0]
+    exported = api_factory("pipeline").get("/forget-set", params={"audit_id": aid})
+    rows = [json.loads(line) for line in exported.text.splitlines()]
+    assert rows and all(r["subject"] == person["name"] and r["audit_id"] == aid for r in rows)
+    csv_text = api_factory("pipeline").get("/forget-set", params={"audit_id": aid, "format": "csv"}).text
+    assert len(csv_text.strip().splitlines()) == len(rows) + 1
+
+    subject_id = api.get(f"/audits/{aid}").json()["subject_id"]
+    erased = api.delete(f"/subjects/{subject_id}")
+    assert erased.status_code == 200 and erased.json()["cached_sentences"] > 0, erased.text
+    assert api.get(f"/audits/{aid}").status_code == 404
+    assert api_factory("pipeline").get("/forget-set", params={"audit_id": aid}).text == ""
+    assert api.delete(f"/subjects/{subject_id}").status_code == 404
+
+
+def test_embedded_default_runs_the_same_flow(sqlite_env, api_factory):
+    api = api_factory("auditor")
+    trained = run_audits(api, people("trained", 2))
+    held_out = run_audits(api, people("held_out", 2))
+    rate_trained, rate_held = lenient_rate(api, trained), lenient_rate(api, held_out)
+    assert rate_trained >= 0.8 and rate_trained > rate_held, (rate_trained, rate_held)
+
+
+def test_no_personal_data_in_redis(rq_worker, api_factory, redis_server):
+    import redis
+
+    api = api_factory("auditor")
+    person = people("held_out", 6)[5]
+    aid = api.post("/audits", json=payload(person)).json()["id"]
+    client = redis.Redis.from_url(redis_server.url)
+    blobs = []
+    for key in client.scan_iter("*"):
+        kind = client.type(key).decode()
+        if kind == "hash":
+            blobs.extend(v for v in client.hgetall(key).values())
+        elif kind == "string":
+            blobs.append(client.get(key))
+        elif kind == "list":
+            blobs.extend(client.lrange(key, 0, -1))
+    text = b" ".join(b for b in blobs if isinstance(b, bytes))
+    assert aid.encode() in text  # the job is there, by id
+    assert person["name"].encode() not in text
+    assert all(v.encode() not in text for values in person["facts"].values() for v in values if len(v) > 4)
+    wait_for(api, aid)
