@@ -3,6 +3,7 @@
 from app.db.models.audit import Audit, IdempotencyKey
 from app.db.models.auth import ApiKey
 from app.db.models.cache import NllCache
+from app.db.models.dataset import CoverageAudit, CoverageResult, Dataset, DatasetFile, DatasetRecord  # noqa: F401
 from app.db.models.results import Canary, CandidateScore, CounterfactualValue, FactResult
 from app.db.models.subject import Fact, Property, Subject, Template
 
