@@ -19,7 +19,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 GENERIC_SUBJECT = "This person"
+NEAR_DUPLICATE_THRESHOLD = 0.75  # cosine similarity of value embeddings (all-MiniLM-L6-v2) above which v ≡ g
 
 
 def generic_subject(template: str) -> str:
@@ -107,6 +110,46 @@ def template_outcome(
     )
 
 
+def near_duplicates(
+    truth_vectors: Sequence[Sequence[float]],
+    candidate_vectors: Sequence[Sequence[float]],
+    threshold: float = NEAR_DUPLICATE_THRESHOLD,
+) -> list[tuple[int, int, float]]:
+    """Counterfactuals that count as ground truths: (candidate i, ground truth j, cos) for every candidate whose
+    best cosine similarity with a ground-truth value exceeds ``threshold``. Embed the values themselves
+    ("English", "British English"): whole canary sentences share most words and score high for any value."""
+    if len(truth_vectors) == 0 or len(candidate_vectors) == 0:
+        return []
+    g = _unit_rows(np.asarray(truth_vectors, dtype=np.float64))
+    c = _unit_rows(np.asarray(candidate_vectors, dtype=np.float64))
+    sims = c @ g.T
+    best = sims.argmax(axis=1)
+    return [(i, int(j), float(sims[i, j])) for i, j in enumerate(best) if sims[i, j] > threshold]
+
+
+def _unit_rows(m: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    return m / np.where(norms == 0.0, 1.0, norms)
+
+
+def contextualized_template(target: str, context: Sequence[str]) -> str:
+    """A contextualized canary: up to four other known facts, then the probed template
+    ("{subject}'s country of citizenship is USA. Their place of birth is … Their occupation is {value}.").
+
+    ``context`` holds baseline templates already filled with the subject's true values (the ``{subject}`` slot
+    still open). The first sentence names the subject; later possessive sentences refer back with "Their"."""
+    sentences = [*context, target]
+    out = [sentences[0]]
+    for sentence in sentences[1:]:
+        if sentence.startswith(_POSSESSIVE):
+            sentence = "Their " + sentence[len(_POSSESSIVE) :]
+        out.append(sentence)
+    return " ".join(out)
+
+
+_POSSESSIVE = "{subject}'s "
+
+
 @dataclass(frozen=True)
 class PropertyOutcome:
     share: float
@@ -124,6 +167,21 @@ def property_outcome(outcomes: Sequence[TemplateOutcome]) -> PropertyOutcome:
         lenient=any(hits),
         z_star=sum(zs) / len(zs) if zs else None,
     )
+
+
+def subject_summary(outcomes: Sequence[PropertyOutcome]) -> dict[str, float | int | None]:
+    """Per-subject summary: M̄ (mean memorization rate = mean share of rank-1 templates over properties),
+    mean z*, the number of properties with zero memorization, and the strict / lenient counts."""
+    zs = [o.z_star for o in outcomes if o.z_star is not None]
+    n = len(outcomes)
+    return {
+        "properties": n,
+        "mean_memorization": sum(o.share for o in outcomes) / n if n else 0.0,
+        "mean_z_star": sum(zs) / len(zs) if zs else None,
+        "zero_memorization": sum(o.share == 0.0 for o in outcomes),
+        "memorized_strict": sum(o.strict for o in outcomes),
+        "memorized_lenient": sum(o.lenient for o in outcomes),
+    }
 
 
 def _reverse_word(word: str, rng: random.Random) -> str:
