@@ -113,7 +113,21 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("httpx", "transformers", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    from pydantic import ValidationError
+
+    from app.errors import DomainError
+
+    try:
+        return int(args.func(args) or 0)
+    except DomainError as exc:
+        where = f"{exc.field}: " if exc.field else ""
+        print(f"memaudit: {where}{exc.message}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:
+        for err in exc.errors():
+            field = ".".join(str(p) for p in err["loc"])
+            print(f"memaudit: {field}: {err['msg']}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -33,3 +33,7 @@ class Unauthorized(DomainError):
 
 class Forbidden(DomainError):
     status_code = 403
+
+
+class ServiceUnavailable(DomainError):
+    status_code = 503

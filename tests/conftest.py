@@ -128,15 +128,21 @@ def wait_for(api: Api, audit_id: str, timeout: float = 600) -> dict:
     raise AssertionError(f"audit {audit_id} did not finish in {timeout} s (last: {body})")
 
 
+@pytest.fixture(scope="session")
+def worker_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("worker") / "worker.log"
+
+
 @pytest.fixture
-def rq_worker(pg_env: dict[str, str]) -> Iterator[subprocess.Popen]:
-    """A real `memaudit worker` process on the test Redis and Postgres."""
+def rq_worker(pg_env: dict[str, str], worker_log: Path) -> Iterator[subprocess.Popen]:
+    """A real `memaudit worker` process on the test Redis and Postgres; its output goes to `worker_log`."""
     env = {**os.environ, **pg_env}
-    proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    yield proc
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with worker_log.open("a") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env, cwd=REPO,
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        yield proc
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()

@@ -8,6 +8,7 @@ from sqlalchemy import text
 
 from app.catalog import load_catalog
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep
+from app.errors import ServiceUnavailable
 
 router = APIRouter(tags=["meta"])
 
@@ -30,8 +31,18 @@ class PropertyRead(BaseModel):
 
 @router.get("/health")
 def health(session: SessionDep, settings: SettingsDep) -> dict[str, str]:
+    """Liveness of the API, its database and (when configured) Redis. 503 when a dependency is down."""
     session.execute(text("SELECT 1"))
-    return {"status": "ok", "database": "ok", "queue": "redis" if settings.redis_url else "embedded"}
+    if not settings.redis_url:
+        return {"status": "ok", "database": "ok", "queue": "embedded"}
+    from redis import Redis
+    from redis.exceptions import RedisError
+
+    try:
+        Redis.from_url(settings.redis_url, socket_timeout=2).ping()
+    except RedisError as exc:
+        raise ServiceUnavailable("Redis is unreachable: check MEMAUDIT_REDIS_URL and the Redis server") from exc
+    return {"status": "ok", "database": "ok", "queue": "redis"}
 
 
 @router.get("/models", response_model=list[ModelRead])

@@ -99,7 +99,7 @@ def test_embedded_default_runs_the_same_flow(sqlite_env, api_factory):
     assert rate_trained >= 0.8 and rate_trained > rate_held, (rate_trained, rate_held)
 
 
-def test_no_personal_data_in_redis(rq_worker, api_factory, redis_server):
+def test_no_personal_data_in_redis_or_worker_logs(rq_worker, api_factory, redis_server, worker_log):
     import redis
 
     api = api_factory("auditor")
@@ -119,4 +119,6 @@ def test_no_personal_data_in_redis(rq_worker, api_factory, redis_server):
     assert aid.encode() in text  # the job is there, by id
     assert person["name"].encode() not in text
     assert all(v.encode() not in text for values in person["facts"].values() for v in values if len(v) > 4)
-    wait_for(api, aid)
+    assert wait_for(api, aid)["status"] == "succeeded"
+    logged = worker_log.read_text()
+    assert aid in logged and person["name"] not in logged
