@@ -4,22 +4,47 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 
 class FactIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    property: str = Field(description="Wikidata property id from the catalog, e.g. P106 (occupation)", examples=["P106"])
+    property: str = Field(
+        description="Wikidata property id from the catalog, e.g. P106 (occupation)", examples=["P106"]
+    )
     value: str = Field(min_length=1, max_length=300, description="The true value, e.g. 'physicist'")
 
 
 class SubjectIn(BaseModel):
+    """Either the facts themselves (a person outside Wikidata), or a Wikidata id whose catalog facts are
+    fetched (from an imported dump if the person is there, else from the Wikidata API), or both."""
+
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=200, description="The person's name as the model would see it")
     wikidata_id: str | None = Field(default=None, pattern=r"^Q[1-9][0-9]*$", description="e.g. Q937")
-    facts: list[FactIn] = Field(min_length=1, description="The facts to probe (property + value)")
+    name: str | None = Field(
+        default=None, min_length=1, max_length=200, validate_default=True,
+        description="The person's name as the model would see it (default with wikidata_id: the English label)",
+    )  # fmt: skip
+    facts: list[FactIn] = Field(
+        default_factory=list, validate_default=True,
+        description="The facts to probe (property + value); empty with a wikidata_id: fetched from Wikidata",
+    )  # fmt: skip
+
+    @field_validator("name")
+    @classmethod
+    def _name_or_wikidata(cls, name: str | None, info: ValidationInfo) -> str | None:
+        if name is None and info.data.get("wikidata_id") is None:
+            raise ValueError("give the subject's name (it can only be looked up with a wikidata_id)")
+        return name
+
+    @field_validator("facts")
+    @classmethod
+    def _facts_or_wikidata(cls, facts: list[FactIn], info: ValidationInfo) -> list[FactIn]:
+        if not facts and info.data.get("wikidata_id") is None:
+            raise ValueError("give the subject's facts, or a wikidata_id to fetch them from Wikidata")
+        return facts
 
 
 class SubjectAuditOptions(BaseModel):
@@ -32,6 +57,17 @@ class SubjectAuditOptions(BaseModel):
     )
     similar_names: int = Field(default=2, ge=1, le=10, description="Look-alike names in S(h)")
     seed: int = Field(default=0, ge=0, description="Seed of the counterfactual draw (stored for reproduction)")
+    context: bool = Field(
+        default=False, description="Also probe each fact with a contextualized canary (other known facts first)"
+    )
+    context_facts: int = Field(default=4, ge=1, le=4, description="Known facts prepended in a contextualized canary")
+    near_duplicates: bool = Field(
+        default=True, description="Count a counterfactual as a true value when their embeddings are near-identical"
+    )
+    near_duplicate_threshold: float = Field(
+        default=0.75, gt=0.0, le=1.0, description="Cosine similarity of value embeddings (all-MiniLM-L6-v2) above which"
+        " a counterfactual counts as a ground truth",
+    )  # fmt: skip
 
 
 class SubjectAuditCreate(BaseModel):
@@ -54,6 +90,10 @@ class CandidateRead(BaseModel):
     nll_generic: float
     similar_sentences: list[str]
     nll_similar: list[float]
+    near_duplicate_of: str | None = Field(
+        default=None, description="A counterfactual merged with this true value (cosine > threshold): counted as true"
+    )
+    cosine: float | None = None
 
 
 class CanaryRead(BaseModel):

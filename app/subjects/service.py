@@ -6,8 +6,8 @@ from sqlalchemy.orm import Session
 
 from app.audits.repository import get_visible
 from app.auth.keys import Principal
-from app.catalog import UnknownProperty, load_catalog
-from app.db.models import Audit, Fact, FactResult, Subject
+from app.catalog import UnknownProperty, load_catalog, split_template
+from app.db.models import Audit, Fact, Subject
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.nll_cache import repository as cache
 from app.settings import Settings
@@ -20,14 +20,19 @@ from app.subjects.schemas import (
     FactsPage,
     SubjectAuditCreate,
 )
+from app.subjects.wikidata_source import fetch_facts
 
 
-def _validate(body: SubjectAuditCreate, settings: Settings) -> str:
-    name = " ".join(body.subject.name.split())
+def _validate_name(raw: str, settings: Settings) -> str:
+    name = " ".join(raw.split())
     if not name:
         raise InvalidInput("subject.name", "the subject name is empty; give the person's name")
     if len(name) > settings.max_name_length:
         raise InvalidInput("subject.name", f"the subject name is longer than {settings.max_name_length} characters")
+    return name
+
+
+def _validate_facts(body: SubjectAuditCreate, settings: Settings) -> list[tuple[str, str]]:
     facts = body.subject.facts
     if len(facts) > settings.max_facts_per_subject:
         raise InvalidInput(
@@ -47,24 +52,35 @@ def _validate(body: SubjectAuditCreate, settings: Settings) -> str:
         problem = prop.validate_value(fact.value.strip())
         if problem:
             raise InvalidInput(f"{field}.value", problem)
-    return name
+    return [(f.property, f.value.strip()) for f in facts]
 
 
 def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Audit, settings: Settings) -> None:
-    name = _validate(body, settings)
-    repository.ensure_properties(session, {f.property for f in body.subject.facts})
+    """Facts come from the request (a person outside Wikidata) or, when only a Wikidata id is given, from an
+    imported dump or the Wikidata API. Either way the audit gets its own copy of the subject."""
+    facts = _validate_facts(body, settings)
+    name, source = body.subject.name, "request"
+    if not facts:
+        found = fetch_facts(session, body.subject.wikidata_id, settings)
+        facts, source, name = found.facts, found.source, name or found.name
+    name = _validate_name(name or "", settings)
+    repository.ensure_properties(session, {pid for pid, _ in facts})
     subject = Subject(name=name, wikidata_id=body.subject.wikidata_id, owner_key_id=audit.owner_key_id)
-    subject.facts = [Fact(property_id=f.property, value=f.value.strip(), source="request") for f in body.subject.facts]
+    subject.facts = [Fact(property_id=pid, value=value, source=source) for pid, value in facts]
     session.add(subject)
     session.flush()
     audit.subject_id = subject.id
 
 
-def _candidates(result: FactResult, canary, name: str) -> list[CandidateRead]:  # noqa: ANN001
-    prop = load_catalog().get(result.property_id)
+def _sentence(template: str, h: str, v: str) -> str:
+    """A canary sentence exactly as scored: from the canary's stored template (contextualized ones included)."""
+    head, tail = split_template(template, h, v)
+    return head + tail
 
+
+def _candidates(canary, name: str) -> list[CandidateRead]:  # noqa: ANN001
     def sentence(h: str, v: str) -> str:
-        return prop.render(canary.template_index, h, v)
+        return _sentence(canary.template, h, v)
 
     return [
         CandidateRead(
@@ -78,6 +94,8 @@ def _candidates(result: FactResult, canary, name: str) -> list[CandidateRead]:  
             nll_generic=c.nll_generic,
             similar_sentences=[sentence(h, c.value) for h in canary.similar_names],
             nll_similar=list(c.nll_similar),
+            near_duplicate_of=(c.extra or {}).get("near_duplicate_of"),
+            cosine=(c.extra or {}).get("cosine"),
         )
         for c in canary.candidates
     ]
@@ -101,7 +119,7 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
                 template_index=c.template_index, kind=c.kind, template=c.template, rank=c.rank,
                 memorized=c.memorized, lead_margin=c.lead_margin, z_star=c.z_star,
                 generic_subject=c.generic_subject, similar_names=list(c.similar_names),
-                candidates=_candidates(r, c, subject.name) if with_candidates and subject else None,
+                candidates=_candidates(c, subject.name) if with_candidates and subject else None,
             )
             for c in r.canaries
         ]
@@ -120,17 +138,15 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
 
 def _sentence_hashes(session: Session, subject: Subject) -> set[str]:
     """Hashes of every sentence scored for this subject (to drop them from the NLL cache)."""
-    catalog = load_catalog()
     hashes: set[str] = set()
     for audit in repository.audits_of_subject(session, subject.id):
         for r in repository.results_for_audit(session, audit.id, with_candidates=True):
-            if r.property_id not in catalog:
-                continue
-            prop = catalog.get(r.property_id)
             for c in r.canaries:
+                # Contextualized canaries hold the subject's other facts even in their generic-subject sentences.
+                names = (subject.name, *c.similar_names) + ((c.generic_subject,) if c.kind == "context" else ())
                 for cand in c.candidates:
-                    for h in (subject.name, *c.similar_names):
-                        hashes.add(cache.text_hash(prop.render(c.template_index, h, cand.value)))
+                    for h in names:
+                        hashes.add(cache.text_hash(_sentence(c.template, h, cand.value)))
     return hashes
 
 

@@ -12,14 +12,24 @@ from typing import Any
 
 from sqlalchemy import delete
 
-from app.catalog import Property, counterfactuals, load_catalog
+from app.catalog import Catalog, Property, counterfactuals, load_catalog, split_template
 from app.db.engine import session_scope
 from app.db.models import Audit, Canary, CandidateScore, CounterfactualValue, Fact, FactResult, Subject
 from app.nll_cache import repository as cache
 from workers.jobs.common import JobContext, JobError, run_audit_job
-from workers.measures.wikimem import generic_subject, property_outcome, similar_names, template_outcome
+from workers.measures.wikimem import (
+    NEAR_DUPLICATE_THRESHOLD,
+    contextualized_template,
+    generic_subject,
+    near_duplicates,
+    property_outcome,
+    similar_names,
+    subject_summary,
+    template_outcome,
+)
 
 SCORE_CHUNK = 256
+MAX_CONTEXT_FACTS = 4  # WikiMem prepends up to four other known facts
 
 
 @dataclass
@@ -38,10 +48,16 @@ class PropertyPlan:
     ground_truths: list[str]
     counterfactuals: list[str]
     canaries: list[CanaryPlan] = field(default_factory=list)
+    # counterfactual value -> (ground truth it duplicates, cosine): counted as ground truths when ranking
+    merged: dict[str, tuple[str, float]] = field(default_factory=dict)
 
     @property
     def candidates(self) -> list[str]:
         return self.ground_truths + self.counterfactuals
+
+    @property
+    def truth_mask(self) -> list[bool]:
+        return [i < len(self.ground_truths) or v in self.merged for i, v in enumerate(self.candidates)]
 
 
 def run(audit_id: str) -> None:
@@ -59,33 +75,66 @@ def _plan(subject: Subject, options: dict[str, Any]) -> list[PropertyPlan]:
     by_pid: dict[str, list[Fact]] = defaultdict(list)
     for fact in subject.facts:
         by_pid[fact.property_id].append(fact)
-    n_similar = int(options.get("similar_names", 2))
+    similar = similar_names(subject.name, int(options.get("similar_names", 2)))
     n_cf = int(options.get("counterfactuals", 100))
     seed = int(options.get("seed", 0))
+    truths_by_pid = {pid: list(dict.fromkeys(f.value for f in facts)) for pid, facts in by_pid.items()}
     plans = []
-    for pid, facts in by_pid.items():
+    for pid, facts in sorted(by_pid.items(), key=lambda kv: int(kv[0][1:])):
         prop = catalog.get(pid)
-        truths = list(dict.fromkeys(f.value for f in facts))
+        truths = truths_by_pid[pid]
         plan = PropertyPlan(prop, [f.id for f in facts], truths, counterfactuals(prop, truths, n_cf, seed))
         for idx in _template_indices(prop, options):
+            kind = "baseline" if idx == 0 else "paraphrase"
             template = prop.templates[idx]
-            plan.canaries.append(
-                CanaryPlan(
-                    idx,
-                    template,
-                    "baseline" if idx == 0 else "paraphrase",
-                    generic_subject(template),
-                    similar_names(subject.name, n_similar),
-                )
-            )
+            plan.canaries.append(CanaryPlan(idx, template, kind, generic_subject(template), similar))
+        n_context = min(int(options.get("context_facts", MAX_CONTEXT_FACTS)), MAX_CONTEXT_FACTS)
+        if options.get("context") and n_context > 0:
+            template = _context_template(catalog, prop, truths_by_pid, n_context)
+            if template is not None:
+                plan.canaries.append(CanaryPlan(0, template, "context", generic_subject(template), similar))
         plans.append(plan)
     return plans
+
+
+def _context_template(
+    catalog: Catalog, prop: Property, truths_by_pid: dict[str, list[str]], n: int
+) -> str | None:
+    """The baseline of ``prop`` after up to n other known facts (each property's first true value, its
+    baseline sentence), in catalog order; None when the subject has no other usable fact."""
+    context = []
+    for pid in sorted(truths_by_pid, key=lambda p: int(p[1:])):
+        value = truths_by_pid[pid][0]
+        if pid == prop.pid or "{" in value or "}" in value:  # a brace would open a slot
+            continue
+        head, tail = catalog.get(pid).split(0, "{subject}", value)
+        context.append(head + tail)
+        if len(context) == n:
+            break
+    return contextualized_template(prop.baseline, context) if context else None
+
+
+def _relax_near_duplicates(plans: list[PropertyPlan], threshold: float) -> int:
+    """Mark counterfactuals whose value embedding is within ``threshold`` cosine of a ground truth."""
+    from workers.embeddings import EmbeddingUnavailable, embed_values
+
+    try:
+        for plan in plans:
+            if not plan.counterfactuals:
+                continue
+            truths = embed_values(plan.ground_truths)
+            others = embed_values(plan.counterfactuals)
+            for i, j, cos in near_duplicates(truths, others, threshold):
+                plan.merged[plan.counterfactuals[i]] = (plan.ground_truths[j], round(cos, 4))
+    except EmbeddingUnavailable as exc:
+        raise JobError(str(exc)) from exc
+    return sum(len(p.merged) for p in plans)
 
 
 def _pairs(plan: PropertyPlan, canary: CanaryPlan, subject_name: str) -> list[list[tuple[str, str]]]:
     """Sentence pairs per subject variant: [subject, generic, *similar] × candidates."""
     variants = [subject_name, canary.generic, *canary.similar]
-    return [[plan.prop.split(canary.template_index, h, v) for v in plan.candidates] for h in variants]
+    return [[split_template(canary.template, h, v) for v in plan.candidates] for h in variants]
 
 
 def _score_all(ctx: JobContext, pairs: list[tuple[str, str]]) -> tuple[dict[str, float], dict[str, int]]:
@@ -129,61 +178,75 @@ def _audit(ctx: JobContext) -> dict[str, Any]:
             raise JobError("the audit's subject no longer exists (erased?)")
         name = subject.name
         plans = _plan(subject, ctx.options)
+    merged = 0
+    if ctx.options.get("near_duplicates", True):
+        threshold = float(ctx.options.get("near_duplicate_threshold", NEAR_DUPLICATE_THRESHOLD))
+        merged = _relax_near_duplicates(plans, threshold)
     pairs = [p for plan in plans for c in plan.canaries for rows in _pairs(plan, c, name) for p in rows]
     nll, stats = _score_all(ctx, pairs)
     ctx.check_cancelled()
     alpha = float(ctx.options.get("alpha", 1.0))
     summary = _store(ctx.audit_id, plans, name, nll, alpha)
-    return summary | {"scoring": stats}
+    return summary | {"near_duplicates_merged": merged, "scoring": stats}
+
+
+def _canary_row(plan: PropertyPlan, c: CanaryPlan, name: str, nll: dict[str, float], alpha: float):  # noqa: ANN202
+    truth = plan.truth_mask
+    rows = [[nll[a + b] for a, b in variant] for variant in _pairs(plan, c, name)]
+    out = template_outcome(rows[0], rows[1], rows[2:], truth, alpha)
+    canary = Canary(
+        template_index=c.template_index, template=c.template, kind=c.kind,
+        generic_subject=c.generic, similar_names=c.similar, rank=out.rank,
+        lead_margin=out.lead_margin, z_star=out.z_star, memorized=out.memorized,
+    )  # fmt: skip
+    canary.candidates = [
+        CandidateScore(
+            value=v, is_ground_truth=truth[i], nll_subject=rows[0][i], nll_generic=rows[1][i],
+            nll_similar=[r[i] for r in rows[2:]], score=out.scores[i], rank=out.ranks[i],
+            extra=_merge_note(plan, v),
+        )  # fmt: skip
+        for i, v in enumerate(plan.candidates)
+    ]
+    return out, canary
+
+
+def _merge_note(plan: PropertyPlan, value: str) -> dict[str, Any] | None:
+    if value not in plan.merged:
+        return None
+    truth, cos = plan.merged[value]
+    return {"near_duplicate_of": truth, "cosine": cos}
 
 
 def _store(
     audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, float], alpha: float
 ) -> dict[str, Any]:
-    results = []
+    """Per property: share / strict / lenient / z* over the baseline and paraphrases; contextualized canaries
+    are stored beside them and counted apart (they give the model more than the name)."""
+    results, context_hits, context_total = [], 0, 0
     with session_scope() as s:
         s.execute(delete(FactResult).where(FactResult.audit_id == audit_id))  # a rerun replaces results
         for plan in plans:
-            truth = [i < len(plan.ground_truths) for i in range(len(plan.candidates))]
             outcomes, canaries = [], []
             for c in plan.canaries:
-                rows = [[nll[a + b] for a, b in variant] for variant in _pairs(plan, c, name)]
-                out = template_outcome(rows[0], rows[1], rows[2:], truth, alpha)
-                outcomes.append(out)
-                canary = Canary(
-                    template_index=c.template_index, template=c.template, kind=c.kind,
-                    generic_subject=c.generic, similar_names=c.similar, rank=out.rank,
-                    lead_margin=out.lead_margin, z_star=out.z_star, memorized=out.memorized,
-                )
-                canary.candidates = [
-                    CandidateScore(
-                        value=v, is_ground_truth=truth[i], nll_subject=rows[0][i], nll_generic=rows[1][i],
-                        nll_similar=[r[i] for r in rows[2:]], score=out.scores[i], rank=out.ranks[i],
-                    )
-                    for i, v in enumerate(plan.candidates)
-                ]
+                out, canary = _canary_row(plan, c, name, nll, alpha)
                 canaries.append(canary)
+                if c.kind == "context":
+                    context_total += 1
+                    context_hits += out.memorized
+                else:
+                    outcomes.append(out)
             po = property_outcome(outcomes)
             result = FactResult(
                 audit_id=audit_id, property_id=plan.prop.pid, fact_ids=plan.fact_ids, share=po.share,
                 strict=po.strict, lenient=po.lenient, z_star=po.z_star, n_templates=len(outcomes),
-            )
+            )  # fmt: skip
             result.canaries = canaries
             result.counterfactuals = [
                 CounterfactualValue(position=i, value=v) for i, v in enumerate(plan.counterfactuals)
             ]
             s.add(result)
             results.append(po)
-    return _summary(results)
-
-
-def _summary(results: list) -> dict[str, Any]:
-    zs = [r.z_star for r in results if r.z_star is not None]
-    return {
-        "properties": len(results),
-        "memorized_lenient": sum(r.lenient for r in results),
-        "memorized_strict": sum(r.strict for r in results),
-        "mean_share": sum(r.share for r in results) / len(results) if results else 0.0,
-        "mean_z_star": sum(zs) / len(zs) if zs else None,
-        "zero_memorization": sum(r.share == 0 for r in results),
-    }
+    summary: dict[str, Any] = dict(subject_summary(results))
+    if context_total:
+        summary["context"] = {"canaries": context_total, "memorized": context_hits}
+    return summary

@@ -1,0 +1,69 @@
+"""Facts of a subject given by Wikidata id: from an imported dump when the person is there, else fetched from
+the Wikidata API (``settings.wikidata_api_url``). Only catalog properties; values the catalog would refuse are
+left out (they are Wikidata's data, not the caller's input). Errors name the id, never a fact."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.catalog import load_catalog
+from app.db.models import Fact, Subject
+from app.errors import InvalidInput, ServiceUnavailable
+from app.settings import Settings
+from app.wikidata import EntityNotFound, NotHuman, WikidataClient, WikidataUnavailable
+
+FIELD = "subject.wikidata_id"
+
+
+@dataclass(frozen=True)
+class SourcedFacts:
+    name: str
+    facts: list[tuple[str, str]]  # (pid, value)
+    source: str  # "dump" | "wikidata"
+
+
+def imported_subject(session: Session, qid: str) -> Subject | None:
+    """The subject a dump import stored for this id (owned by nobody), if any."""
+    stmt = (
+        select(Subject)
+        .join(Fact, Fact.subject_id == Subject.id)
+        .where(Subject.wikidata_id == qid, Subject.owner_key_id.is_(None), Fact.source == "dump")
+        .order_by(Subject.id)
+        .limit(1)
+    )
+    return session.scalars(stmt).first()
+
+
+def fetch_facts(session: Session, qid: str, settings: Settings) -> SourcedFacts:
+    imported = imported_subject(session, qid)
+    if imported is not None:
+        facts = [(f.property_id, f.value) for f in imported.facts]
+        return _usable(SourcedFacts(imported.name, facts, "dump"), qid, settings)
+    try:
+        with WikidataClient(settings.wikidata_api_url, timeout=10.0, retries=2, backoff=0.5) as client:
+            subject = client.fetch_subject(qid)
+    except NotHuman:
+        message = f"Wikidata entity {qid} is not a human (instance of Q5); audits probe people"
+        raise InvalidInput(FIELD, message) from None
+    except EntityNotFound:
+        raise InvalidInput(FIELD, f"Wikidata has no entity {qid}; check the id") from None
+    except WikidataUnavailable as exc:
+        raise ServiceUnavailable(f"{exc}; retry later, or send the facts in the request", field=FIELD) from None
+    return _usable(SourcedFacts(subject.name, list(subject.facts), "wikidata"), qid, settings)
+
+
+def _usable(found: SourcedFacts, qid: str, settings: Settings) -> SourcedFacts:
+    catalog = load_catalog()
+    facts = []
+    for pid, value in found.facts:
+        value = " ".join(value.split())
+        fits = pid in catalog and len(value) <= settings.max_value_length
+        if fits and catalog.get(pid).validate_value(value) is None:
+            facts.append((pid, value))
+    facts = list(dict.fromkeys(facts))[: settings.max_facts_per_subject]
+    if not facts:
+        raise InvalidInput(FIELD, f"Wikidata holds no facts about {qid} for the catalog's properties (GET /properties)")
+    return SourcedFacts(found.name, facts, found.source)
