@@ -156,8 +156,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     LocalClient()
     filters = ForgetFilters(args.model, args.subject_id, args.audit_id, args.property, args.policy,
                             args.min_share, args.min_z)
-    rows = service.records(CLI_PRINCIPAL, filters)
-    chunks = service.as_jsonl(rows) if args.format == "jsonl" else service.as_csv(rows)
+    chunks = service.export(CLI_PRINCIPAL, filters, args.format)
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
     try:
         for chunk in chunks:
@@ -181,7 +180,8 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("export", help="export the forget set (memorized facts)")
-    p.add_argument("--format", choices=["jsonl", "csv"], default="jsonl")
+    p.add_argument("--format", choices=["jsonl", "csv", "tofu"], default="jsonl",
+                   help="tofu: question/answer/paraphrased_answer/perturbed_answer JSON lines")
     p.add_argument("--policy", choices=["lenient", "strict", "share"], default="lenient")
     p.add_argument("--min-share", type=float, default=None)
     p.add_argument("--min-z", type=float, default=None)

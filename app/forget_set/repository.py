@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
-from app.db.models import Audit, Canary, Fact, FactResult, Subject
+from app.db.models import Audit, Canary, CandidateScore, Fact, FactResult, Subject
 
 
 @dataclass(frozen=True)
@@ -54,3 +54,23 @@ def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Itera
             )
         )
         yield result, audit, subject, facts, canaries
+
+
+def top_counterfactuals(session: Session, fact_result_id: int, n: int) -> list[str]:
+    """The n best-ranked counterfactual values of a result's baseline canary (near-duplicates of a true value
+    count as true and are left out): the model's most plausible wrong answers."""
+    baseline = session.scalar(
+        select(Canary.id)
+        .where(Canary.fact_result_id == fact_result_id, Canary.kind == "baseline")
+        .order_by(Canary.id)
+        .limit(1)
+    )
+    if baseline is None:
+        return []
+    stmt = (
+        select(CandidateScore.value)
+        .where(CandidateScore.canary_id == baseline, CandidateScore.is_ground_truth.is_(False))
+        .order_by(CandidateScore.rank, CandidateScore.id)
+        .limit(n)
+    )
+    return list(session.scalars(stmt))

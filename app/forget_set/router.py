@@ -11,13 +11,18 @@ from app.forget_set import service
 from app.forget_set.repository import ForgetFilters
 
 router = APIRouter(tags=["forget-set"])
-MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
+MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "tofu": "application/x-ndjson"}
+SUFFIX = {"jsonl": "jsonl", "csv": "csv", "tofu": "tofu.jsonl"}
 
 
 @router.get("/forget-set", response_class=StreamingResponse)
 def export_forget_set(
     principal: CurrentPrincipal,
-    format: Literal["jsonl", "csv"] = "jsonl",
+    format: Annotated[
+        Literal["jsonl", "csv", "tofu"],
+        Query(description="jsonl: one memorized fact per line; csv; tofu: question / answer / "
+              "paraphrased_answer / perturbed_answer lines for TOFU-style unlearning (open-unlearning)"),
+    ] = "jsonl",
     model: str | None = None,
     subject_id: int | None = None,
     audit_id: str | None = None,
@@ -35,10 +40,8 @@ def export_forget_set(
     if policy == "share" and min_share is None:
         raise InvalidInput("min_share", "policy=share needs min_share (0 to 1)")
     filters = ForgetFilters(model, subject_id, audit_id, property, policy, min_share, min_z)
-    rows = service.records(principal, filters)
-    body = service.as_jsonl(rows) if format == "jsonl" else service.as_csv(rows)
     return StreamingResponse(
-        body,
+        service.export(principal, filters, format),
         media_type=MEDIA[format],
-        headers={"Content-Disposition": f'attachment; filename="forget-set.{format}"'},
+        headers={"Content-Disposition": f'attachment; filename="forget-set.{SUFFIX[format]}"'},
     )

@@ -9,14 +9,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from app.auth.keys import Principal
-from app.catalog import load_catalog
+from app.catalog import load_catalog, split_template
 from app.db.engine import session_factory
 from app.errors import Forbidden
-from app.forget_set.repository import ForgetFilters, memorized
+from app.forget_set.repository import ForgetFilters, memorized, top_counterfactuals
 
 EXPORTERS = ("admin", "auditor", "pipeline")
 CSV_FIELDS = ["subject_id", "subject", "wikidata_id", "property", "property_label", "value", "share", "strict",
               "lenient", "z_star", "model", "audit_id", "canaries"]
+TOFU_PERTURBED = 5  # perturbed answers per question, as in TOFU
+FORMATS = ("jsonl", "csv", "tofu")
 
 
 def check_can_export(principal: Principal) -> None:
@@ -24,26 +26,32 @@ def check_can_export(principal: Principal) -> None:
         raise Forbidden(f"exporting a forget set needs the role admin, auditor or pipeline (you are {principal.role})")
 
 
-def records(principal: Principal, filters: ForgetFilters) -> Iterator[dict[str, Any]]:
-    """Runs in its own session: a streamed response outlives the request's session."""
+def records(principal: Principal, filters: ForgetFilters, *, perturbed: int = 0) -> Iterator[dict[str, Any]]:
+    """Runs in its own session: a streamed response outlives the request's session. ``perturbed`` > 0 adds the
+    top-ranked counterfactuals of each fact (for the TOFU format)."""
     catalog = load_catalog()
     session = session_factory()()
     try:
         for result, audit, subject, facts, canaries in memorized(session, principal, filters):
             prop = catalog.get(result.property_id) if result.property_id in catalog else None
-            retrieved = [
-                prop.render(c.template_index, subject.name, "{value}") if prop else c.template for c in canaries
-            ]
+            retrieved = [_open_value(c.template, subject.name) for c in canaries]
+            extra = {"perturbed_values": top_counterfactuals(session, result.id, perturbed)} if perturbed else {}
             for fact in facts:
                 yield {
                     "subject_id": subject.id, "subject": subject.name, "wikidata_id": subject.wikidata_id,
                     "property": result.property_id, "property_label": prop.label if prop else None,
                     "value": fact.value, "share": result.share, "strict": result.strict,
                     "lenient": result.lenient, "z_star": result.z_star, "model": audit.model,
-                    "audit_id": audit.id, "canaries": retrieved,
-                }
+                    "audit_id": audit.id, "canaries": retrieved, **extra,
+                }  # fmt: skip
     finally:
         session.close()
+
+
+def _open_value(template: str, name: str) -> str:
+    """A retrieving canary with the subject filled in and the value slot left open."""
+    head, tail = split_template(template, name, "{value}")
+    return head + tail
 
 
 def as_jsonl(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
@@ -51,14 +59,46 @@ def as_jsonl(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
         yield json.dumps(row, ensure_ascii=False) + "\n"
 
 
+def as_tofu(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
+    """TOFU's QA layout (question, answer, paraphrased_answer, perturbed_answer), one JSON object per line, as
+    open-unlearning's TOFU loaders and ``datasets.load_dataset("json", data_files=...)`` read it. Answers are
+    the catalog's sentences: the baseline for ``answer``, the first paraphrase for ``paraphrased_answer``,
+    and the baseline with each of the model's top-ranked counterfactuals for ``perturbed_answer``."""
+    catalog = load_catalog()
+    for row in rows:
+        if row["property"] not in catalog:
+            continue
+        prop = catalog.get(row["property"])
+        name, value = row["subject"], row["value"]
+        record = {
+            "question": _fill(prop.question, name),
+            "answer": prop.render(0, name, value),
+            "paraphrased_answer": prop.render(1 if len(prop.templates) > 1 else 0, name, value),
+            "perturbed_answer": [prop.render(0, name, wrong) for wrong in row["perturbed_values"]],
+        }
+        yield json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _fill(question: str, name: str) -> str:
+    return question.replace("{subject}", name)
+
+
 def as_csv(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS)
     writer.writeheader()
     for row in rows:
-        writer.writerow(row | {"canaries": " | ".join(row["canaries"])})
+        writer.writerow({k: row[k] for k in CSV_FIELDS} | {"canaries": " | ".join(row["canaries"])})
         yield buf.getvalue()
         buf.seek(0)
         buf.truncate()
     if buf.getvalue():
         yield buf.getvalue()
+
+
+def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[str]:
+    """The forget set in one of FORMATS, as a stream of text chunks."""
+    if fmt == "tofu":
+        return as_tofu(records(principal, filters, perturbed=TOFU_PERTURBED))
+    rows = records(principal, filters)
+    return as_csv(rows) if fmt == "csv" else as_jsonl(rows)
