@@ -10,6 +10,8 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
+from app.datasets.schemas import CoverageAuditCreate
+from app.datasets.service import prepare_coverage_audit
 from app.db.models import Audit
 from app.settings import Settings
 from app.subjects.schemas import SubjectAuditCreate
@@ -34,6 +36,7 @@ def register(kind: AuditKind) -> None:
 
 
 register(AuditKind("subject", SubjectAuditCreate, prepare_subject_audit, "workers.jobs.subject.run"))
+register(AuditKind("coverage", CoverageAuditCreate, prepare_coverage_audit, "workers.jobs.coverage.run"))
 # Further kinds register here, one line each (coverage, capacity, dynamics).
 
 

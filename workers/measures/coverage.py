@@ -22,6 +22,7 @@ import numpy as np
 # with three example records of the same file.
 DEFAULT_K = 3
 DEFAULT_BUCKETS = 4
+BUDGET_SLACK_TOKENS = 16
 
 _SPACES = re.compile(r"\s+")
 
@@ -47,6 +48,15 @@ def expected_continuation(line: str, key: str, delimiter: str) -> str:
     if not line.startswith(head):
         raise ValueError("a record's line must start with its id and the delimiter")
     return line[len(head) :]
+
+
+def generation_budget(expected: Sequence[str], slack: int = BUDGET_SLACK_TOKENS) -> int:
+    """max_new_tokens that reproduces the longest expected line and overruns it.
+
+    A byte-level BPE token is at least one byte, so a generation cut at this length is longer than every
+    expected line: truncation can never make a false exact match.
+    """
+    return max((len(e.encode("utf-8")) for e in expected), default=0) + slack
 
 
 def first_line(generated: str) -> str:
@@ -172,6 +182,7 @@ class ProbeRecord:
     key: str
     line: str
     popularity: float = 0.0
+    ref: int | None = None  # the caller's handle on the record (a database id); not used here
 
 
 @dataclass(frozen=True)

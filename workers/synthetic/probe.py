@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from workers.measures.coverage import (
     DEFAULT_K,
     Outcome,
-    ProbePrompt,
     ProbeRecord,
+    generation_budget,
     judge,
     record_prompts,
     summarise,
@@ -27,16 +27,6 @@ from workers.synthetic.catalog import Catalog
 from workers.synthetic.train_items_model import default_catalog
 
 Generate = Callable[[Sequence[str], int], list[str]]
-SLACK_TOKENS = 16
-
-
-def max_new_tokens_for(prompts: Sequence[ProbePrompt]) -> int:
-    """Enough tokens to reproduce the longest expected line and overrun it.
-
-    A byte-level BPE token is at least one byte, so a generation cut at this length is longer than every
-    expected line: truncation can never make a false exact match.
-    """
-    return max((len(p.expected.encode("utf-8")) for p in prompts), default=0) + SLACK_TOKENS
 
 
 def item_records(catalog: Catalog) -> list[ProbeRecord]:
@@ -50,7 +40,7 @@ def probe_items(
 ) -> dict[str, list[Outcome]]:
     """Outcomes of the items probe, split into the ``trained`` and ``held_out`` halves."""
     prompts = record_prompts(item_records(catalog), "::", k=k, sample=sample, seed=seed)
-    generated = generate([p.prompt for p in prompts], max_new_tokens_for(prompts))
+    generated = generate([p.prompt for p in prompts], generation_budget([p.expected for p in prompts]))
     split: dict[str, list[Outcome]] = {"trained": [], "held_out": []}
     for prompt, text in zip(prompts, generated, strict=True):
         half = "trained" if prompt.record.key in catalog.trained_item_ids else "held_out"
