@@ -65,6 +65,7 @@ class Settings(BaseSettings):
     job_retries: int = 2
     max_dataset_upload_bytes: int = 256 * 1024 * 1024  # a dataset upload (all its files); MovieLens-1M is 25 MB
     capacity_limits: dict[str, int] = {}  # overrides of app.capacity.service.DEFAULT_LIMITS (grid size, N, steps…)
+    max_dynamics_train_tokens: int = 20_000_000  # dynamics audits: tokens trained over all K runs and E epochs
 
     # scoring
     torch_threads: int = 0  # 0: let torch decide
