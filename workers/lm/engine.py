@@ -46,7 +46,7 @@ class Engine:
         self.mode: Mode = mode
         vocab = model.get_output_embeddings().weight.shape[0]
         self.max_rows = max(16, LOGITS_BUDGET_BYTES // (vocab * 4 * 2))  # scored positions per pass
-        self.batch_tokens = max(self.max_rows, batch_tokens)
+        self.batch_tokens = max(1, batch_tokens)  # token positions per forward pass
 
     @torch.inference_mode()
     def score(self, sentences: Sequence[Sequence[int]], prefixes: Sequence[Sequence[int]]) -> list[float]:

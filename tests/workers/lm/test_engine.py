@@ -1,0 +1,112 @@
+"""The engine's NLLs must equal whole-sentence scoring (|diff| <= 1e-3 nats, fp32) on every sentence shape."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from app.settings import GROUNDTRUTH_DIR
+from workers.lm.engine import Engine
+from workers.lm.hf import HFScorer
+
+TOLERANCE = 1e-3
+SUBJECTS = ["Barack Obama", "Nilrab Omaba", "Barack Abamo", "This person", "Zbigniew Ølstad-Kürzinger", "Xi"]
+VALUES = ["lawyer", "software engineer", "politician and community organizer", "X", "Ølstad-Kürzinger", "1961"]
+
+
+def workload(subjects: list[str] = SUBJECTS, values: list[str] = VALUES) -> list[tuple[str, str]]:
+    """Value at the end, value mid-sentence, odd names, multi-token values, empty prefix, a prefix that cuts a word
+    (its tokens are not a prefix of the sentence's), duplicates and an empty continuation."""
+    pairs: list[tuple[str, str]] = []
+    for subject in subjects:
+        for value in values:
+            pairs.append((f"{subject}'s occupation is", f" {value}."))
+            pairs.append((f"{subject} worked as a", f" {value} for many years before retiring."))
+            pairs.append(("", f"{value} is what {subject} does for a living."))
+    pairs += [
+        ("Barack Ob", "ama's occupation is lawyer."),
+        ("The capital of Fra", "nce is Paris."),
+        ("Barack Obama's occupation is", " lawyer."),  # a duplicate of a sentence above
+        ("Barack Obama's occupation is lawyer.", ""),  # the same sentence again, all of it as prefix
+        ("Water", "\n\n  boils  at 100 °C!"),
+    ]
+    return pairs
+
+
+_REFERENCE: dict[tuple[str, str], float] = {}
+
+
+def reference_nll(scorer: HFScorer, sentence: str) -> float:
+    """Independent of the engine and of workers.lm.whole: one sentence, one plain forward, full log-softmax."""
+    if (scorer.fingerprint, sentence) in _REFERENCE:
+        return _REFERENCE[scorer.fingerprint, sentence]
+    ids = [scorer.document_start_id, *scorer.tokenizer(sentence, add_special_tokens=False)["input_ids"]]
+    with torch.inference_mode():
+        logits = scorer.model(torch.tensor([ids], device=scorer.device)).logits[0].float()
+    logp = torch.log_softmax(logits[:-1], dim=-1)
+    value = float(-logp.gather(1, torch.tensor(ids[1:], device=scorer.device)[:, None]).sum())
+    _REFERENCE[scorer.fingerprint, sentence] = value
+    return value
+
+
+def assert_engine_exact(scorer: HFScorer, pairs: list[tuple[str, str]], mode: str) -> None:
+    scorer.engine = Engine(scorer.model, scorer.device, scorer.batch_tokens, mode)  # type: ignore[arg-type]
+    fast = scorer.score(pairs)
+    reference = [reference_nll(scorer, p + c) for p, c in pairs]
+    diffs = [abs(a - b) for a, b in zip(fast, reference, strict=True)]
+    worst = max(range(len(pairs)), key=lambda i: diffs[i])
+    assert diffs[worst] <= TOLERANCE, (
+        f"{scorer.name} ({mode}): engine {fast[worst]:.6f} vs whole sentence {reference[worst]:.6f} "
+        f"for pair #{worst} {pairs[worst]!r}"
+    )
+    assert len({round(x, 2) for x in fast}) > len(pairs) // 3, "NLLs barely vary: the check would be vacuous"
+
+
+@pytest.mark.parametrize("mode", ["expand", "packed"])
+def test_engine_matches_whole_sentence_on_tiny_model(tiny: HFScorer, mode: str) -> None:
+    assert_engine_exact(tiny, workload(), mode)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["expand", "packed"])
+def test_engine_matches_whole_sentence_on_smollm2(smollm2: HFScorer, mode: str) -> None:
+    assert smollm2.document_start == "<|endoftext|>"
+    # a smaller workload than the tiny model's: every shape is still there, at 1/4 of the cost
+    pairs = workload(["Nilrab Omaba", "Zbigniew Ølstad-Kürzinger"], ["lawyer", "politician and community organizer"])
+    assert_engine_exact(smollm2, pairs, mode)
+
+
+@pytest.mark.skipif(not (GROUNDTRUTH_DIR / "config.json").exists(), reason="ground-truth model not built yet")
+def test_engine_matches_whole_sentence_on_groundtruth_model() -> None:
+    from workers.lm import load_scorer
+
+    scorer = load_scorer("groundtruth-tiny")
+    assert isinstance(scorer, HFScorer)
+    assert_engine_exact(scorer, workload(), "expand")
+
+
+def test_split_point_never_changes_the_value(tiny: HFScorer) -> None:
+    sentence = "Zbigniew Ølstad-Kürzinger's occupation is software engineer."
+    splits = [(sentence[:k], sentence[k:]) for k in range(0, len(sentence) + 1, 3)]
+    values = tiny.score(splits)
+    assert max(values) - min(values) <= TOLERANCE, f"NLL depends on the split point: {min(values)}..{max(values)}"
+
+
+def test_batch_composition_never_changes_the_value(tiny: HFScorer) -> None:
+    pairs = workload()
+    alone = [tiny.score([pair])[0] for pair in pairs[::7]]
+    together = tiny.score(pairs)[::7]
+    worst = max(abs(a - b) for a, b in zip(alone, together, strict=True))
+    assert worst <= TOLERANCE, f"scoring in a batch moved an NLL by {worst}"
+
+
+def test_small_memory_budget_gives_the_same_values(tiny_dir) -> None:
+    from app.settings import Settings
+    from workers.lm import load_scorer
+
+    pairs = workload()
+    roomy = load_scorer(f"hf:{tiny_dir}")
+    tight = load_scorer(f"hf:{tiny_dir}", Settings(score_batch_tokens=48))
+    tight.engine.max_rows = 48  # force many small chunks and batches
+    a, b = roomy.score(pairs), tight.score(pairs)
+    assert max(abs(x - y) for x, y in zip(a, b, strict=True)) <= TOLERANCE
