@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from app.cli_audit import add_audit_commands
 from app.settings import get_settings
+from app.wikidata.cli import add_wikidata_commands
 
 Configure = Callable[[argparse._SubParsersAction], None]
 
@@ -97,7 +98,7 @@ def _core_commands(sub: argparse._SubParsersAction) -> None:
 
 
 # Feature packages add their commands here, one line each.
-COMMANDS: list[Configure] = [_core_commands, add_audit_commands]
+COMMANDS: list[Configure] = [_core_commands, add_audit_commands, add_wikidata_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -61,6 +61,11 @@ class SubjectAuditOptions(BaseModel):
         default=False, description="Also probe each fact with a contextualized canary (other known facts first)"
     )
     context_facts: int = Field(default=4, ge=1, le=4, description="Known facts prepended in a contextualized canary")
+    pool: Literal["catalog", "imported"] = Field(
+        default="catalog",
+        description="Counterfactual pools: the catalog's, or those built by `memaudit import-wikidata` (every value of"
+        " a property used by >= 100 humans in the dump; the catalog's where the dump built none)",
+    )  # fmt: skip
     near_duplicates: bool = Field(
         default=True, description="Count a counterfactual as a true value when their embeddings are near-identical"
     )

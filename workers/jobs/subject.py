@@ -7,10 +7,11 @@ Loads everything by audit id; scores only sentences that are not in the NLL cach
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import delete
+from sqlalchemy.orm import object_session
 
 from app.catalog import Catalog, Property, counterfactuals, load_catalog, split_template
 from app.db.engine import session_scope
@@ -80,8 +81,9 @@ def _plan(subject: Subject, options: dict[str, Any]) -> list[PropertyPlan]:
     seed = int(options.get("seed", 0))
     truths_by_pid = {pid: list(dict.fromkeys(f.value for f in facts)) for pid, facts in by_pid.items()}
     plans = []
+    imported = options.get("pool") == "imported"
     for pid, facts in sorted(by_pid.items(), key=lambda kv: int(kv[0][1:])):
-        prop = catalog.get(pid)
+        prop = _with_imported_pool(subject, catalog.get(pid)) if imported else catalog.get(pid)
         truths = truths_by_pid[pid]
         plan = PropertyPlan(prop, [f.id for f in facts], truths, counterfactuals(prop, truths, n_cf, seed))
         for idx in _template_indices(prop, options):
@@ -95,6 +97,14 @@ def _plan(subject: Subject, options: dict[str, Any]) -> list[PropertyPlan]:
                 plan.canaries.append(CanaryPlan(0, template, "context", generic_subject(template), similar))
         plans.append(plan)
     return plans
+
+
+def _with_imported_pool(subject: Subject, prop: Property) -> Property:
+    """``prop`` with the pool a dump import built for it, if any (WikiMem's own pool construction)."""
+    from app.wikidata.importer import latest_pool
+
+    values = latest_pool(object_session(subject), prop.pid)
+    return replace(prop, pool=tuple(values)) if values else prop
 
 
 def _context_template(
