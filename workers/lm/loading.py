@@ -112,7 +112,7 @@ def context_length(model: Any, tokenizer: Any) -> int:
     raise ModelLoadError("the model's config gives no context length (max_position_embeddings)")
 
 
-def _load_tokenizer(name: str, source: ModelSource) -> Any:
+def load_tokenizer(name: str, source: ModelSource) -> Any:
     from transformers import AutoTokenizer
 
     kwargs: dict[str, Any] = {"local_files_only": True}
@@ -145,7 +145,7 @@ def load_model(name: str, spec: ModelSpec, source: ModelSource, settings: Settin
         torch.set_num_threads(settings.torch_threads)
     device = pick_device(settings)
     dtype = pick_dtype(spec, device)
-    tokenizer = _load_tokenizer(name, source)
+    tokenizer = load_tokenizer(name, source)
     document_start_id = find_document_start(tokenizer)
     if document_start_id is None:
         raise ModelLoadError(
