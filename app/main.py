@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 
 from app.audits.router import router as audits_router
 from app.datasets.router import router as datasets_router
+from app.dynamics.router import router as dynamics_router
 from app.errors import DomainError
 from app.forget_set.router import router as forget_set_router
 from app.meta.router import router as meta_router
@@ -65,6 +66,7 @@ def create_app() -> FastAPI:
     app.include_router(subjects_router)
     app.include_router(forget_set_router)
     app.include_router(datasets_router)
+    app.include_router(dynamics_router)
     # Further feature routers are included here, one line each.
     return app
 

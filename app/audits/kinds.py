@@ -13,6 +13,8 @@ from sqlalchemy.orm import Session
 from app.datasets.schemas import CoverageAuditCreate
 from app.datasets.service import prepare_coverage_audit
 from app.db.models import Audit
+from app.dynamics.schemas import DynamicsAuditCreate
+from app.dynamics.service import prepare_dynamics_audit
 from app.settings import Settings
 from app.subjects.schemas import SubjectAuditCreate
 from app.subjects.service import prepare_subject_audit
@@ -37,6 +39,7 @@ def register(kind: AuditKind) -> None:
 
 register(AuditKind("subject", SubjectAuditCreate, prepare_subject_audit, "workers.jobs.subject.run"))
 register(AuditKind("coverage", CoverageAuditCreate, prepare_coverage_audit, "workers.jobs.coverage.run"))
+register(AuditKind("dynamics", DynamicsAuditCreate, prepare_dynamics_audit, "workers.jobs.dynamics.run"))
 # Further kinds register here, one line each (coverage, capacity, dynamics).
 
 

@@ -94,8 +94,10 @@ def recollection(train_loss: np.ndarray, tau: float = DEFAULT_TAU) -> np.ndarray
 
 
 def counterfactual_score(train_loss: np.ndarray, heldout_loss: np.ndarray) -> np.ndarray:
-    """Counterfactual memorization with loss as (negative) performance: L_ho(x, e) - L_tr(x, e)."""
-    return np.asarray(heldout_loss) - np.asarray(train_loss)
+    """Counterfactual memorization with loss as (negative) performance: L_ho(x, e) - L_tr(x, e).
+    inf - inf is NaN, which compares false with any margin: two infinite losses show no difference."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(heldout_loss) - np.asarray(train_loss)
 
 
 def counterfactual(train_loss: np.ndarray, heldout_loss: np.ndarray, margin: float = DEFAULT_MARGIN) -> np.ndarray:
