@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 
 from app.cli_audit import add_audit_commands
+from app.datasets.cli import add_dataset_commands
 from app.settings import get_settings
 from app.wikidata.cli import add_wikidata_commands
 
@@ -98,7 +99,7 @@ def _core_commands(sub: argparse._SubParsersAction) -> None:
 
 
 # Feature packages add their commands here, one line each.
-COMMANDS: list[Configure] = [_core_commands, add_audit_commands, add_wikidata_commands]
+COMMANDS: list[Configure] = [_core_commands, add_audit_commands, add_wikidata_commands, add_dataset_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:

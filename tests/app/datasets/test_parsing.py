@@ -152,3 +152,10 @@ def test_parsing_streams_without_reading_the_whole_file() -> None:
     records = parse_file(endless(), "items", "movielens", MOVIELENS_MAPPINGS["items"], report)
     first = list(itertools.islice(records, 5))
     assert [r.key for r in first] == ["1", "2", "3", "4", "5"]
+
+
+def test_app_default_k_is_the_measures_default_k() -> None:
+    from app.datasets.schemas import DEFAULT_BUCKETS, DEFAULT_K
+    from workers.measures import coverage
+
+    assert (DEFAULT_K, DEFAULT_BUCKETS) == (coverage.DEFAULT_K, coverage.DEFAULT_BUCKETS)
