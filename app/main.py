@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from app.audits.router import router as audits_router
+from app.capacity.router import router as capacity_router
 from app.datasets.router import router as datasets_router
 from app.dynamics.router import router as dynamics_router
 from app.errors import DomainError
@@ -66,6 +67,7 @@ def create_app() -> FastAPI:
     app.include_router(subjects_router)
     app.include_router(forget_set_router)
     app.include_router(datasets_router)
+    app.include_router(capacity_router)
     app.include_router(dynamics_router)
     # Further feature routers are included here, one line each.
     return app

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
+from app.capacity.schemas import CapacityAuditCreate
+from app.capacity.service import prepare_capacity_audit
 from app.datasets.schemas import CoverageAuditCreate
 from app.datasets.service import prepare_coverage_audit
 from app.db.models import Audit
@@ -39,6 +41,7 @@ def register(kind: AuditKind) -> None:
 
 register(AuditKind("subject", SubjectAuditCreate, prepare_subject_audit, "workers.jobs.subject.run"))
 register(AuditKind("coverage", CoverageAuditCreate, prepare_coverage_audit, "workers.jobs.coverage.run"))
+register(AuditKind("capacity", CapacityAuditCreate, prepare_capacity_audit, "workers.jobs.capacity.run"))
 register(AuditKind("dynamics", DynamicsAuditCreate, prepare_dynamics_audit, "workers.jobs.dynamics.run"))
 # Further kinds register here, one line each (coverage, capacity, dynamics).
 

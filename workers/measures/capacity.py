@@ -35,6 +35,15 @@ MIA_C3 = -33.14
 MIA_X_SCALE = 1000.0
 
 
+def gpt2_param_count(n_layer: int, d_model: int, vocab_size: int, context: int) -> int:
+    """Parameters of the GPT-2-style models capacity runs train (workers.training.model): embeddings of
+    V + 1 tokens (BOS included) and ``context`` positions, L pre-LN blocks with a 4x MLP, final LayerNorm;
+    the head is tied to the embeddings and counted once, as the paper does."""
+    d = d_model
+    block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d)
+    return (vocab_size + 1) * d + context * d + n_layer * block + 2 * d
+
+
 def dataset_entropy_bits(n_samples: int, seq_len: int, vocab_size: int) -> float:
     """H(D) = N · S · log2 V for N sequences of S tokens drawn uniformly from V."""
     return float(n_samples) * seq_len * math.log2(vocab_size)

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import torch
 
-from workers.training.fused_head import DEFAULT_CHUNK, linear_cross_entropy, nll_per_position
+from workers.training.fused_head import linear_cross_entropy, nll_per_position
 from workers.training.model import TinyGPT
 
 Precision = Literal["fp32", "bf16"]
@@ -49,7 +49,8 @@ class TrainConfig:
     min_lr_ratio: float = 0.1
     batch_size: int | None = None
     precision: Precision = "fp32"
-    chunk_positions: int = DEFAULT_CHUNK
+    chunk_positions: int | None = None  # fused-head rows per chunk; None: fused_head.auto_chunk(V)
+    head_shards: int = 1  # threads for the fused head (set to the core count; see fused_head._sharded)
     seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,7 +108,7 @@ class Trainer:
             self._round_into_model()
         self._optimizer = torch.optim.Adam(
             params, lr=self.config.lr, betas=self.config.betas, eps=self.config.eps,
-            weight_decay=self.config.weight_decay, foreach=True,
+            weight_decay=self.config.weight_decay, fused=True,
         )
         self._gen = torch.Generator().manual_seed(self.config.seed)
 
@@ -131,7 +132,7 @@ class Trainer:
         n, bs = self.tokens.shape[0], self.config.batch_size
         if bs is None or bs >= n:
             return self.tokens, None
-        index = torch.randint(0, n, (bs,), generator=self._gen)
+        index = torch.randint(0, n, (bs,), generator=self._gen).to(self.tokens.device)
         return self.tokens[index], index
 
     def _one_step(self) -> StepInfo:
@@ -142,8 +143,8 @@ class Trainer:
             group["lr"] = lr
         self.model.zero_grad(set_to_none=True)
         n_pos = batch.numel()
-        nll = torch.empty(n_pos, dtype=torch.float32)
-        loss = _summed_nll(self.model, batch, nll, self.config.chunk_positions)
+        nll = torch.empty(n_pos, dtype=torch.float32, device=batch.device)
+        loss = _summed_nll(self.model, batch, nll, self.config)
         (loss / n_pos).backward()
         if self._masters is not None:
             for p, master in zip(self.model.parameters(), self._masters, strict=True):
@@ -178,16 +179,18 @@ class Trainer:
         self._gen.set_state(state["generator"])
 
 
-def _summed_nll(model: TinyGPT, batch: torch.Tensor, nll_out: torch.Tensor, chunk: int) -> torch.Tensor:
-    h = model.hidden(batch)
-    return linear_cross_entropy(h.reshape(-1, h.shape[-1]), model.head_weight, batch.reshape(-1), nll_out, chunk)
+def _summed_nll(model: TinyGPT, batch: torch.Tensor, nll_out: torch.Tensor, cfg: TrainConfig) -> torch.Tensor:
+    h = model.hidden(batch).reshape(-1, model.cfg.d_model)
+    return linear_cross_entropy(
+        h, model.head_weight, batch.reshape(-1), nll_out, cfg.chunk_positions, cfg.head_shards
+    )
 
 
 @torch.no_grad()
 def sequence_nll(model: TinyGPT, tokens: torch.Tensor, batch_sequences: int = 256) -> torch.Tensor:
     """(N,) summed NLL in nats of each sequence (all S tokens, the first predicted from BOS)."""
     model.eval()
-    out = torch.empty(tokens.shape[0], dtype=torch.float64)
+    out = torch.empty(tokens.shape[0], dtype=torch.float64, device=tokens.device)
     for s in range(0, tokens.shape[0], batch_sequences):
         batch = tokens[s : s + batch_sequences]
         h = model.hidden(batch)
@@ -208,7 +211,7 @@ def greedy_extracted(model: TinyGPT, tokens: torch.Tensor, prefix_len: int) -> t
     if not 0 <= prefix_len < tokens.shape[1]:
         raise ValueError(f"prefix_len must be in [0, {tokens.shape[1]}), got {prefix_len}")
     model.eval()
-    ok = torch.empty(tokens.shape[0], dtype=torch.bool)
+    ok = torch.empty(tokens.shape[0], dtype=torch.bool, device=tokens.device)
     for s in range(0, tokens.shape[0], 256):
         batch = tokens[s : s + 256]
         pred = model.logits(batch).argmax(-1)
@@ -217,7 +220,16 @@ def greedy_extracted(model: TinyGPT, tokens: torch.Tensor, prefix_len: int) -> t
     return ok
 
 
-def uniform_tokens(n: int, seq_len: int, vocab_size: int, seed: int) -> torch.Tensor:
-    """(n, seq_len) int64 tokens drawn uniformly from [0, V), a pure function of the seed (never stored)."""
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randint(0, vocab_size, (n, seq_len), generator=gen, dtype=torch.int64)
+def uniform_tokens(n: int, seq_len: int, vocab_size: int, seed: int, heldout: int = 0) -> torch.Tensor:
+    """(n, seq_len) int64 tokens drawn uniformly from [0, V), a pure function of the seed (never stored).
+
+    With ``heldout`` > 0, returns (n + heldout, seq_len): the same n rows first, then ``heldout`` fresh
+    samples from the same distribution drawn later in the same stream (non-members for the MIA). Only the
+    low 32 bits of the seed matter (torch's CPU generator), so seeds are reduced modulo 2**32 here.
+    """
+    gen = torch.Generator().manual_seed(seed % 2**32)
+    members = torch.randint(0, vocab_size, (n, seq_len), generator=gen, dtype=torch.int64)
+    if heldout <= 0:
+        return members
+    extra = torch.randint(0, vocab_size, (heldout, seq_len), generator=gen, dtype=torch.int64)
+    return torch.cat([members, extra])

@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from workers.measures.capacity import gpt2_param_count
+
 
 @dataclass(frozen=True)
 class GPTConfig:
@@ -53,10 +55,7 @@ class GPTConfig:
 
     def param_count(self) -> int:
         """Trainable parameters, counted as the paper does (tied head counted once)."""
-        d, L = self.d_model, self.n_layer
-        embeddings = (self.vocab_size + 1) * d + self.context * d
-        block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d)
-        return embeddings + L * block + 2 * d
+        return gpt2_param_count(self.n_layer, self.d_model, self.vocab_size, self.context)
 
     def to_dict(self) -> dict[str, int | None]:
         return asdict(self)

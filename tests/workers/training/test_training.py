@@ -30,8 +30,8 @@ def _one_thread() -> None:
     torch.set_num_threads(1)
 
 
-@pytest.mark.parametrize("chunk", [7, 64, 1000])
-def test_fused_head_matches_autograd(chunk: int) -> None:
+@pytest.mark.parametrize(("chunk", "shards"), [(7, 1), (64, 1), (1000, 1), (64, 2), (7, 3)])
+def test_fused_head_matches_autograd(chunk: int, shards: int) -> None:
     gen = torch.Generator().manual_seed(0)
     h = torch.randn(300, 12, generator=gen, requires_grad=True)
     w = torch.randn(50, 12, generator=gen, requires_grad=True)
@@ -39,7 +39,7 @@ def test_fused_head_matches_autograd(chunk: int) -> None:
     ref = F.cross_entropy(h @ w.t(), y, reduction="none")
     ref_gh, ref_gw = torch.autograd.grad(ref.sum() * 0.3, [h, w])
     per_pos = torch.empty(300)
-    loss = linear_cross_entropy(h, w, y, per_pos, chunk=chunk)
+    loss = linear_cross_entropy(h, w, y, per_pos, chunk=chunk, shards=shards)
     gh, gw = torch.autograd.grad(loss * 0.3, [h, w])
     assert torch.allclose(per_pos, ref.detach(), atol=1e-5), "per-position NLL differs from cross_entropy"
     assert torch.allclose(gh, ref_gh, atol=1e-5), f"dL/dh max err {(gh - ref_gh).abs().max():.2e}"
@@ -79,6 +79,9 @@ def test_uniform_tokens_are_a_function_of_the_seed() -> None:
     a, b, c = (uniform_tokens(20, 8, 16, seed) for seed in (3, 3, 4))
     assert torch.equal(a, b) and not torch.equal(a, c)
     assert int(a.min()) >= 0 and int(a.max()) < 16
+    both = uniform_tokens(20, 8, 16, 3, heldout=5)
+    assert torch.equal(both[:20], a), "members must not depend on how many held-out samples are drawn"
+    assert not (both[20:, None] == a[None]).all(-1).any(), "held-out samples must differ from the members"
 
 
 def test_training_memorizes_and_step_nll_is_pre_update_nll() -> None:

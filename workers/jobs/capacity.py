@@ -1,0 +1,189 @@
+"""Capacity audit job (Morris et al. 2025).
+
+Uniform mode: train every grid cell from scratch on N uniform sequences (regenerated from the seed), then
+record memorized bits, train / held-out loss, loss-threshold MIA F1 and AUC, and the greedy extraction rate.
+Progress counts optimizer steps over the whole grid. A running cell checkpoints (model, optimizer, step)
+into its row every `checkpoint_seconds`, so a restarted job resumes where it stopped; finished cells are
+skipped, so running the job twice is safe. Cancellation is seen at the next progress report.
+
+Text mode: score every sample with the audited model and the reference (sentence NLLs from workers.lm) and
+store mem_U(x) = max(0, NLL_ref − NLL_model) in bits with the sample's TF-IDF rarity.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from sqlalchemy import update
+
+from app.capacity import repository
+from app.capacity.schemas import CapacityOptions
+from app.db.engine import session_scope
+from app.db.models.capacity import CapacityCell, CapacityText
+from workers.jobs.common import JobContext, JobError, run_audit_job
+from workers.measures import capacity as cap
+from workers.training import (
+    GPTConfig,
+    StepInfo,
+    TrainConfig,
+    Trainer,
+    greedy_extracted,
+    init_model,
+    sequence_nll,
+    uniform_tokens,
+)
+
+
+def run(audit_id: str) -> None:
+    run_audit_job(audit_id, "capacity", _audit)
+
+
+def _audit(ctx: JobContext) -> dict[str, Any]:
+    if ctx.options.get("mode", "uniform") == "text":
+        return _text_audit(ctx)
+    known = CapacityOptions.model_fields
+    options = CapacityOptions.model_validate({k: v for k, v in ctx.options.items() if k in known})
+    with session_scope() as s:
+        plan = [(c.position, c.steps_total, c.steps_done, c.status) for c in repository.cells(s, ctx.audit_id)]
+    if not plan:
+        raise JobError("the audit has no cells (was it created by another version?)")
+    total = sum(steps for _, steps, _, _ in plan)
+    done_before = {pos: (steps if status == "done" else done) for pos, steps, done, status in plan}
+    for position, _, _, status in plan:
+        if status == "done":
+            continue
+        base = sum(v for p, v in done_before.items() if p != position)
+        _train_cell(ctx, position, options, lambda step, base=base: ctx.progress(base + step, total))
+        done_before[position] = next(steps for p, steps, _, _ in plan if p == position)
+        ctx.progress(sum(done_before.values()), total, force=True)
+    return _summary(ctx.audit_id)
+
+
+def _cell_config(c: CapacityCell, context: int | None) -> GPTConfig:
+    return GPTConfig(n_layer=c.n_layer, d_model=c.d_model, n_head=c.n_head, vocab_size=c.vocab_size,
+                     seq_len=c.seq_len, n_positions=context)
+
+
+def _train_cell(ctx: JobContext, position: int, options: CapacityOptions, report) -> None:
+    context = (ctx.options.get("grid") or {}).get("context")
+    with session_scope() as s:
+        c = repository.cell(s, ctx.audit_id, position)
+        cfg, n, seed, precision = _cell_config(c, context), c.n_samples, c.seed, c.precision
+        checkpoint, curve = c.checkpoint, list(c.curve or [])
+        c.status = "running"
+    tokens = uniform_tokens(n, cfg.seq_len, cfg.vocab_size, seed=_data_seed(seed, n))
+    tcfg = TrainConfig(steps=options.steps, lr=options.lr, warmup_steps=options.warmup_steps,
+                       schedule=options.schedule, batch_size=options.batch_size, precision=precision,
+                       head_shards=torch.get_num_threads(), seed=seed)
+    trainer = Trainer(init_model(cfg, seed), tokens, tcfg)
+    if checkpoint is not None:
+        trainer.load_state_dict(torch.load(io.BytesIO(checkpoint), weights_only=False))
+    every = max(1, options.steps // 50)  # ~50 curve points per cell
+    last_save = [time.monotonic()]
+
+    def on_step(info: StepInfo) -> bool:
+        if info.batch_index is None and (info.step % every == 0 or info.step == 1):
+            curve.append([info.step - 1, info.seconds, _memorized(info.seq_nll, cfg)])
+        report(info.step)  # raises Cancelled when the audit was cancelled
+        if time.monotonic() - last_save[0] >= options.checkpoint_seconds and info.step < options.steps:
+            _save_checkpoint(ctx.audit_id, position, trainer, curve)
+            last_save[0] = time.monotonic()
+        return False
+
+    trainer.run(callback=on_step)
+    _store_results(ctx.audit_id, position, trainer, tokens, curve, options, seed)
+
+
+def _data_seed(seed: int, n: int) -> int:
+    # distinct cells of one seed get distinct datasets; the same (seed, N) always regenerates the same data
+    return seed * 1_000_003 + n
+
+
+def _memorized(seq_nll: torch.Tensor, cfg: GPTConfig) -> float:
+    return cap.memorized_bits(cap.nats_to_bits(seq_nll.cpu().numpy()), cfg.seq_len, cfg.vocab_size)
+
+
+def _save_checkpoint(audit_id: str, position: int, trainer: Trainer, curve: list) -> None:
+    buf = io.BytesIO()
+    torch.save(trainer.state_dict(), buf)
+    with session_scope() as s:
+        s.execute(update(CapacityCell).where(CapacityCell.audit_id == audit_id, CapacityCell.position == position)
+                  .values(checkpoint=buf.getvalue(), steps_done=trainer.step, seconds=trainer.seconds,
+                          curve=list(curve)))
+
+
+def _store_results(audit_id: str, position: int, trainer: Trainer, tokens: torch.Tensor, curve: list,
+                   options: CapacityOptions, cell_seed: int) -> None:
+    cfg = trainer.model.cfg
+    n = tokens.shape[0]
+    held_n = options.heldout_size or min(n, 1000)
+    held = uniform_tokens(n, cfg.seq_len, cfg.vocab_size, _data_seed(cell_seed, n), heldout=held_n)[n:]
+    train_bits = cap.nats_to_bits(sequence_nll(trainer.model, tokens).cpu().numpy())
+    held_bits = cap.nats_to_bits(sequence_nll(trainer.model, held).cpu().numpy())
+    memorized = cap.memorized_bits(train_bits, cfg.seq_len, cfg.vocab_size)
+    curve.append([trainer.step, trainer.seconds, memorized])
+    prefix = cfg.seq_len // 2 if options.extraction_prefix is None else min(options.extraction_prefix, cfg.seq_len - 1)
+    values = dict(
+        status="done", steps_done=trainer.step, seconds=trainer.seconds, memorized_bits=memorized,
+        bits_per_param=cap.bits_per_parameter(memorized, cfg.param_count()),
+        train_bits_per_token=float(train_bits.mean()) / cfg.seq_len,
+        heldout_bits_per_token=float(held_bits.mean()) / cfg.seq_len,
+        mia_f1=cap.mia_f1(train_bits, held_bits), mia_auc=cap.mia_auc(train_bits, held_bits),
+        extraction_rate=float(greedy_extracted(trainer.model, tokens, prefix).float().mean()),
+        curve=curve, checkpoint=None,
+    )
+    with session_scope() as s:
+        s.execute(update(CapacityCell).where(CapacityCell.audit_id == audit_id, CapacityCell.position == position)
+                  .values(**values))
+
+
+def _summary(audit_id: str) -> dict[str, Any]:
+    from app.capacity.service import capacities
+
+    with session_scope() as s:
+        cells = repository.cells(s, audit_id)
+        per_arch = [a.model_dump() for a in capacities(cells)]
+        shares = {c.position: c.memorized_bits / c.entropy_bits for c in cells if c.memorized_bits is not None}
+    return {"mode": "uniform", "cells": len(shares), "capacity": per_arch,
+            "share_memorized_by_cell": shares, "links": {"grid": f"/audits/{audit_id}/capacity",
+                                                         "series": f"/audits/{audit_id}/capacity/series"}}
+
+
+def _text_audit(ctx: JobContext) -> dict[str, Any]:
+    from workers.lm.base import ModelLoadError, ScoringError
+    from workers.lm.registry import get_scorer
+
+    with session_scope() as s:
+        rows = [(t.position, t.text) for t in repository.texts(s, ctx.audit_id)]
+    ctx.progress(0, 2 * len(rows), force=True)
+    try:
+        target, reference = get_scorer(ctx.model), get_scorer(ctx.options["reference"])
+    except ModelLoadError as exc:
+        raise JobError(str(exc)) from exc
+    try:
+        nll_target = _bits(target.score([("", text) for _, text in rows]))
+        ctx.progress(len(rows), 2 * len(rows), force=True)
+        nll_ref = _bits(reference.score([("", text) for _, text in rows]))
+    except ScoringError as exc:
+        raise JobError(f"cannot score a text: {exc}") from exc
+    mem = cap.text_memorization_bits(nll_ref, nll_target)
+    rarity = cap.tfidf_rarity([re.findall(r"\w+", text.lower()) for _, text in rows])
+    with session_scope() as s:
+        for i, (position, _) in enumerate(rows):
+            s.execute(update(CapacityText).where(CapacityText.audit_id == ctx.audit_id,
+                                                 CapacityText.position == position)
+                      .values(nll_target_bits=float(nll_target[i]), nll_reference_bits=float(nll_ref[i]),
+                              memorized_bits=float(mem[i]), rarity=float(rarity[i])))
+    ctx.progress(2 * len(rows), 2 * len(rows), force=True)
+    return {"mode": "text", "samples": len(rows), "reference": ctx.options["reference"],
+            "total_memorized_bits": float(mem.sum()), "memorized_samples": int((mem > 0).sum()),
+            "links": {"texts": f"/audits/{ctx.audit_id}/capacity/texts"}}
+
+
+def _bits(nats: list[float]) -> np.ndarray:
+    return cap.nats_to_bits(nats)
