@@ -62,16 +62,24 @@ class DynamicsOptions(BaseModel):
     epochs: int = Field(default=10, ge=1, le=500, description="E: epochs per run; cost is K x E passes")
     tau: float = Field(default=DEFAULT_TAU, gt=0.0, description="Recollection threshold, nats/token")
     margin: float = Field(default=DEFAULT_MARGIN, ge=0.0, description="Counterfactual margin, nats/token")
-    tokenizer: Literal["auto", "bytes", "words", "model"] = Field(
-        default="auto", description="auto: words for PCFG strings, bytes for yours, the model's own for finetune"
+    tokenizer: Literal["auto", "bytes", "words"] = Field(
+        default="auto",
+        description="scratch recipe: auto = words for PCFG strings, bytes for yours (finetune always "
+        "uses the model's own tokenizer)",
     )
     d_model: int = Field(default=64, ge=8, le=1024)
     n_layer: int = Field(default=2, ge=1, le=24)
     n_head: int = Field(default=4, ge=1, le=32)
     batch_size: int = Field(default=16, ge=1, le=1024)
-    lr: float = Field(default=3e-3, gt=0.0, le=1.0)
+    lr: float | None = Field(default=None, gt=0.0, le=1.0, description="Default 3e-3 (scratch), 1e-4 (finetune)")
     context: int = Field(default=128, ge=4, le=MAX_CONTEXT, description="Tokens per string, BOS and EOS included")
     seed: int = Field(default=0, ge=0)
+
+    @property
+    def learning_rate(self) -> float:
+        if self.lr is not None:
+            return self.lr
+        return 1e-4 if self.recipe == "finetune" else 3e-3
 
     @model_validator(mode="after")
     def _heads_divide_width(self) -> DynamicsOptions:

@@ -69,10 +69,10 @@ def prepare_dynamics_audit(session: Session, body: DynamicsAuditCreate, audit: A
 
 
 def resolve_tokenizer(opts: DynamicsOptions, generated: bool) -> str:
-    if opts.tokenizer != "auto":
-        return opts.tokenizer
     if opts.recipe == "finetune":
         return "model"
+    if opts.tokenizer != "auto":
+        return opts.tokenizer
     return "words" if generated else "bytes"
 
 

@@ -45,20 +45,27 @@ def _train(ctx: JobContext, strings: list[Any], opts: DynamicsOptions, tokenizer
     from workers.dynamics.runner import TrainConfig, run_kfold
 
     k, e = opts.folds, opts.epochs
-    cfg = TrainConfig(folds=k, epochs=e, d_model=opts.d_model, n_layer=opts.n_layer, n_head=opts.n_head,
-                      batch_size=opts.batch_size, lr=opts.lr, context=opts.context, seed=opts.seed)  # fmt: skip
-    if opts.recipe == "finetune":
-        from workers.dynamics.finetune import run_finetune
+    cfg = TrainConfig(
+        folds=k, epochs=e, d_model=opts.d_model, n_layer=opts.n_layer, n_head=opts.n_head,
+        batch_size=opts.batch_size, lr=opts.learning_rate, context=opts.context, seed=opts.seed,
+    )  # fmt: skip
+    texts, counts, ids = [s.text for s in strings], [s.count for s in strings], [s.string_id for s in strings]
+    try:
+        if opts.recipe == "finetune":
+            from workers.dynamics.finetune import run_finetune
+            from workers.lm.base import ModelLoadError
 
-        result = run_finetune(ctx.model, [s.text for s in strings], [s.count for s in strings], cfg,
-                              on_epoch=lambda epoch: ctx.progress(epoch * k, k * e))  # fmt: skip
-    else:
-        seqs, vocab = tokenize([s.text for s in strings], tokenizer)
-        try:
-            result = run_kfold(seqs, [s.count for s in strings], vocab, cfg, [s.string_id for s in strings],
-                               on_epoch=lambda epoch: ctx.progress(epoch * k, k * e))  # fmt: skip
-        except ValueError as exc:  # the same checks as the API's; reached only if limits changed in between
-            raise JobError(str(exc)) from exc
+            try:
+                result = run_finetune(
+                    ctx.model, texts, counts, cfg, ids, on_pass=lambda done: ctx.progress(done, k * e)
+                )
+            except ModelLoadError as exc:
+                raise JobError(str(exc)) from exc
+        else:
+            seqs, vocab = tokenize(texts, tokenizer)
+            result = run_kfold(seqs, counts, vocab, cfg, ids, on_epoch=lambda epoch: ctx.progress(epoch * k, k * e))
+    except ValueError as exc:  # strings that do not fit the model (checked exactly here; the API checks bytes)
+        raise JobError(str(exc)) from exc
     traj = result.trajectories
     rows = [{"position": s.position, "fold": result.folds[i], "train_loss": [float(v) for v in traj.train_loss[i]],
              "heldout_loss": [float(v) for v in traj.heldout_loss[i]]} for i, s in enumerate(strings)]  # fmt: skip
