@@ -26,6 +26,7 @@ from app.datasets.formats import (
 )
 
 MAX_REPORTED_LINES = 100  # problems beyond this are counted, not listed
+MAX_ID_LENGTH = 200  # the database column's width
 
 
 @dataclass(frozen=True)
@@ -168,13 +169,18 @@ def _parse_delimited(
 def _make_record(
     line_no: int, values: tuple[str, ...], target: Target, mapping: ColumnMapping, report: ParseReport
 ) -> Record | None:
+    # ids are stored stripped, in the line too, so that the line starts with "<id><delimiter>"
+    role_positions = {i for i in (mapping.index_of(r) for r in ("item_id", "user_id", "timestamp")) if i is not None}
+    values = tuple(v.strip() if i in role_positions else v for i, v in enumerate(values))
+
     def value(role: str) -> str | None:
         index = mapping.index_of(role)  # type: ignore[arg-type]
-        return None if index is None else values[index].strip()
+        return None if index is None else values[index]
 
     for role in REQUIRED_ROLES[target]:
-        if not value(role):
-            report.add_problem(line_no, f"empty {role}")
+        reason = _bad_id(value(role) or "")
+        if reason:
+            report.add_problem(line_no, f"{role} {reason}")
             return None
     timestamp = None
     raw_ts = value("timestamp")
@@ -186,6 +192,16 @@ def _make_record(
             return None
     key = value(REQUIRED_ROLES[target][0]) or ""
     return Record(line_no, values, key, value("user_id"), value("item_id"), timestamp)
+
+
+def _bad_id(value: str) -> str | None:
+    if not value:
+        return "is empty"
+    if len(value) > MAX_ID_LENGTH:
+        return f"is longer than {MAX_ID_LENGTH} characters"
+    if any(c in value for c in ',\t"\n') or "::" in value:
+        return "contains a delimiter or a quote"  # the prompt gives "<id><delimiter>": the id must be plain
+    return None
 
 
 @dataclass

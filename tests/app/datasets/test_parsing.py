@@ -42,7 +42,7 @@ def test_malformed_lines_are_counted_with_line_numbers_and_skipped() -> None:
     records, report = parse(lines, "items")
     assert [r.key for r in records] == ["1", "5"]
     assert report.malformed == 2
-    assert report.problems == [(2, "expected 3 '::'-separated fields, found 2"), (4, "empty item_id")]
+    assert report.problems == [(2, "expected 3 '::'-separated fields, found 2"), (4, "item_id is empty")]
 
 
 def test_problem_reasons_never_echo_the_line() -> None:
@@ -159,3 +159,12 @@ def test_app_default_k_is_the_measures_default_k() -> None:
     from workers.measures import coverage
 
     assert (DEFAULT_K, DEFAULT_BUCKETS) == (coverage.DEFAULT_K, coverage.DEFAULT_BUCKETS)
+
+
+def test_ids_are_stripped_and_must_be_plain() -> None:
+    lines = create_lines("movieId,title", " 7 ,Heat (1995)", '"8,9",Casino (1995)', f"{'1' * 201},Long")
+    records, report = parse(lines, "items", "csv", None)
+    assert [r.key for r in records] == ["7"]
+    assert format_line(records[0].fields, "csv") == "7,Heat (1995)", "the line starts with the id and delimiter"
+    assert report.problems == [(3, "item_id contains a delimiter or a quote"),
+                               (4, "item_id is longer than 200 characters")]  # fmt: skip
