@@ -28,8 +28,14 @@ def jsonl(api, url: str, **params) -> list[dict]:
     return [json.loads(line) for line in r.text.splitlines()]
 
 
-def test_small_dynamics_audit_end_to_end(rq_worker, api_factory):
+def test_dynamics_audits_end_to_end(rq_worker, api_factory):
+    """One worker process serves both audits (starting one costs more than the audits themselves)."""
     api = api_factory("auditor")
+    check_trained_audit(api)
+    check_imported_audit(api)
+
+
+def check_trained_audit(api) -> None:
     rng = np.random.default_rng(0)
     strings = [{"id": f"rec{i}", "text": "".join(rng.choice(list("abcdef"), size=10)), "count": 1 + (i % 4 == 0)}
                for i in range(24)]  # fmt: skip
@@ -77,8 +83,7 @@ def test_small_dynamics_audit_end_to_end(rq_worker, api_factory):
     assert series["strings"][0]["contextual_threshold"] == rows[0]["contextual_threshold"]
 
 
-def test_imported_trajectories_end_to_end(rq_worker, api_factory):
-    api = api_factory("auditor")
+def check_imported_audit(api) -> None:
     # a: counterfactual and contextual from epoch 5 (train 0.5 < best held-out 1.2), recollection from epoch 10;
     # b: never (held-out equals train); c: under tau but no better than held-out (recollection only: the
     # fixed-threshold artifact)
