@@ -114,7 +114,7 @@ def parse_file(
 
 
 def _parse_dat(lines: Iterable[bytes], target: Target, mapping: ColumnMapping, report: ParseReport):
-    width = len(mapping.columns)
+    width, layout = len(mapping.columns), _Layout.of(target, mapping)
     for line_no, raw in enumerate(lines, start=1):
         text = decode_line(raw)
         if not text.strip():
@@ -123,7 +123,7 @@ def _parse_dat(lines: Iterable[bytes], target: Target, mapping: ColumnMapping, r
         if len(values) != width:
             report.add_problem(line_no, f"expected {width} '::'-separated fields, found {len(values)}")
             continue
-        record = _make_record(line_no, tuple(values), target, mapping, report)
+        record = _make_record(line_no, tuple(values), layout, report)
         if record is not None:
             yield record
 
@@ -148,6 +148,7 @@ def _parse_delimited(
     resolved = resolve_mapping(target, mapping, header)
     report.mapping = resolved
     positions = [header.index(c) for c in resolved.columns]
+    layout = _Layout.of(target, resolved)
     while True:
         try:
             row = next(reader)
@@ -161,37 +162,47 @@ def _parse_delimited(
         if len(row) != len(header):
             report.add_problem(reader.line_num, f"expected {len(header)} columns, found {len(row)}")
             continue
-        record = _make_record(reader.line_num, tuple(row[p] for p in positions), target, resolved, report)
+        record = _make_record(reader.line_num, tuple(row[p] for p in positions), layout, report)
         if record is not None:
             yield record
 
 
-def _make_record(
-    line_no: int, values: tuple[str, ...], target: Target, mapping: ColumnMapping, report: ParseReport
-) -> Record | None:
+@dataclass(frozen=True)
+class _Layout:
+    """Where each role sits in a mapped line; computed once per file, not per line."""
+
+    key: int
+    required: tuple[tuple[str, int], ...]
+    user_id: int | None
+    item_id: int | None
+    timestamp: int | None
+    strip: frozenset[int]
+
+    @classmethod
+    def of(cls, target: Target, mapping: ColumnMapping) -> _Layout:
+        user, item, ts = (mapping.index_of(r) for r in ("user_id", "item_id", "timestamp"))
+        required = tuple((role, mapping.index_of(role)) for role in REQUIRED_ROLES[target])
+        return cls(required[0][1], required, user, item, ts, frozenset(i for i in (user, item, ts) if i is not None))
+
+
+def _make_record(line_no: int, values: tuple[str, ...], layout: _Layout, report: ParseReport) -> Record | None:
     # ids are stored stripped, in the line too, so that the line starts with "<id><delimiter>"
-    role_positions = {i for i in (mapping.index_of(r) for r in ("item_id", "user_id", "timestamp")) if i is not None}
-    values = tuple(v.strip() if i in role_positions else v for i, v in enumerate(values))
-
-    def value(role: str) -> str | None:
-        index = mapping.index_of(role)  # type: ignore[arg-type]
-        return None if index is None else values[index]
-
-    for role in REQUIRED_ROLES[target]:
-        reason = _bad_id(value(role) or "")
+    values = tuple(v.strip() if i in layout.strip else v for i, v in enumerate(values))
+    for role, index in layout.required:
+        reason = _bad_id(values[index])
         if reason:
             report.add_problem(line_no, f"{role} {reason}")
             return None
     timestamp = None
-    raw_ts = value("timestamp")
-    if raw_ts is not None:
+    if layout.timestamp is not None:
         try:
-            timestamp = int(float(raw_ts))
+            timestamp = int(float(values[layout.timestamp]))
         except ValueError:
             report.add_problem(line_no, "timestamp is not a number")
             return None
-    key = value(REQUIRED_ROLES[target][0]) or ""
-    return Record(line_no, values, key, value("user_id"), value("item_id"), timestamp)
+    user = values[layout.user_id] if layout.user_id is not None else None
+    item = values[layout.item_id] if layout.item_id is not None else None
+    return Record(line_no, values, values[layout.key], user, item, timestamp)
 
 
 def _bad_id(value: str) -> str | None:

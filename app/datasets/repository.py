@@ -57,10 +57,10 @@ def insert_records(session: Session, rows: Iterable[dict[str, Any]]) -> int:
     for row in rows:
         batch.append(row)
         if len(batch) >= INSERT_BATCH:
-            session.execute(insert(DatasetRecord), batch)
+            session.execute(insert(DatasetRecord.__table__), batch)  # Core: no ORM bookkeeping per row
             count, batch = count + len(batch), []
     if batch:
-        session.execute(insert(DatasetRecord), batch)
+        session.execute(insert(DatasetRecord.__table__), batch)
         count += len(batch)
     return count
 
