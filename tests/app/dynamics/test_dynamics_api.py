@@ -128,3 +128,18 @@ def test_schema_defaults_match_the_measures():
     from app.dynamics import schemas
 
     assert (schemas.DEFAULT_TAU, schemas.DEFAULT_MARGIN) == (DEFAULT_TAU, DEFAULT_MARGIN)
+
+
+def test_embedded_sqlite_mode_runs_an_imported_audit(sqlite_env, api_factory):
+    """The default install (SQLite file, in-process worker) migrates and runs dynamics audits too."""
+    from tests.conftest import wait_for
+
+    api = api_factory("auditor")
+    created = api.post("/audits", json={"kind": "dynamics", "model": "groundtruth-tiny",
+                                        "trajectories": trajectory_file("csv")})  # fmt: skip
+    assert created.status_code == 202, created.text
+    done = wait_for(api, created.json()["id"], timeout=120)
+    assert done["status"] == "succeeded", done
+    # every string: train 0.1 < tau at epoch 3, and below its best held-out loss (0.8) from epoch 2 on
+    assert done["summary"]["per_epoch"][-1]["share"] == {"recollection": 1.0, "counterfactual": 1.0, "contextual": 1.0}
+    assert done["summary"]["onset_rank_correlation"]["recollection~contextual"] is None  # every onset ties
