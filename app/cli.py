@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Callable
 
+from app.capacity.cli import add_capacity_commands
 from app.cli_audit import add_audit_commands
 from app.datasets.cli import add_dataset_commands
 from app.settings import get_settings
@@ -99,7 +100,8 @@ def _core_commands(sub: argparse._SubParsersAction) -> None:
 
 
 # Feature packages add their commands here, one line each.
-COMMANDS: list[Configure] = [_core_commands, add_audit_commands, add_wikidata_commands, add_dataset_commands]
+COMMANDS: list[Configure] = [_core_commands, add_audit_commands, add_wikidata_commands, add_dataset_commands,
+                             add_capacity_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,6 +5,7 @@ model memorizes falling once N outgrows what it can hold (Morris et al. 2025).""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -13,7 +14,7 @@ from tests.conftest import wait_for
 # 1 layer of width 8 over V = 16, S = 8: 1,096 parameters, so a few thousand bits at most; 32 bits per sample.
 GRID = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
         "dataset_sizes": [8, 64, 512], "seeds": [0], "precisions": ["fp32"]}
-OPTIONS = {"steps": 150, "lr": 3e-2, "warmup_steps": 10, "checkpoint_seconds": 1.0}
+OPTIONS = {"steps": 100, "lr": 3e-2, "warmup_steps": 10, "checkpoint_seconds": 1.0}
 
 
 @pytest.fixture
@@ -31,18 +32,18 @@ def submit(api, grid=GRID, options=OPTIONS) -> str:
     return r.json()["id"]
 
 
-def test_capacity_grid_end_to_end(scratch_registered, rq_worker, api_factory):
+def test_capacity_grid_end_to_end(scratch_registered, rq_worker, api_factory, tmp_path, capsys):
     api = api_factory("auditor")
     audit_id = submit(api)
     done = wait_for(api, audit_id, timeout=600)
     assert done["status"] == "succeeded", done
-    assert done["progress"] == {"done": 450, "total": 450}, done["progress"]
+    assert done["progress"] == {"done": 300, "total": 300}, done["progress"]
 
     grid = api.get(f"/audits/{audit_id}/capacity").json()
     cells = grid["cells"]
     assert [c["n_samples"] for c in cells] == [8, 64, 512] and all(c["status"] == "done" for c in cells)
     for c in cells:
-        assert c["params"] == 1096 and c["steps_done"] == 150, c
+        assert c["params"] == 1096 and c["steps_done"] == 100, c
         for field in ("memorized_bits", "bits_per_param", "train_bits_per_token", "heldout_bits_per_token",
                       "mia_f1", "mia_auc", "extraction_rate", "share_memorized"):
             assert c[field] is not None, f"cell N={c['n_samples']} has no {field}"
@@ -66,6 +67,16 @@ def test_capacity_grid_end_to_end(scratch_registered, rq_worker, api_factory):
     assert len(curves) == 3 and all(len(c["steps"]) >= 10 for c in curves), "each cell records its curve"
     assert done["summary"]["capacity"][0]["bits_per_param"] == pytest.approx(arch["bits_per_param"])
 
+    # the CLI draws the same series from the database
+    from app.cli import main
+
+    for name, magic in (("capacity.png", b"\x89PNG"), ("capacity.svg", b"<?xml")):
+        assert main(["capacity", "plot", audit_id, "--out", str(tmp_path / name)]) == 0
+        assert (tmp_path / name).read_bytes().startswith(magic), f"{name} is not a real {name[-3:]} file"
+    assert main(["capacity", "grid", audit_id]) == 0
+    table = capsys.readouterr().out
+    assert "L1-d8-h2" in table and "512" in table, table
+
 
 def test_cancel_a_running_capacity_audit(scratch_registered, rq_worker, api_factory):
     api = api_factory("auditor")
@@ -74,8 +85,6 @@ def test_cancel_a_running_capacity_audit(scratch_registered, rq_worker, api_fact
         state = api.get(f"/audits/{audit_id}").json()
         if state["status"] == "running" and state["progress"]["done"] > 0:
             break
-        import time
-
         time.sleep(0.2)
     assert api.delete(f"/audits/{audit_id}").status_code == 200
     final = wait_for(api, audit_id, timeout=60)

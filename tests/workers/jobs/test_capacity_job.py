@@ -1,0 +1,69 @@
+"""The capacity job resumes from its checkpoint after the worker dies mid-cell (real Postgres)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+GRID = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
+        "dataset_sizes": [256]}
+
+
+@pytest.fixture
+def scratch_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMAUDIT_MODELS", json.dumps({"scratch": {"description": "trained by the audit"}}))
+
+
+def cell_state(audit_id: str) -> tuple[str, int, float, list]:
+    from app.capacity import repository
+    from app.db.engine import session_scope
+
+    with session_scope() as s:
+        [c] = repository.cells(s, audit_id)
+        return c.status, c.steps_done, c.seconds, list(c.curve or [])
+
+
+def test_a_killed_job_resumes_from_its_checkpoint(scratch_registered, pg_env, api_factory):
+    api = api_factory("auditor")
+    options = {"steps": 200, "lr": 3e-2, "warmup_steps": 10, "checkpoint_seconds": 1.0}
+    r = api.post("/audits", json={"kind": "capacity", "model": "scratch", "grid": GRID, "options": options})
+    assert r.status_code == 202, r.text
+    audit_id = r.json()["id"]  # queued on a queue no worker listens to: we run the job by hand
+
+    env = {**os.environ, **pg_env}
+    code = f"from workers.jobs.capacity import run; run({audit_id!r})"
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=REPO)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            status, steps_at_kill, seconds_at_kill, curve_at_kill = cell_state(audit_id)
+            if steps_at_kill >= 10:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the job finished before it could be interrupted; make the cell longer"
+        proc.send_signal(signal.SIGKILL)  # a worker that dies without cleaning up
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert status == "running" and 0 < steps_at_kill < 200, (status, steps_at_kill)
+
+    from workers.jobs.capacity import run
+
+    run(audit_id)  # the restarted worker
+    final = api.get(f"/audits/{audit_id}").json()
+    assert final["status"] == "succeeded", final
+    status, steps, seconds, curve = cell_state(audit_id)
+    assert status == "done" and steps == 200
+    recorded = [int(p[0]) for p in curve]
+    assert recorded == sorted(set(recorded)), f"the resumed run restarted instead of continuing: {recorded}"
+    assert curve[: len(curve_at_kill)] == curve_at_kill, "the curve before the crash is kept"
+    assert seconds >= seconds_at_kill, "training time before the crash is counted"
