@@ -107,21 +107,26 @@ def coverage(matched: Sequence[bool]) -> float:
 
 
 def quantile_edges(popularity: Sequence[float], n_buckets: int = DEFAULT_BUCKETS) -> list[float]:
-    """Bucket edges at the popularity quantiles: [min, q_1/n, ..., max], ties collapsed.
+    """Bucket edges at the popularity quantiles: [min, q_1/n, ..., max], ties collapsed, no empty bucket.
 
     Interaction counts are heavily tied (many items have one or two interactions), so repeated
-    quantiles are merged and there may be fewer than ``n_buckets`` buckets.
+    quantiles are merged, and an interior edge that would close an empty bucket (an edge of 2.5 between
+    counts 2 and 3) is dropped: there may be fewer than ``n_buckets`` buckets, never an empty one.
     """
     if n_buckets < 1:
         raise ValueError("n_buckets must be at least 1")
     if not len(popularity):
         return []
-    qs = np.quantile(np.asarray(popularity, dtype=float), np.linspace(0.0, 1.0, n_buckets + 1))
-    edges: list[float] = []
-    for q in qs.tolist():
-        if not edges or q > edges[-1]:
+    values = np.sort(np.asarray(popularity, dtype=float))
+    qs = np.quantile(values, np.linspace(0.0, 1.0, n_buckets + 1)).tolist()
+    if qs[-1] == qs[0]:
+        return [float(qs[0]), float(qs[0])]
+    edges = [float(qs[0])]
+    for q in qs[1:-1]:
+        lower = int(np.searchsorted(values, edges[-1], side="right")) if len(edges) > 1 else 0
+        if edges[-1] < q < qs[-1] and int(np.searchsorted(values, q, side="right")) > lower:
             edges.append(float(q))
-    return edges if len(edges) > 1 else [edges[0], edges[0]]
+    return [*edges, float(qs[-1])]
 
 
 def bucket_of(value: float, edges: Sequence[float]) -> int:

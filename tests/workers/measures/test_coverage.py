@@ -105,6 +105,8 @@ def test_quantile_edges_collapse_ties() -> None:
     assert quantile_edges([1, 2, 3, 4, 5, 6, 7, 8], 4) == [1.0, 2.75, 4.5, 6.25, 8.0]
     assert quantile_edges([1, 1, 1, 1, 1, 1, 2, 9], 4) == [1.0, 1.25, 9.0]
     assert quantile_edges([3, 3], 4) == [3.0, 3.0]
+    # raw quantile edges [0, 2.5, 3, 3.5, 8]: no count falls in (3, 3.5], so that edge goes
+    assert quantile_edges([0, 1, 3, 3, 3, 3, 5, 8], 4) == [0.0, 2.5, 3.0, 8.0]
 
 
 def test_bucket_boundaries_are_upper_inclusive() -> None:
@@ -132,6 +134,7 @@ def test_buckets_partition_the_probed_records(rows: list[tuple[bool, int]], n_bu
     assert sum(b.probed for b in buckets) == len(rows)
     assert sum(b.matched for b in buckets) == sum(matched)
     assert len(buckets) <= n_buckets
+    assert all(b.probed > 0 for b in buckets), f"empty bucket with edges {edges}"
 
 
 def test_judge_and_summary() -> None:
