@@ -20,11 +20,12 @@ from typing import Any, Literal
 
 import torch
 
-from workers.lm.plan import batch_rows, chunk_groups, make_plan
+from workers.lm.plan import batch_rows, chunk_groups, make_plan, pack_rows
 
 Mode = Literal["expand", "packed"]
-LOGITS_BUDGET_BYTES = 256 * 2**20  # fp32 logits + their log-softmax, per forward pass
+LOGITS_BUDGET_BYTES = 256 * 2**20  # fp32 logits (+ slack), per forward pass
 MAX_GROUPS_PER_CHUNK = 256  # bounds the prefix KV kept alive while its continuations run
+SOFTMAX_ROWS = 8  # rows normalised together: 8 x vocab floats stay in the CPU cache
 
 
 @dataclass
@@ -40,8 +41,11 @@ class PrefixState:
 class Engine:
     """Exact prefix-sharing scorer over a transformers causal LM. Inputs are token ids (document start first)."""
 
-    def __init__(self, model: Any, device: torch.device, batch_tokens: int, mode: Mode = "expand") -> None:
+    def __init__(
+        self, model: Any, device: torch.device, batch_tokens: int, mode: Mode = "packed", pack_tokens: int = 512
+    ) -> None:
         self.model = model
+        self.pack_tokens = pack_tokens  # attention in a pack grows with its square: keep packs moderate
         self.device = device
         self.mode: Mode = mode
         vocab = model.get_output_embeddings().weight.shape[0]
@@ -72,10 +76,15 @@ class Engine:
         has_tail = torch.as_tensor([bool(t) for t in tails], device=self.device)
         totals[has_tail] += state.first
         long_rows = [r for r, tail in enumerate(tails) if len(tail) >= 2]
-        cap = self.max_rows if self.mode == "expand" else min(self.max_rows, self.batch_tokens)
-        for batch in batch_rows([len(tails[r]) - 1 for r in long_rows], min(self.batch_tokens, cap)):
+        lengths = [len(tails[r]) - 1 for r in long_rows]
+        budget = min(self.batch_tokens, self.max_rows)
+        if self.mode == "expand":
+            # every row is padded to the batch's longest: one length per batch computes no padding (40% here)
+            batches, run = batch_rows(lengths, budget, uniform=True), self._continue_expand
+        else:
+            batches, run = pack_rows(lengths, min(budget, self.pack_tokens)), self._continue_packed
+        for batch in batches:
             rows = [long_rows[i] for i in batch]
-            run = self._continue_expand if self.mode == "expand" else self._continue_packed
             totals[torch.as_tensor(rows, device=self.device)] += run(
                 state, [owner[r] for r in rows], [tails[r] for r in rows]
             )
@@ -114,7 +123,6 @@ class Engine:
 
     def _continue_expand(self, state: PrefixState, owner: list[int], tails: list[list[int]]) -> torch.Tensor:
         """One row per sentence: inputs tail[:-1] after its key's KV rows (gathered), predicting tail[1:]."""
-        from transformers import DynamicCache
 
         group = torch.as_tensor(owner, device=self.device)
         klen = state.key_len[group]
@@ -122,7 +130,7 @@ class Engine:
         ids, valid, targets = pad_tails(tails, self.device)
         m = ids.shape[1]
         past = [(k[:, :, :kmax].index_select(0, group), v[:, :, :kmax].index_select(0, group)) for k, v in state.kv]
-        cache = DynamicCache(ddp_cache_data=past, config=self.model.config)
+        cache = prefilled_cache(self.model.config, past)
         prefix_ok = torch.arange(kmax, device=self.device)[None, :] < klen[:, None]  # (B, kmax)
         causal = torch.ones((m, m), dtype=torch.bool, device=self.device).tril()
         # pad queries also see their prefix: a fully masked row would produce NaN hidden states
@@ -143,7 +151,6 @@ class Engine:
 
     def _continue_packed(self, state: PrefixState, owner: list[int], tails: list[list[int]]) -> torch.Tensor:
         """All continuations in one row after the keys they need; a 4-D mask keeps each sentence to its own key."""
-        from transformers import DynamicCache
 
         dev = self.device
         groups = sorted(set(owner))
@@ -165,7 +172,7 @@ class Engine:
         see_tail = (q_sent[:, None] == q_sent[None, :]) & (q_step[None, :] <= q_step[:, None])
         allowed = torch.cat([see_key, see_tail], 1)[None, None]
         positions = (state.key_len[q_group] + q_step)[None]
-        cache = DynamicCache(ddp_cache_data=past, config=self.model.config)
+        cache = prefilled_cache(self.model.config, past)
         out = self.model(
             input_ids=ids,
             attention_mask=additive_mask(allowed, self.model.dtype),
@@ -179,11 +186,36 @@ class Engine:
 
 
 def pick_nll(logits: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """-log softmax(logits[rows])[targets] in fp32 (float64 out, for summing). Half-precision normalisers are off
-    by ~1e-2 nats, so the normaliser is always fp32."""
-    logits = logits.float()
-    norm = torch.logsumexp(logits, dim=-1)
-    return (norm[rows] - logits[rows, targets]).double()
+    """-log softmax(logits[rows])[targets], float64 out (for summing). The normaliser is always computed in fp32:
+    half-precision normalisers are off by ~1e-2 nats. log_softmax runs over SOFTMAX_ROWS rows at a time: a block
+    that stays in cache is ~9x faster on CPU than one pass over the whole (N, vocab) matrix."""
+    out = torch.empty(len(rows), dtype=torch.float64, device=logits.device)
+    order = torch.argsort(rows)
+    bounds = torch.searchsorted(
+        rows[order], torch.arange(0, len(logits) + SOFTMAX_ROWS, SOFTMAX_ROWS, device=rows.device)
+    )
+    for chunk, start in enumerate(range(0, len(logits), SOFTMAX_ROWS)):
+        lo, hi = int(bounds[chunk]), int(bounds[chunk + 1])
+        if lo == hi:
+            continue
+        sel = order[lo:hi]
+        logp = torch.log_softmax(logits[start : start + SOFTMAX_ROWS].float(), dim=-1)
+        out[sel] = -logp[rows[sel] - start, targets[sel]].double()
+    return out
+
+
+def prefilled_cache(config: Any, past: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
+    """A DynamicCache holding ``past`` without copying it (the documented ``ddp_cache_data`` path concatenates onto
+    an empty tensor: one more copy of every row's prefix KV per layer)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=config)
+    if len(cache.layers) != len(past):
+        return DynamicCache(ddp_cache_data=past, config=config)
+    for layer, (keys, values) in zip(cache.layers, past, strict=True):
+        layer.lazy_initialization(keys, values)
+        layer.keys, layer.values = keys, values
+    return cache
 
 
 def pad_tails(tails: list[list[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

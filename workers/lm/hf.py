@@ -30,7 +30,7 @@ _SELF_CHECK = [
 class HFScorer:
     """Scorer over a transformers causal LM. See workers.lm.base.Scorer for the contract."""
 
-    def __init__(self, name: str, loaded: LoadedModel, batch_tokens: int, mode: Mode | None = "expand") -> None:
+    def __init__(self, name: str, loaded: LoadedModel, batch_tokens: int, mode: Mode | None = "packed") -> None:
         self.name = name
         self.loaded = loaded
         self.model = loaded.model

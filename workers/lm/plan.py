@@ -71,16 +71,35 @@ def chunk_groups(key_lengths: Sequence[int], max_tokens: int, max_groups: int) -
     return chunks
 
 
-def batch_rows(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
-    """Row indexes batched so that rows x longest stays within max_tokens; equal lengths together (little padding)."""
+def batch_rows(lengths: Sequence[int], max_tokens: int, uniform: bool = False) -> list[list[int]]:
+    """Row indexes batched so that rows x longest stays within max_tokens, shortest first. uniform: a batch holds
+    rows of one length only (a right-padded batch then computes no padding at all)."""
     order = sorted(range(len(lengths)), key=lambda r: lengths[r])
     batches: list[list[int]] = []
     current: list[int] = []
     for r in order:
-        if current and (len(current) + 1) * lengths[r] > max_tokens:
+        full = (len(current) + 1) * lengths[r] > max_tokens
+        if current and (full or (uniform and lengths[r] != lengths[current[0]])):
             batches.append(current)
             current = []
         current.append(r)
     if current:
         batches.append(current)
     return batches
+
+
+def pack_rows(lengths: Sequence[int], max_tokens: int) -> list[list[int]]:
+    """Consecutive row indexes packed so that their total length stays within max_tokens (input order is kept:
+    rows of the same key are adjacent, so a pack needs few distinct keys)."""
+    packs: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for r, n in enumerate(lengths):
+        if current and used + n > max_tokens:
+            packs.append(current)
+            current, used = [], 0
+        current.append(r)
+        used += n
+    if current:
+        packs.append(current)
+    return packs

@@ -42,7 +42,9 @@ def test_key_plus_tail_is_always_the_sentence(bodies: list[list[int]], data: st.
 
 @given(st.lists(st.integers(1, 40), min_size=1, max_size=60), st.integers(1, 100))
 def test_batches_respect_the_budget_and_cover_every_row_once(lengths: list[int], budget: int) -> None:
-    for batches in (batch_rows(lengths, budget), chunk_groups(lengths, budget, max_groups=7)):
+    uniform = batch_rows(lengths, budget, uniform=True)
+    assert all(len({lengths[r] for r in b}) == 1 for b in uniform), "a uniform batch mixes lengths"
+    for batches in (batch_rows(lengths, budget), uniform, chunk_groups(lengths, budget, max_groups=7)):
         assert sorted(r for b in batches for r in b) == list(range(len(lengths)))
         for b in batches:
             # a single over-long row still gets a batch of its own; otherwise rows x longest <= budget

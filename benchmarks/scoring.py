@@ -1,0 +1,334 @@
+"""Scoring benchmark: the engine against the two usual ways of scoring sentences, side by side in one run.
+
+    python benchmarks/scoring.py            # full workload (~15 min on a busy 2-core CPU)
+    python benchmarks/scoring.py --quick    # 1 subject, 1 template (~3 min)
+
+Workload (WikiMem-shaped, generated here): templates "{subject}'s occupation is {value}." and "{subject} was born in
+{value}.", each with subject variants (the real name, two letter-scrambled look-alikes, the generic "This person")
+and 101 candidate values. The generic sentences are the same for every subject, so they appear once.
+Methods:
+  (a) one sentence per forward pass, full log-softmax (as minicons is commonly used); timed on a random sample;
+  (b) lm-evaluation-harness style: all sentences sorted by length, right-padded batches, log-softmax over the full
+      vocabulary at every position, no prefix reuse;
+  (c) the engine (workers.lm), cold cache, and warm cache: the NLLs of the generic-subject sentences and of repeated
+      sentences already known, as the service's NLL table (keyed by model fingerprint and exact text) provides.
+      Here the cache is an in-memory dict keyed the same way.
+Prints sentences/s, ratios, peak RSS per method, max |NLL(c) - NLL(a)|, a scaling table over 1/4/16 subjects,
+and optionally (--bf16) the speed and NLL error of running the engine in bf16 on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import random
+import resource
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from workers.lm.engine import Engine
+from workers.lm.hf import HFScorer
+
+SUBJECTS = [
+    "Barack Obama", "Marie Curie", "Albert Einstein", "Angela Merkel", "Nelson Mandela", "Frida Kahlo",
+    "Ada Lovelace", "Pablo Picasso", "Serena Williams", "Wolfgang Amadeus Mozart", "Greta Thunberg",
+    "Haruki Murakami", "Simone de Beauvoir", "Kofi Annan", "Lionel Messi", "Malala Yousafzai",
+]  # fmt: skip
+GENERIC_SUBJECT = "This person"
+OCCUPATIONS = """lawyer|politician|teacher|nurse|farmer|engineer|software engineer|actor|actress|singer|painter|writer
+|novelist|poet|journalist|physician|surgeon|dentist|pharmacist|chemist|physicist|mathematician|biologist|economist
+|historian|philosopher|sociologist|psychologist|architect|civil engineer|accountant|banker|entrepreneur|businessperson
+|chef|baker|butcher|carpenter|electrician|plumber|mechanic|pilot|flight attendant|sailor|soldier|police officer
+|firefighter|judge|diplomat|civil servant|librarian|translator|interpreter|photographer|film director|film producer
+|screenwriter|composer|conductor|pianist|violinist|guitarist|drummer|dancer|choreographer|sculptor|fashion designer
+|model|footballer|tennis player|basketball player|swimmer|cyclist|boxer|chess player|racing driver|astronaut
+|astronomer|geologist|veterinarian|zoologist|botanist|priest|monk|rabbi|imam|missionary|trade unionist|activist
+|comedian|television presenter|radio host|blogger|game designer|programmer|statistician|linguist|archaeologist
+|anthropologist|curator|publisher""".replace("\n", "").split("|")
+CITIES = """Honolulu|Warsaw|Ulm|Hamburg|Mvezo|Coyoacán|London|Málaga|Saginaw|Salzburg|Stockholm|Kyoto|Paris|Kumasi
+|Rosario|Mingora|Berlin|Madrid|Rome|Vienna|Prague|Budapest|Lisbon|Dublin|Oslo|Helsinki|Copenhagen|Amsterdam|Brussels
+|Zurich|Geneva|Munich|Milan|Naples|Barcelona|Seville|Porto|Athens|Istanbul|Cairo|Lagos|Nairobi|Accra|Dakar
+|Casablanca|Tunis|Johannesburg|Cape Town|Addis Ababa|Kinshasa|Mumbai|Delhi|Kolkata|Chennai|Karachi|Lahore|Dhaka
+|Kathmandu|Colombo|Bangkok|Hanoi|Manila|Jakarta|Singapore|Kuala Lumpur|Seoul|Busan|Tokyo|Osaka|Beijing|Shanghai
+|Hong Kong|Taipei|Sydney|Melbourne|Auckland|Toronto|Montreal|Vancouver|New York City|Chicago|Los Angeles|Boston
+|San Francisco|Houston|Mexico City|Havana|Bogotá|Lima|Santiago|Buenos Aires|Montevideo|São Paulo|Rio de Janeiro
+|Caracas|Quito|Reykjavik|Tbilisi|Yerevan|Ouagadougou|Ulaanbaatar""".replace("\n", "").split("|")
+TEMPLATES = [("{subject}'s occupation is", " {value}.", OCCUPATIONS), ("{subject} was born in", " {value}.", CITIES)]
+
+
+def scrambled(name: str, seed: int) -> str:
+    """A look-alike name: the letters of each word shuffled (same letters, same lengths), as WikiMem's variants."""
+    rng = random.Random(f"{name}|{seed}")
+    words = []
+    for word in name.split():
+        letters = list(word.lower())
+        for _ in range(10):
+            rng.shuffle(letters)
+            if "".join(letters) != word.lower() or len(set(letters)) < 2:
+                break
+        words.append("".join(letters).capitalize())
+    return " ".join(words)
+
+
+def workload(n_subjects: int, n_templates: int) -> tuple[list[tuple[str, str]], set[str]]:
+    """Distinct (prefix, continuation) pairs and the set of generic-subject sentences among them."""
+    pairs: list[tuple[str, str]] = []
+    generic: set[str] = set()
+    for prefix_t, tail_t, values in TEMPLATES[:n_templates]:
+        assert len(values) == 101, f"{len(values)} values"
+        variants = [v for s in SUBJECTS[:n_subjects] for v in (s, scrambled(s, 1), scrambled(s, 2))]
+        for subject in [*variants, GENERIC_SUBJECT]:
+            for value in values:
+                pairs.append((prefix_t.format(subject=subject), tail_t.format(value=value)))
+                if subject == GENERIC_SUBJECT:
+                    generic.add(pairs[-1][0] + pairs[-1][1])
+    return pairs, generic
+
+
+# -- baselines ---------------------------------------------------------------------------------------------------
+@torch.inference_mode()
+def one_per_pass(model: torch.nn.Module, seqs: Sequence[Sequence[int]]) -> list[float]:
+    """(a) one sentence per forward pass, log-softmax over the vocabulary at every position."""
+    result = []
+    for seq in seqs:
+        ids = torch.tensor([seq])
+        logp = torch.log_softmax(model(ids).logits.float(), dim=-1)
+        result.append(float(-logp[0, :-1].gather(1, ids[0, 1:, None]).sum()))
+    return result
+
+
+@torch.inference_mode()
+def harness_style(model: torch.nn.Module, seqs: Sequence[Sequence[int]], batch_size: int) -> list[float]:
+    """(b) lm-evaluation-harness loglikelihood: sorted by length (longest first), right-padded batches, full
+    log-softmax at every position, no prefix reuse."""
+    order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i]))
+    result = [0.0] * len(seqs)
+    for start in range(0, len(order), batch_size):
+        batch = order[start : start + batch_size]
+        width = max(len(seqs[i]) for i in batch)
+        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, i in enumerate(batch):
+            ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
+        logp = torch.log_softmax(model(ids).logits.float(), dim=-1)  # padding at the end cannot leak backwards
+        picked = logp[:, :-1].gather(2, ids[:, 1:, None]).squeeze(2)
+        for row, i in enumerate(batch):
+            result[i] = float(-picked[row, : len(seqs[i]) - 1].sum())
+    return result
+
+
+class NllCache:
+    """Emulates the service's NLL table: (fingerprint, exact sentence) -> NLL; only misses reach the model."""
+
+    def __init__(self, scorer: HFScorer) -> None:
+        self.scorer = scorer
+        self.store: dict[tuple[str, str], float] = {}
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        keys = [(self.scorer.fingerprint, p + c) for p, c in pairs]
+        missing: dict[tuple[str, str], tuple[str, str]] = {}
+        for key, pair in zip(keys, pairs, strict=True):
+            if key not in self.store and key not in missing:
+                missing[key] = pair
+        if missing:
+            self.store.update(zip(missing, self.scorer.score(list(missing.values())), strict=True))
+        return [self.store[key] for key in keys]
+
+
+# -- measurement -------------------------------------------------------------------------------------------------
+@dataclass
+class Run:
+    name: str
+    sentences: int
+    seconds: float
+    peak_rss_mb: float
+    nll: list[float]
+
+    @property
+    def rate(self) -> float:
+        return self.sentences / self.seconds
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * resource.getpagesize() / 2**20
+
+
+def timed(name: str, n: int, fn: Callable[[], list[float]]) -> Run:
+    """Run fn once, sampling RSS every 20 ms on a thread to get this phase's own peak."""
+    peak, done = [rss_mb()], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.02):
+            peak.append(rss_mb())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.perf_counter()
+    values = fn()
+    seconds = time.perf_counter() - start
+    done.set()
+    sampler.join()
+    print(f"  {name}: {n} sentences in {seconds:.1f} s", flush=True)
+    return Run(name, n, seconds, max(peak), values)
+
+
+def max_diff(a: Sequence[float], b: Sequence[float]) -> float:
+    return max(abs(x - y) for x, y in zip(a, b, strict=True))
+
+
+def set_mode(scorer: HFScorer, mode: str) -> None:
+    scorer.engine = Engine(scorer.model, scorer.device, scorer.batch_tokens, mode)  # type: ignore[arg-type]
+
+
+def methods(scorer: HFScorer, args: argparse.Namespace, pairs: list, generic: set[str]) -> dict[str, tuple]:
+    """name -> (sentence indexes it scores, function). Baselines score random samples (every sentence costs the
+    same to them, so a sample gives their rate); the engine scores the whole workload, as a subject audit would."""
+    seqs = scorer.sentence_ids([p + c for p, c in pairs])
+    rng = random.Random(0)
+    sample_a = sorted(rng.sample(range(len(pairs)), min(args.sample_a, len(pairs))))
+    sample_b = sorted(rng.sample(range(len(pairs)), min(args.sample_b, len(pairs))))
+    everything = list(range(len(pairs)))
+
+    def engine(mode: str) -> Callable[[], list[float]]:
+        def run() -> list[float]:
+            set_mode(scorer, mode)
+            return scorer.score(pairs)
+
+        return run
+
+    def warm() -> list[float]:
+        set_mode(scorer, args.modes[0])
+        cache = NllCache(scorer)
+        cache.store.update(prefilled_generic)  # a previous audit scored the generic-subject sentences
+        return cache.score(pairs)
+
+    set_mode(scorer, args.modes[0])
+    generic_pairs = [(p, c) for p, c in pairs if p + c in generic]
+    generic_keys = [(scorer.fingerprint, p + c) for p, c in generic_pairs]
+    prefilled_generic = dict(zip(generic_keys, scorer.score(generic_pairs), strict=True))
+    table: dict[str, tuple] = {
+        f"(a) one per pass [{len(sample_a)} sampled]": (
+            sample_a,
+            lambda: one_per_pass(scorer.model, [seqs[i] for i in sample_a]),
+        ),
+        f"(b) harness, batch {args.harness_batch} [{len(sample_b)} sampled]": (
+            sample_b,
+            lambda: harness_style(scorer.model, [seqs[i] for i in sample_b], args.harness_batch),
+        ),
+    }
+    for mode in args.modes:
+        table[f"(c) engine [{mode}], cold cache"] = (everything, engine(mode))
+    table[f"(c) engine [{args.modes[0]}], warm cache"] = (everything, warm)
+    return table
+
+
+def compare(scorer: HFScorer, args: argparse.Namespace) -> None:
+    n_subjects, n_templates = (1, 1) if args.quick else (4, 2)
+    pairs, generic = workload(n_subjects, n_templates)
+    n_tokens = sum(len(s) for s in scorer.sentence_ids([p + c for p, c in pairs]))
+    print(
+        f"workload: {n_subjects} subject(s) x {n_templates} template(s) x 4 variants x 101 values = {len(pairs)} "
+        f"distinct sentences ({len(generic)} generic-subject), {n_tokens / len(pairs):.1f} tokens each on average"
+    )
+    table = methods(scorer, args, pairs, generic)
+    best: dict[str, Run] = {}
+    for round_ in range(args.rounds):  # interleaved rounds, best of each: the CPU is shared, noise is large
+        print(f"round {round_ + 1}/{args.rounds}", flush=True)
+        for name, (indexes, fn) in table.items():
+            run = timed(name, len(indexes), fn)
+            if name not in best or run.seconds < best[name].seconds:
+                best[name] = run
+            best[name].peak_rss_mb = max(best[name].peak_rss_mb, run.peak_rss_mb)
+    report(best, table)
+    if args.bf16:
+        bf16_error(scorer, pairs, best[f"(c) engine [{args.modes[0]}], cold cache"])
+
+
+def report(best: dict[str, Run], table: dict[str, tuple]) -> None:
+    names = list(best)
+    a, b = best[names[0]], best[names[1]]
+    print(
+        f"\n{'method (best of the rounds)':46} {'sent.':>6} {'seconds':>8} {'sent./s':>8} {'vs (a)':>7} {'vs (b)':>7} "
+        f"{'peak RSS':>9}"
+    )
+    for run in best.values():
+        print(
+            f"{run.name:46} {run.sentences:6d} {run.seconds:8.1f} {run.rate:8.1f} {run.rate / a.rate:6.1f}x "
+            f"{run.rate / b.rate:6.1f}x {run.peak_rss_mb:7.0f}MB"
+        )
+    sample_a, sample_b = table[names[0]][0], table[names[1]][0]
+    for name in names[2:]:
+        run = best[name]
+        print(
+            f"max |NLL {name} - (a)| = {max_diff([run.nll[i] for i in sample_a], a.nll):.2e} nats; "
+            f"- (b)| = {max_diff([run.nll[i] for i in sample_b], b.nll):.2e}"
+        )
+
+
+def bf16_error(scorer: HFScorer, pairs: Sequence[tuple[str, str]], fp32: Run) -> None:
+    """The documented CPU option: the engine in bf16. Faster matmuls, NOT exact: report the NLL error."""
+    fp32_engine = scorer.engine
+    model = copy.deepcopy(scorer.model).to(torch.bfloat16)
+    scorer.engine = Engine(model, scorer.device, scorer.batch_tokens, "expand")
+    scorer.score(list(pairs[:8]))
+    run = timed("(c) engine in bf16, cold", len(pairs), lambda: scorer.score(pairs))
+    scorer.engine = fp32_engine
+    errors = sorted(abs(x - y) for x, y in zip(run.nll, fp32.nll, strict=True))
+    median, p95 = errors[len(errors) // 2], errors[int(len(errors) * 0.95)]
+    print(
+        f"bf16 engine: {run.rate:.1f} sent./s = {run.rate / fp32.rate:.2f}x the fp32 engine; |NLL error| "
+        f"median {median:.3f}, p95 {p95:.3f}, max {errors[-1]:.3f} nats"
+    )
+
+
+def scaling(scorer: HFScorer, args: argparse.Namespace) -> None:
+    n_templates = 1 if args.quick else 2
+    set_mode(scorer, args.modes[0])
+    print(f"\nscaling (engine, cold cache, {n_templates} template(s); the generic sentences are shared):")
+    print(f"{'subjects':>8} {'sentences':>10} {'seconds':>8} {'sent./s':>8} {'s/subject':>10}")
+    for n in (1, 2, 4) if args.quick else (1, 4, 16):
+        pairs, _ = workload(n, n_templates)
+        start = time.perf_counter()
+        scorer.score(pairs)
+        seconds = time.perf_counter() - start
+        print(f"{n:8d} {len(pairs):10d} {seconds:8.1f} {len(pairs) / seconds:8.1f} {seconds / n:10.1f}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1 subject, 1 template: a few minutes")
+    parser.add_argument("--model", default="smollm2-135m", help="registry name or hf:<path>")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: settings / torch default)")
+    parser.add_argument("--sample-a", type=int, help="sentences timed for method (a) (default 24 quick, 100 full)")
+    parser.add_argument("--sample-b", type=int, help="sentences timed for method (b) (default 160 quick, 640 full)")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best of each is reported")
+    parser.add_argument("--harness-batch", type=int, default=32, help="batch size of method (b)")
+    parser.add_argument("--modes", nargs="+", default=["expand", "packed"], choices=["expand", "packed"])
+    parser.add_argument("--bf16", action="store_true", help="also measure the bf16 engine's speed and NLL error")
+    parser.add_argument("--no-scaling", action="store_true")
+    args = parser.parse_args()
+    args.sample_a = args.sample_a or (24 if args.quick else 100)
+    args.sample_b = args.sample_b or (160 if args.quick else 640)
+    from workers.lm import load_scorer
+
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    start = time.perf_counter()
+    scorer = load_scorer(args.model)
+    assert isinstance(scorer, HFScorer), "the benchmark compares transformers-based methods"
+    print(
+        f"model {args.model} loaded in {time.perf_counter() - start:.0f} s; torch threads {torch.get_num_threads()}; "
+        f"engine batch budget {scorer.batch_tokens} tokens, {scorer.engine.max_rows if scorer.engine else 0} rows"
+    )
+    compare(scorer, args)
+    if not args.no_scaling:
+        scaling(scorer, args)
+    print(f"\nprocess peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
