@@ -57,14 +57,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--lr", type=float, default=3e-2)
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--schedule", choices=["cosine", "constant"], default="cosine",
+                    help="cosine: decay to --min-lr-ratio over the steps the cell's time budget allows")
+    ap.add_argument("--min-lr-ratio", type=float, default=0.01)
     ap.add_argument("--batch-size", type=int, default=None, help="default: full batch")
     ap.add_argument("--steps", type=int, default=None, help="step cap per cell (default: time budget only)")
-    ap.add_argument("--chunk", type=int, default=256, help="positions per fused-head chunk")
+    ap.add_argument("--chunk", type=int, default=None, help="positions per fused-head chunk (default: by V)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None, help="also write all numbers here")
     args = ap.parse_args(argv)
     if args.quick:
         args.minutes = 3.0
+    if args.minutes <= 0 and args.steps is None:
+        ap.error("--minutes 0 (no time budget) needs --steps")
     return args
 
 
@@ -108,14 +113,19 @@ def compare_step_time(cfg: GPTConfig, tokens: torch.Tensor, args: argparse.Names
     return {"stock_ms": stock * 1000, "lean_ms": lean * 1000, "ratio": stock / lean}
 
 
-def run_cell(cfg: GPTConfig, n: int, precision: str, seconds: float, args: argparse.Namespace) -> dict:
+def run_cell(cfg: GPTConfig, n: int, precision: str, seconds: float, step_estimate: float,
+             args: argparse.Namespace) -> dict:
     both = uniform_tokens(n, cfg.seq_len, cfg.vocab_size, seed=args.seed * 1_000_003 + n, heldout=n)
     tokens, held_out = both[:n].to(args.device), both[n:].to(args.device)
     model = init_model(cfg, args.seed).to(args.device)
+    # The schedule needs a step count: what the time budget allows at the measured step time (or --steps).
+    steps = args.steps or max(args.warmup + 1, int(seconds / step_estimate))
     tcfg = TrainConfig(
-        steps=args.steps or 10**9, lr=args.lr, warmup_steps=args.warmup, batch_size=args.batch_size,
-        precision=precision, chunk_positions=args.chunk, head_shards=args.threads, seed=args.seed,
+        steps=steps, lr=args.lr, warmup_steps=args.warmup, schedule=args.schedule, min_lr_ratio=args.min_lr_ratio,
+        batch_size=args.batch_size, precision=precision, chunk_positions=args.chunk, head_shards=args.threads,
+        seed=args.seed,
     )
+    print(f"  planned {steps} steps ({args.schedule} lr {args.lr} -> {args.lr * args.min_lr_ratio:g})", flush=True)
     params = cfg.param_count()
     curve: list[tuple[float, int, float]] = []
     next_report = [0.0]
@@ -174,6 +184,15 @@ def print_table(cells: list[dict], params: int) -> dict[str, float]:
     return capacity
 
 
+def print_gpu_hint(capacity: dict[str, float], args: argparse.Namespace) -> None:
+    if capacity.get("fp32", 0.0) >= 3.0:
+        return
+    print("\nfp32 did not reach 3.0 bits/param in this budget. Morris et al. train until saturation, \"usually around"
+          "\n1M steps\" (J. Morris); the curve above is still rising. To finish on a GPU worker:"
+          f"\n  python benchmarks/capacity_table.py --device cuda --minutes 0 --steps 200000 --chunk 65536 "
+          f"--ns 500,700,1000 --bf16-ns 500,700,1000 --lr {args.lr} --schedule cosine")
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -193,8 +212,10 @@ def main(argv: list[str] | None = None) -> None:
     cells = []
     for precision, n in cells_spec:
         print(f"\ncell {precision} N={n}: {per_cell / 60:.1f} min", flush=True)
-        cells.append(run_cell(cfg, n, precision, per_cell, args))
+        step_estimate = timing["lean_ms"] / 1000 * n / compare_n  # a step's cost is proportional to N
+        cells.append(run_cell(cfg, n, precision, per_cell, step_estimate, args))
     capacity = print_table(cells, params)
+    print_gpu_hint(capacity, args)
     print(f"\ntotal wall time {(time.perf_counter() - t0) / 60:.1f} min")
     if args.json:
         args.json.write_text(json.dumps({"config": cfg.to_dict(), "params": params, "timing": timing,
