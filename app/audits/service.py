@@ -20,6 +20,13 @@ from app.queue import enqueue_after_commit, get_dispatcher
 from app.settings import Settings
 
 SUBMITTERS = ("admin", "auditor")
+# Where each kind's results are read (the links of GET /audits/{id}).
+RESULT_LINKS = {
+    "subject": {"facts": "facts"},
+    "coverage": {"records": "records"},
+    "capacity": {"grid": "capacity", "series": "capacity/series", "texts": "capacity/texts"},
+    "dynamics": {"strings": "strings", "series": "series"},
+}
 
 
 def check_model(settings: Settings, model: str) -> None:
@@ -87,8 +94,7 @@ def cancel_audit(session: Session, principal: Principal, audit_id: str) -> Audit
 
 def to_read(audit: Audit) -> AuditRead:
     links = {"self": f"/audits/{audit.id}"}
-    if audit.kind == "subject":
-        links["facts"] = f"/audits/{audit.id}/facts"
+    links.update({name: f"/audits/{audit.id}/{path}" for name, path in RESULT_LINKS.get(audit.kind, {}).items()})
     return AuditRead(
         id=audit.id,
         kind=audit.kind,
