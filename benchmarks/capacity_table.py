@@ -122,8 +122,8 @@ def run_cell(cfg: GPTConfig, n: int, precision: str, seconds: float, step_estima
     steps = args.steps or max(args.warmup + 1, int(seconds / step_estimate))
     tcfg = TrainConfig(
         steps=steps, lr=args.lr, warmup_steps=args.warmup, schedule=args.schedule, min_lr_ratio=args.min_lr_ratio,
-        batch_size=args.batch_size, precision=precision, chunk_positions=args.chunk, head_shards=args.threads,
-        seed=args.seed,
+        batch_size=args.batch_size, precision=precision, chunk_positions=args.chunk,
+        head_shards=args.threads if args.device == "cpu" else 1, seed=args.seed,
     )
     print(f"  planned {steps} steps ({args.schedule} lr {args.lr} -> {args.lr * args.min_lr_ratio:g})", flush=True)
     params = cfg.param_count()

@@ -76,13 +76,15 @@ def _train_cell(ctx: JobContext, position: int, options: CapacityOptions, report
         cfg, n, seed, precision = _cell_config(c, context), c.n_samples, c.seed, c.precision
         checkpoint, curve = c.checkpoint, list(c.curve or [])
         c.status = "running"
-    tokens = uniform_tokens(n, cfg.seq_len, cfg.vocab_size, seed=_data_seed(seed, n))
+    device = _device()
+    tokens = uniform_tokens(n, cfg.seq_len, cfg.vocab_size, seed=_data_seed(seed, n)).to(device)
+    shards = torch.get_num_threads() if device.type == "cpu" else 1
     tcfg = TrainConfig(steps=options.steps, lr=options.lr, warmup_steps=options.warmup_steps,
                        schedule=options.schedule, batch_size=options.batch_size, precision=precision,
-                       head_shards=torch.get_num_threads(), seed=seed)
-    trainer = Trainer(init_model(cfg, seed), tokens, tcfg)
+                       head_shards=shards, seed=seed)
+    trainer = Trainer(init_model(cfg, seed).to(device), tokens, tcfg)
     if checkpoint is not None:
-        trainer.load_state_dict(torch.load(io.BytesIO(checkpoint), weights_only=False))
+        trainer.load_state_dict(torch.load(io.BytesIO(checkpoint), map_location=device, weights_only=False))
     every = max(1, options.steps // 50)  # ~50 curve points per cell
     last_save = [time.monotonic()]
 
@@ -97,6 +99,15 @@ def _train_cell(ctx: JobContext, position: int, options: CapacityOptions, report
 
     trainer.run(callback=on_step)
     _store_results(ctx.audit_id, position, trainer, tokens, curve, options, seed)
+
+
+def _device() -> torch.device:
+    """A GPU when the worker has one (and settings allow), else the CPU."""
+    from app.settings import get_settings
+
+    wanted = get_settings().device
+    use_cuda = wanted == "cuda" or (wanted == "auto" and torch.cuda.is_available())
+    return torch.device("cuda" if use_cuda else "cpu")
 
 
 def _data_seed(seed: int, n: int) -> int:
@@ -123,6 +134,7 @@ def _store_results(audit_id: str, position: int, trainer: Trainer, tokens: torch
     n = tokens.shape[0]
     held_n = options.heldout_size or min(n, 1000)
     held = uniform_tokens(n, cfg.seq_len, cfg.vocab_size, _data_seed(cell_seed, n), heldout=held_n)[n:]
+    held = held.to(tokens.device)
     train_bits = cap.nats_to_bits(sequence_nll(trainer.model, tokens).cpu().numpy())
     held_bits = cap.nats_to_bits(sequence_nll(trainer.model, held).cpu().numpy())
     memorized = cap.memorized_bits(train_bits, cfg.seq_len, cfg.vocab_size)

@@ -176,7 +176,7 @@ class Trainer:
         self._optimizer.load_state_dict(state["optimizer"])
         self.step = int(state["step"])
         self.seconds = float(state["seconds"])
-        self._gen.set_state(state["generator"])
+        self._gen.set_state(state["generator"].cpu())
 
 
 def _summed_nll(model: TinyGPT, batch: torch.Tensor, nll_out: torch.Tensor, cfg: TrainConfig) -> torch.Tensor:
