@@ -50,7 +50,6 @@ def test_capacity_grid_end_to_end(scratch_registered, rq_worker, api_factory, tm
         assert 0 <= c["memorized_bits"] <= c["entropy_bits"], c
     shares = [c["share_memorized"] for c in cells]
     message = f"share of each dataset memorized by N (8, 64, 512): {[round(s, 3) for s in shares]}"
-    print("\n" + message)
     assert shares[0] > shares[1] > shares[2], message
     bits = [c["memorized_bits"] for c in cells]
     assert max(bits) > bits[0], f"memorized bits should grow from the smallest dataset: {bits}"
@@ -76,6 +75,7 @@ def test_capacity_grid_end_to_end(scratch_registered, rq_worker, api_factory, tm
     assert main(["capacity", "grid", audit_id]) == 0
     table = capsys.readouterr().out
     assert "L1-d8-h2" in table and "512" in table, table
+    print("\n" + message)  # after the CLI output was read, so -s / -rP show it
 
 
 def test_cancel_a_running_capacity_audit(scratch_registered, rq_worker, api_factory):
