@@ -30,6 +30,8 @@ class AuditKind:
     schema: type[BaseModel]
     prepare: Prepare
     job: str
+    # `model` values the kind itself understands besides registered models (e.g. capacity's "scratch").
+    own_models: tuple[str, ...] = ()
 
 
 KINDS: dict[str, AuditKind] = {}
@@ -41,9 +43,10 @@ def register(kind: AuditKind) -> None:
 
 register(AuditKind("subject", SubjectAuditCreate, prepare_subject_audit, "workers.jobs.subject.run"))
 register(AuditKind("coverage", CoverageAuditCreate, prepare_coverage_audit, "workers.jobs.coverage.run"))
-register(AuditKind("capacity", CapacityAuditCreate, prepare_capacity_audit, "workers.jobs.capacity.run"))
+register(
+    AuditKind("capacity", CapacityAuditCreate, prepare_capacity_audit, "workers.jobs.capacity.run", ("scratch",))
+)
 register(AuditKind("dynamics", DynamicsAuditCreate, prepare_dynamics_audit, "workers.jobs.dynamics.run"))
-# Further kinds register here, one line each (coverage, capacity, dynamics).
 
 
 def audit_create_type() -> Any:

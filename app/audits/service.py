@@ -24,7 +24,7 @@ SUBMITTERS = ("admin", "auditor")
 RESULT_LINKS = {
     "subject": {"facts": "facts"},
     "coverage": {"records": "records"},
-    "capacity": {"grid": "capacity", "series": "capacity/series", "texts": "capacity/texts"},
+    "capacity": {"grid": "capacity", "series": "capacity/series"},
     "dynamics": {"strings": "strings", "series": "series"},
 }
 
@@ -58,8 +58,9 @@ def create_audit(
                     "Idempotency-Key", "this key was already used with a different request body; use a new key"
                 )
             return session.get(Audit, seen.audit_id), True
-    check_model(settings, body.model)
     kind = KINDS[body.kind]
+    if body.model not in kind.own_models:
+        check_model(settings, body.model)
     options = body.options.model_dump(mode="json") if getattr(body, "options", None) is not None else {}
     audit = Audit(kind=body.kind, model=body.model, options=options, owner_key_id=principal.key_id)
     session.add(audit)
