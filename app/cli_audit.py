@@ -130,11 +130,21 @@ def print_table(name: str, facts: dict[str, Any], out: Any = sys.stdout) -> None
 
 def cmd_audit(args: argparse.Namespace) -> int:
     client = _client(args)
+    if not args.fact and not args.wikidata_id:
+        print("give --fact PROPERTY=VALUE (repeatable), or --wikidata-id to fetch the facts", file=sys.stderr)
+        return 2
+    if not args.name and not args.wikidata_id:
+        print("give --name (it can only be looked up with --wikidata-id)", file=sys.stderr)
+        return 2
+    subject = {"name": args.name, "wikidata_id": args.wikidata_id, "facts": args.fact or []}
+    options = {"paraphrases": args.paraphrases, "context": args.context}
+    if args.counterfactuals is not None:
+        options["counterfactuals"] = args.counterfactuals
     payload = {
         "kind": "subject",
         "model": args.model or get_settings().default_model,
-        "subject": {"name": args.name, "wikidata_id": args.wikidata_id, "facts": args.fact},
-        "options": {"paraphrases": args.paraphrases},
+        "subject": {k: v for k, v in subject.items() if v is not None},
+        "options": options,
     }
     audit_id = client.submit(payload)
     audit = wait(client, audit_id, f"audit {audit_id[:8]}", quiet=args.json)
@@ -145,7 +155,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"audit": audit, "facts": facts["facts"]}, indent=2))
     else:
-        print_table(args.name, facts)
+        print_table(args.name or args.wikidata_id, facts)
     return 0
 
 
@@ -169,9 +179,11 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("audit", help="audit one subject: what does the model know about this person?")
-    p.add_argument("--name", required=True, help="the person's name")
-    p.add_argument("--fact", action="append", type=_parse_fact, required=True, help="PROPERTY=VALUE, repeatable")
-    p.add_argument("--wikidata-id", default=None)
+    p.add_argument("--name", default=None, help="the person's name (default with --wikidata-id: Wikidata's label)")
+    p.add_argument("--fact", action="append", type=_parse_fact, default=None, help="PROPERTY=VALUE, repeatable")
+    p.add_argument("--wikidata-id", default=None, help="e.g. Q7186; without --fact the facts come from Wikidata")
+    p.add_argument("--counterfactuals", type=int, default=None, help="counterfactual values per fact (default 100)")
+    p.add_argument("--context", action="store_true", help="also probe contextualized canaries")
     p.add_argument("--model", default=None, help="registered model or hf:<path> (default: settings.default_model)")
     p.add_argument("--paraphrases", type=int, default=None, help="paraphrased templates besides the baseline")
     p.add_argument("--api-url", default=None, help="submit to a running memaudit API instead of locally")

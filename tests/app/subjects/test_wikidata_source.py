@@ -101,3 +101,19 @@ def test_an_imported_dump_subject_is_used_without_calling_the_api(wikidata, api_
     assert name == "Alan Turing"
     assert facts == [("P106", "mathematician", "dump"), ("P27", "United Kingdom", "dump")]
     assert wikidata.requests == []
+
+
+def test_cli_audit_needs_facts_or_a_wikidata_id(sqlite_env, capsys):
+    from app.cli import main
+
+    assert main(["audit", "--name", "Someone"]) == 2
+    assert "--wikidata-id" in capsys.readouterr().err
+    assert main(["audit", "--fact", "P106=physicist"]) == 2
+    assert "--name" in capsys.readouterr().err
+
+
+def test_a_date_for_occupation_is_a_422_naming_the_value(sqlite_env, api_factory):
+    r = post(api_factory("auditor"), {"name": "Someone", "facts": [{"property": "P106", "value": "1879-03-14"}]})
+    assert r.status_code == 422
+    detail = r.json()["detail"][0]
+    assert detail["field"].endswith("subject.facts[0].value") and "1879" not in detail["message"], detail
