@@ -69,6 +69,11 @@ class SubjectAuditOptions(BaseModel):
     near_duplicates: bool = Field(
         default=True, description="Count a counterfactual as a true value when their embeddings are near-identical"
     )
+    near_duplicate_scope: Literal["label_variants", "all"] = Field(
+        default="label_variants",
+        description="label_variants: relax only against true values that are not pool values themselves (pool values"
+        " are distinct by construction, yet some embed close: Sweden / Norway 0.80); all: against every true value",
+    )  # fmt: skip
     near_duplicate_threshold: float = Field(
         default=0.75, gt=0.0, le=1.0, description="Cosine similarity of value embeddings (all-MiniLM-L6-v2) above which"
         " a counterfactual counts as a ground truth",

@@ -71,3 +71,18 @@ def test_imported_pools_replace_the_catalogs(db, tmp_path):
     plans = {p.prop.pid: p for p in plan_for(FACTS[:2], {"pool": "imported", "counterfactuals": 100})}
     assert sorted(plans["P106"].counterfactuals) == ["actor", "novelist", "politician", "scientist", "screenwriter"]
     assert len(plans["P27"].counterfactuals) == 100, "no dump pool for P27: the catalog's is used"
+
+
+def test_near_duplicates_merge_label_variants_not_distinct_pool_values(db):
+    from workers.jobs.subject import _relax_near_duplicates
+
+    facts = [("P27", "United States of America"), ("P1412", "Swedish")]
+    plans = {p.prop.pid: p for p in plan_for(facts, {"counterfactuals": 500})}
+    _relax_near_duplicates(list(plans.values()), 0.75, "label_variants")
+    assert plans["P27"].merged["United States"][0] == "United States of America", plans["P27"].merged
+    assert plans["P1412"].merged == {}, "Swedish is a pool value: Norwegian and Danish stay counterfactuals"
+    assert plans["P27"].truth_mask[plans["P27"].candidates.index("United States")]
+
+    plans = {p.prop.pid: p for p in plan_for(facts, {"counterfactuals": 500})}
+    _relax_near_duplicates(list(plans.values()), 0.75, "all")
+    assert "Norwegian" in plans["P1412"].merged, "the literal rule merges what MiniLM puts above 0.75"
