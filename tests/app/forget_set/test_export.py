@@ -34,9 +34,11 @@ def create_result(s, audit, subject, pid: str, values: list[str], ranking: list[
     s.add(result)
 
 
-@pytest.fixture
-def exported_audit(sqlite_env, api_factory):
-    """An auditor's succeeded audit: occupation memorized strictly, citizenship leniently, language not at all."""
+@pytest.fixture(params=["sqlite_env", "pg_env"])
+def exported_audit(request, api_factory):
+    """An auditor's succeeded audit: occupation memorized strictly, citizenship leniently, language not at all
+    (on the embedded SQLite default and on Postgres, where the export streams with a server-side cursor)."""
+    request.getfixturevalue(request.param)
     from app.auth.keys import authenticate
     from app.db.engine import session_scope
     from app.db.models import Audit, Subject
