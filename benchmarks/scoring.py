@@ -1,11 +1,12 @@
 """Scoring benchmark: the engine against the two usual ways of scoring sentences, side by side in one run.
 
-    python benchmarks/scoring.py            # full workload (~15 min on a busy 2-core CPU)
-    python benchmarks/scoring.py --quick    # 1 subject, 1 template (~3 min)
+    python benchmarks/scoring.py            # full: 4 subject audits x 2 templates (~10 min; more on a busy CPU)
+    python benchmarks/scoring.py --quick    # 1 subject audit, 1 template (~3 min)
+    python benchmarks/scoring.py --threads 2 --bf16   # both cores (an idle machine only); bf16 speed and error
 
 Workload (WikiMem-shaped, generated here): templates "{subject}'s occupation is {value}." and "{subject} was born in
 {value}.", each with subject variants (the real name, two letter-scrambled look-alikes, the generic "This person")
-and 101 candidate values. The generic sentences are the same for every subject, so they appear once.
+and 101 candidate values; one subject audit = 808 sentences, 202 of them generic (the same in every audit).
 Methods:
   (a) one sentence per forward pass, full log-softmax (as minicons is commonly used); timed on a random sample;
   (b) lm-evaluation-harness style: all sentences sorted by length, right-padded batches, log-softmax over the full
@@ -15,6 +16,8 @@ Methods:
       Here the cache is an in-memory dict keyed the same way.
 Prints sentences/s, ratios, peak RSS per method, max |NLL(c) - NLL(a)|, a scaling table over 1/4/16 subjects,
 and optionally (--bf16) the speed and NLL error of running the engine in bf16 on the CPU.
+Methods run in interleaved rounds and the best round of each is kept. One torch thread by default: on a CPU shared
+with other work, two threads made single timings swing by 10x (threads get descheduled mid-matmul).
 """
 
 from __future__ import annotations
@@ -74,19 +77,24 @@ def scrambled(name: str, seed: int) -> str:
     return " ".join(words)
 
 
-def workload(n_subjects: int, n_templates: int) -> tuple[list[tuple[str, str]], set[str]]:
-    """Distinct (prefix, continuation) pairs and the set of generic-subject sentences among them."""
-    pairs: list[tuple[str, str]] = []
+Audit = list[tuple[str, str]]
+
+
+def workload(n_subjects: int, n_templates: int) -> tuple[list[Audit], set[str]]:
+    """One subject audit per subject (its (prefix, continuation) pairs: real name, two look-alikes and the generic
+    subject, x 101 values, per template), and the set of generic-subject sentences (the same in every audit)."""
+    audits: list[Audit] = []
     generic: set[str] = set()
-    for prefix_t, tail_t, values in TEMPLATES[:n_templates]:
-        assert len(values) == 101, f"{len(values)} values"
-        variants = [v for s in SUBJECTS[:n_subjects] for v in (s, scrambled(s, 1), scrambled(s, 2))]
-        for subject in [*variants, GENERIC_SUBJECT]:
-            for value in values:
-                pairs.append((prefix_t.format(subject=subject), tail_t.format(value=value)))
+    for name in SUBJECTS[:n_subjects]:
+        audit: Audit = []
+        for prefix_t, tail_t, values in TEMPLATES[:n_templates]:
+            assert len(values) == 101, f"{len(values)} values"
+            for subject in (name, scrambled(name, 1), scrambled(name, 2), GENERIC_SUBJECT):
+                audit += [(prefix_t.format(subject=subject), tail_t.format(value=value)) for value in values]
                 if subject == GENERIC_SUBJECT:
-                    generic.add(pairs[-1][0] + pairs[-1][1])
-    return pairs, generic
+                    generic.update(p + c for p, c in audit[-len(values) :])
+        audits.append(audit)
+    return audits, generic
 
 
 # -- baselines ---------------------------------------------------------------------------------------------------
@@ -184,9 +192,10 @@ def set_mode(scorer: HFScorer, mode: str) -> None:
     scorer.engine = Engine(scorer.model, scorer.device, scorer.batch_tokens, mode)  # type: ignore[arg-type]
 
 
-def methods(scorer: HFScorer, args: argparse.Namespace, pairs: list, generic: set[str]) -> dict[str, tuple]:
+def methods(scorer: HFScorer, args: argparse.Namespace, audits: list[Audit], generic: set[str]) -> dict[str, tuple]:
     """name -> (sentence indexes it scores, function). Baselines score random samples (every sentence costs the
-    same to them, so a sample gives their rate); the engine scores the whole workload, as a subject audit would."""
+    same to them, so a sample gives their rate); the engine runs the audits one by one, as the subject job does."""
+    pairs = [pair for audit in audits for pair in audit]
     seqs = scorer.sentence_ids([p + c for p, c in pairs])
     rng = random.Random(0)
     sample_a = sorted(rng.sample(range(len(pairs)), min(args.sample_a, len(pairs))))
@@ -196,7 +205,7 @@ def methods(scorer: HFScorer, args: argparse.Namespace, pairs: list, generic: se
     def engine(mode: str) -> Callable[[], list[float]]:
         def run() -> list[float]:
             set_mode(scorer, mode)
-            return scorer.score(pairs)
+            return [nll for audit in audits for nll in scorer.score(audit)]
 
         return run
 
@@ -204,10 +213,10 @@ def methods(scorer: HFScorer, args: argparse.Namespace, pairs: list, generic: se
         set_mode(scorer, args.modes[0])
         cache = NllCache(scorer)
         cache.store.update(prefilled_generic)  # a previous audit scored the generic-subject sentences
-        return cache.score(pairs)
+        return [nll for audit in audits for nll in cache.score(audit)]
 
     set_mode(scorer, args.modes[0])
-    generic_pairs = [(p, c) for p, c in pairs if p + c in generic]
+    generic_pairs = sorted({(p, c) for p, c in pairs if p + c in generic})
     generic_keys = [(scorer.fingerprint, p + c) for p, c in generic_pairs]
     prefilled_generic = dict(zip(generic_keys, scorer.score(generic_pairs), strict=True))
     table: dict[str, tuple] = {
@@ -228,13 +237,14 @@ def methods(scorer: HFScorer, args: argparse.Namespace, pairs: list, generic: se
 
 def compare(scorer: HFScorer, args: argparse.Namespace) -> None:
     n_subjects, n_templates = (1, 1) if args.quick else (4, 2)
-    pairs, generic = workload(n_subjects, n_templates)
-    n_tokens = sum(len(s) for s in scorer.sentence_ids([p + c for p, c in pairs]))
+    audits, generic = workload(n_subjects, n_templates)
+    n_pairs = sum(len(audit) for audit in audits)
+    n_tokens = sum(len(s) for audit in audits for s in scorer.sentence_ids([p + c for p, c in audit]))
     print(
-        f"workload: {n_subjects} subject(s) x {n_templates} template(s) x 4 variants x 101 values = {len(pairs)} "
-        f"distinct sentences ({len(generic)} generic-subject), {n_tokens / len(pairs):.1f} tokens each on average"
+        f"workload: {n_subjects} subject audit(s) x {n_templates} template(s) x 4 variants x 101 values = {n_pairs} "
+        f"sentences ({len(generic)} generic-subject ones in every audit), {n_tokens / n_pairs:.1f} tokens on average"
     )
-    table = methods(scorer, args, pairs, generic)
+    table = methods(scorer, args, audits, generic)
     best: dict[str, Run] = {}
     for round_ in range(args.rounds):  # interleaved rounds, best of each: the CPU is shared, noise is large
         print(f"round {round_ + 1}/{args.rounds}", flush=True)
@@ -245,6 +255,7 @@ def compare(scorer: HFScorer, args: argparse.Namespace) -> None:
             best[name].peak_rss_mb = max(best[name].peak_rss_mb, run.peak_rss_mb)
     report(best, table)
     if args.bf16:
+        pairs = [pair for audit in audits for pair in audit]
         bf16_error(scorer, pairs, best[f"(c) engine [{args.modes[0]}], cold cache"])
 
 
@@ -273,7 +284,7 @@ def bf16_error(scorer: HFScorer, pairs: Sequence[tuple[str, str]], fp32: Run) ->
     """The documented CPU option: the engine in bf16. Faster matmuls, NOT exact: report the NLL error."""
     fp32_engine = scorer.engine
     model = copy.deepcopy(scorer.model).to(torch.bfloat16)
-    scorer.engine = Engine(model, scorer.device, scorer.batch_tokens, "expand")
+    scorer.engine = Engine(model, scorer.device, scorer.batch_tokens)
     scorer.score(list(pairs[:8]))
     run = timed("(c) engine in bf16, cold", len(pairs), lambda: scorer.score(pairs))
     scorer.engine = fp32_engine
@@ -286,28 +297,36 @@ def bf16_error(scorer: HFScorer, pairs: Sequence[tuple[str, str]], fp32: Run) ->
 
 
 def scaling(scorer: HFScorer, args: argparse.Namespace) -> None:
+    """Subject audits one after another through one NLL cache, as the service runs them: the first audit pays for
+    the generic-subject sentences, the others reuse them."""
     n_templates = 1 if args.quick else 2
     set_mode(scorer, args.modes[0])
-    print(f"\nscaling (engine, cold cache, {n_templates} template(s); the generic sentences are shared):")
-    print(f"{'subjects':>8} {'sentences':>10} {'seconds':>8} {'sent./s':>8} {'s/subject':>10}")
+    print(f"\nscaling: n subject audits in a row through one NLL cache ({n_templates} template(s)), engine")
+    print(f"{'subjects':>8} {'sentences':>10} {'scored':>7} {'seconds':>8} {'sent./s':>8} {'s/subject':>10}")
     for n in (1, 2, 4) if args.quick else (1, 4, 16):
-        pairs, _ = workload(n, n_templates)
+        audits, _ = workload(n, n_templates)
+        cache = NllCache(scorer)
         start = time.perf_counter()
-        scorer.score(pairs)
+        for audit in audits:
+            cache.score(audit)
         seconds = time.perf_counter() - start
-        print(f"{n:8d} {len(pairs):10d} {seconds:8.1f} {len(pairs) / seconds:8.1f} {seconds / n:10.1f}", flush=True)
+        total = sum(len(audit) for audit in audits)
+        print(
+            f"{n:8d} {total:10d} {len(cache.store):7d} {seconds:8.1f} {total / seconds:8.1f} {seconds / n:10.1f}",
+            flush=True,
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="1 subject, 1 template: a few minutes")
     parser.add_argument("--model", default="smollm2-135m", help="registry name or hf:<path>")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: settings / torch default)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
     parser.add_argument("--sample-a", type=int, help="sentences timed for method (a) (default 24 quick, 100 full)")
     parser.add_argument("--sample-b", type=int, help="sentences timed for method (b) (default 160 quick, 640 full)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best of each is reported")
     parser.add_argument("--harness-batch", type=int, default=32, help="batch size of method (b)")
-    parser.add_argument("--modes", nargs="+", default=["expand", "packed"], choices=["expand", "packed"])
+    parser.add_argument("--modes", nargs="+", default=["packed", "expand"], choices=["expand", "packed"])
     parser.add_argument("--bf16", action="store_true", help="also measure the bf16 engine's speed and NLL error")
     parser.add_argument("--no-scaling", action="store_true")
     args = parser.parse_args()
