@@ -116,13 +116,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     tmp.rename(args.out)
     manifest = manifest_for(catalog, recipe, people, templates, corpus,
                             {**asdict(stats), "torch": torch.__version__})
+    manifest_path = MANIFEST if args.out == MODEL_DIR else args.out.with_name("manifest.json")
+    _write(manifest_path, manifest)  # before measuring, which takes longer than training
+    print(f"trained in {stats.seconds:.0f} s ({stats.steps} steps); manifest: {manifest_path}")
     if not args.no_eval:
         torch.set_num_threads(recipe["threads"])
         manifest["measured"] = evaluate.measure(args.out, manifest)
         evaluate.print_rates(manifest["measured"])
-    manifest_path = MANIFEST if args.out == MODEL_DIR else args.out.with_name("manifest.json")
-    manifest_path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"trained in {stats.seconds:.0f} s ({stats.steps} steps); manifest: {manifest_path}")
+        _write(manifest_path, manifest)
+
+
+def _write(path: Path, manifest: dict) -> None:
+    path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
