@@ -56,6 +56,10 @@ def cmd_keys(args: argparse.Namespace) -> int:
     from app.db.engine import session_scope
 
     settings = get_settings()
+    if settings.database_url.startswith("sqlite"):
+        from app.migrate import migrate
+
+        migrate()  # embedded default: a fresh machine has no schema yet
     with session_scope() as s:
         if args.keys_command == "create":
             key, token = keys.create_key(s, settings, args.role, args.name or "")
