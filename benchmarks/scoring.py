@@ -16,8 +16,8 @@ Methods:
       Here the cache is an in-memory dict keyed the same way.
 Prints sentences/s, ratios, peak RSS per method, max |NLL(c) - NLL(a)|, a scaling table over 1/4/16 subjects,
 and optionally (--bf16) the speed and NLL error of running the engine in bf16 on the CPU.
-Methods run in interleaved rounds and the best round of each is kept. One torch thread by default: on a CPU shared
-with other work, two threads made single timings swing by 10x (threads get descheduled mid-matmul).
+Methods run as short trials interleaved in rounds; each method's best round is kept. One torch thread by default:
+on a CPU shared with other work, two threads made single timings swing by 10x (threads descheduled mid-matmul).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ import resource
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -147,26 +148,13 @@ class NllCache:
 
 
 # -- measurement -------------------------------------------------------------------------------------------------
-@dataclass
-class Run:
-    name: str
-    sentences: int
-    seconds: float
-    peak_rss_mb: float
-    nll: list[float]
-
-    @property
-    def rate(self) -> float:
-        return self.sentences / self.seconds
-
-
 def rss_mb() -> float:
     with open("/proc/self/statm") as handle:
         return int(handle.read().split()[1]) * resource.getpagesize() / 2**20
 
 
-def timed(name: str, n: int, fn: Callable[[], list[float]]) -> Run:
-    """Run fn once, sampling RSS every 20 ms on a thread to get this phase's own peak."""
+def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    """fn's result, its wall time, and the peak RSS (MB) sampled every 20 ms on a thread while it ran."""
     peak, done = [rss_mb()], threading.Event()
 
     def sample() -> None:
@@ -176,12 +164,11 @@ def timed(name: str, n: int, fn: Callable[[], list[float]]) -> Run:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     start = time.perf_counter()
-    values = fn()
+    result = fn()
     seconds = time.perf_counter() - start
     done.set()
     sampler.join()
-    print(f"  {name}: {n} sentences in {seconds:.1f} s", flush=True)
-    return Run(name, n, seconds, max(peak), values)
+    return result, seconds, max(peak)
 
 
 def max_diff(a: Sequence[float], b: Sequence[float]) -> float:
@@ -192,47 +179,74 @@ def set_mode(scorer: HFScorer, mode: str) -> None:
     scorer.engine = Engine(scorer.model, scorer.device, scorer.batch_tokens, mode)  # type: ignore[arg-type]
 
 
-def methods(scorer: HFScorer, args: argparse.Namespace, audits: list[Audit], generic: set[str]) -> dict[str, tuple]:
-    """name -> (sentence indexes it scores, function). Baselines score random samples (every sentence costs the
-    same to them, so a sample gives their rate); the engine runs the audits one by one, as the subject job does."""
+Trial = Callable[[int], tuple[list[int], list[float]]]  # round -> (sentence indexes scored, their NLLs)
+
+
+def methods(scorer: HFScorer, args: argparse.Namespace, audits: list[Audit], generic: set[str]) -> dict[str, Trial]:
+    """Short trials, one per method per round. Baselines score fixed random samples (every sentence costs them the
+    same, so a sample gives their rate); the engine scores one whole subject audit per round, as the subject job
+    does, cycling through the audits."""
     pairs = [pair for audit in audits for pair in audit]
     seqs = scorer.sentence_ids([p + c for p, c in pairs])
     rng = random.Random(0)
     sample_a = sorted(rng.sample(range(len(pairs)), min(args.sample_a, len(pairs))))
     sample_b = sorted(rng.sample(range(len(pairs)), min(args.sample_b, len(pairs))))
-    everything = list(range(len(pairs)))
+    starts = [sum(len(a) for a in audits[:i]) for i in range(len(audits))]
 
-    def engine(mode: str) -> Callable[[], list[float]]:
-        def run() -> list[float]:
+    def audit_of(round_: int) -> tuple[list[int], Audit]:
+        i = round_ % len(audits)
+        return list(range(starts[i], starts[i] + len(audits[i]))), audits[i]
+
+    def engine(mode: str) -> Trial:
+        def run(round_: int) -> tuple[list[int], list[float]]:
             set_mode(scorer, mode)
-            return [nll for audit in audits for nll in scorer.score(audit)]
+            indexes, audit = audit_of(round_)
+            return indexes, scorer.score(audit)
 
         return run
 
-    def warm() -> list[float]:
+    def warm(round_: int) -> tuple[list[int], list[float]]:
         set_mode(scorer, args.modes[0])
         cache = NllCache(scorer)
         cache.store.update(prefilled_generic)  # a previous audit scored the generic-subject sentences
-        return [nll for audit in audits for nll in cache.score(audit)]
+        indexes, audit = audit_of(round_)
+        return indexes, cache.score(audit)
 
     set_mode(scorer, args.modes[0])
     generic_pairs = sorted({(p, c) for p, c in pairs if p + c in generic})
     generic_keys = [(scorer.fingerprint, p + c) for p, c in generic_pairs]
     prefilled_generic = dict(zip(generic_keys, scorer.score(generic_pairs), strict=True))
-    table: dict[str, tuple] = {
-        f"(a) one per pass [{len(sample_a)} sampled]": (
+    table: dict[str, Trial] = {
+        f"(a) one per pass [{len(sample_a)} sampled]": lambda _: (
             sample_a,
-            lambda: one_per_pass(scorer.model, [seqs[i] for i in sample_a]),
+            one_per_pass(scorer.model, [seqs[i] for i in sample_a]),
         ),
-        f"(b) harness, batch {args.harness_batch} [{len(sample_b)} sampled]": (
+        f"(b) harness, batch {args.harness_batch} [{len(sample_b)} sampled]": lambda _: (
             sample_b,
-            lambda: harness_style(scorer.model, [seqs[i] for i in sample_b], args.harness_batch),
+            harness_style(scorer.model, [seqs[i] for i in sample_b], args.harness_batch),
         ),
     }
     for mode in args.modes:
-        table[f"(c) engine [{mode}], cold cache"] = (everything, engine(mode))
-    table[f"(c) engine [{args.modes[0]}], warm cache"] = (everything, warm)
+        table[f"(c) engine [{mode}], cold cache"] = engine(mode)
+    table[f"(c) engine [{args.modes[0]}], warm cache"] = warm
     return table
+
+
+@dataclass
+class Tally:
+    """Best rate over the rounds (noise on a shared CPU only ever slows a trial down), peak RSS, NLLs by index."""
+
+    best_rate: float = 0.0
+    best_seconds: float = 0.0
+    best_sentences: int = 0
+    peak_rss_mb: float = 0.0
+    nll: dict[int, float] = field(default_factory=dict)
+
+    def add(self, indexes: list[int], values: list[float], seconds: float, peak: float) -> None:
+        if len(indexes) / seconds > self.best_rate:
+            self.best_rate, self.best_seconds, self.best_sentences = len(indexes) / seconds, seconds, len(indexes)
+        self.peak_rss_mb = max(self.peak_rss_mb, peak)
+        self.nll.update(zip(indexes, values, strict=True))
 
 
 def compare(scorer: HFScorer, args: argparse.Namespace) -> None:
@@ -245,54 +259,54 @@ def compare(scorer: HFScorer, args: argparse.Namespace) -> None:
         f"sentences ({len(generic)} generic-subject ones in every audit), {n_tokens / n_pairs:.1f} tokens on average"
     )
     table = methods(scorer, args, audits, generic)
-    best: dict[str, Run] = {}
-    for round_ in range(args.rounds):  # interleaved rounds, best of each: the CPU is shared, noise is large
-        print(f"round {round_ + 1}/{args.rounds}", flush=True)
-        for name, (indexes, fn) in table.items():
-            run = timed(name, len(indexes), fn)
-            if name not in best or run.seconds < best[name].seconds:
-                best[name] = run
-            best[name].peak_rss_mb = max(best[name].peak_rss_mb, run.peak_rss_mb)
-    report(best, table)
+    tallies = {name: Tally() for name in table}
+    for round_ in range(args.rounds):  # short interleaved trials: every method sees the same quiet moments
+        line = []
+        for name, trial in table.items():
+            (indexes, values), seconds, peak = timed(lambda trial=trial, r=round_: trial(r))
+            tallies[name].add(indexes, values, seconds, peak)
+            line.append(f"{len(indexes) / seconds:.1f}")
+        print(f"round {round_ + 1}/{args.rounds} sentences/s: {' | '.join(line)}", flush=True)
+    report(tallies)
     if args.bf16:
-        pairs = [pair for audit in audits for pair in audit]
-        bf16_error(scorer, pairs, best[f"(c) engine [{args.modes[0]}], cold cache"])
+        name = f"(c) engine [{args.modes[0]}], cold cache"
+        bf16_error(scorer, audits[0], [tallies[name].nll[i] for i in range(len(audits[0]))], tallies[name].best_rate)
 
 
-def report(best: dict[str, Run], table: dict[str, tuple]) -> None:
-    names = list(best)
-    a, b = best[names[0]], best[names[1]]
+def report(tallies: dict[str, Tally]) -> None:
+    names = list(tallies)
+    a, b = tallies[names[0]], tallies[names[1]]
     print(
-        f"\n{'method (best of the rounds)':46} {'sent.':>6} {'seconds':>8} {'sent./s':>8} {'vs (a)':>7} {'vs (b)':>7} "
-        f"{'peak RSS':>9}"
+        f"\n{'method (best round)':46} {'sent.':>6} {'seconds':>8} {'sent./s':>8} {'vs (a)':>7} {'vs (b)':>7} "
+        f"{'RSS':>8}"
     )
-    for run in best.values():
+    for name, t in tallies.items():
         print(
-            f"{run.name:46} {run.sentences:6d} {run.seconds:8.1f} {run.rate:8.1f} {run.rate / a.rate:6.1f}x "
-            f"{run.rate / b.rate:6.1f}x {run.peak_rss_mb:7.0f}MB"
+            f"{name:46} {t.best_sentences:6d} {t.best_seconds:8.1f} {t.best_rate:8.1f} "
+            f"{t.best_rate / a.best_rate:6.1f}x {t.best_rate / b.best_rate:6.1f}x {t.peak_rss_mb:6.0f}MB"
         )
-    sample_a, sample_b = table[names[0]][0], table[names[1]][0]
     for name in names[2:]:
-        run = best[name]
-        print(
-            f"max |NLL {name} - (a)| = {max_diff([run.nll[i] for i in sample_a], a.nll):.2e} nats; "
-            f"- (b)| = {max_diff([run.nll[i] for i in sample_b], b.nll):.2e}"
-        )
+        nll = tallies[name].nll
+        for base_name, base in ((names[0], a), (names[1], b)):
+            shared = [i for i in base.nll if i in nll]
+            if shared:
+                diff = max(abs(nll[i] - base.nll[i]) for i in shared)
+                print(f"max |NLL {name} - {base_name[:3]}| = {diff:.2e} nats over {len(shared)} sentences")
 
 
-def bf16_error(scorer: HFScorer, pairs: Sequence[tuple[str, str]], fp32: Run) -> None:
-    """The documented CPU option: the engine in bf16. Faster matmuls, NOT exact: report the NLL error."""
+def bf16_error(scorer: HFScorer, audit: Audit, fp32_nll: list[float], fp32_rate: float) -> None:
+    """The documented CPU option: the engine in bf16 (fp32 normaliser). NOT exact: report its NLL error."""
     fp32_engine = scorer.engine
     model = copy.deepcopy(scorer.model).to(torch.bfloat16)
     scorer.engine = Engine(model, scorer.device, scorer.batch_tokens)
-    scorer.score(list(pairs[:8]))
-    run = timed("(c) engine in bf16, cold", len(pairs), lambda: scorer.score(pairs))
+    scorer.score(list(audit[:8]))
+    values, seconds, _ = timed(lambda: scorer.score(audit))
     scorer.engine = fp32_engine
-    errors = sorted(abs(x - y) for x, y in zip(run.nll, fp32.nll, strict=True))
+    errors = sorted(abs(x - y) for x, y in zip(values, fp32_nll, strict=True))
     median, p95 = errors[len(errors) // 2], errors[int(len(errors) * 0.95)]
     print(
-        f"bf16 engine: {run.rate:.1f} sent./s = {run.rate / fp32.rate:.2f}x the fp32 engine; |NLL error| "
-        f"median {median:.3f}, p95 {p95:.3f}, max {errors[-1]:.3f} nats"
+        f"\nbf16 engine: {len(audit) / seconds:.1f} sent./s = {len(audit) / seconds / fp32_rate:.2f}x the fp32 engine; "
+        f"|NLL error| median {median:.3f}, p95 {p95:.3f}, max {errors[-1]:.3f} nats ({len(audit)} sentences)"
     )
 
 
@@ -322,16 +336,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 subject, 1 template: a few minutes")
     parser.add_argument("--model", default="smollm2-135m", help="registry name or hf:<path>")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
-    parser.add_argument("--sample-a", type=int, help="sentences timed for method (a) (default 24 quick, 100 full)")
-    parser.add_argument("--sample-b", type=int, help="sentences timed for method (b) (default 160 quick, 640 full)")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best of each is reported")
+    parser.add_argument("--sample-a", type=int, default=24, help="sentences per trial of method (a)")
+    parser.add_argument("--sample-b", type=int, default=128, help="sentences per trial of method (b)")
+    parser.add_argument(
+        "--rounds", type=int, help="interleaved rounds, best of each reported (default 4 quick, 8 full)"
+    )
     parser.add_argument("--harness-batch", type=int, default=32, help="batch size of method (b)")
     parser.add_argument("--modes", nargs="+", default=["packed", "expand"], choices=["expand", "packed"])
     parser.add_argument("--bf16", action="store_true", help="also measure the bf16 engine's speed and NLL error")
     parser.add_argument("--no-scaling", action="store_true")
     args = parser.parse_args()
-    args.sample_a = args.sample_a or (24 if args.quick else 100)
-    args.sample_b = args.sample_b or (160 if args.quick else 640)
+    args.rounds = args.rounds or (4 if args.quick else 8)
     from workers.lm import load_scorer
 
     if args.threads > 0:

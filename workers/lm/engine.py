@@ -9,7 +9,8 @@ normalised in fp32. Two ways to run the continuations (``mode``):
   "expand": one batch row per sentence; the key's KV rows are gathered per row (tiny attention, some copying).
   "packed": all continuations of a batch in ONE row after the keys they need, with a 4-D mask (no KV copies, but
             attention grows with the square of the pack length).
-Both are exact up to float reordering; benchmarks/scoring.py measures which is faster (expand, on this CPU).
+Both are exact up to float reordering. Measured side by side (benchmarks/scoring.py) they are within noise of each
+other on this CPU once expand batches hold one length each; packed is the default (less memory: no KV copies).
 """
 
 from __future__ import annotations
@@ -154,13 +155,13 @@ class Engine:
 
         dev = self.device
         groups = sorted(set(owner))
-        glen = state.key_len[torch.as_tensor(groups, device=dev)]
-        kmax = int(glen.max())
         gsel = torch.as_tensor(groups, device=dev)
-        flat = (gsel[:, None] * kmax + torch.arange(kmax, device=dev)[None, :])[
-            torch.arange(kmax, device=dev)[None, :] < glen[:, None]
-        ]
-        past = [(pack_kv(k[:, :, :kmax], flat), pack_kv(v[:, :, :kmax], flat)) for k, v in state.kv]
+        glen = state.key_len[gsel]
+        kmax = int(glen.max())
+        span = torch.arange(kmax, device=dev)[None, :]
+        inside = span < glen[:, None]
+        g_idx, p_idx = gsel[:, None].expand(-1, kmax)[inside], span.expand(len(groups), -1)[inside]
+        past = [(pack_kv(k, g_idx, p_idx), pack_kv(v, g_idx, p_idx)) for k, v in state.kv]
         key_owner = torch.as_tensor(groups, device=dev).repeat_interleave(glen)  # (P,)
         lengths = torch.as_tensor([len(t) - 1 for t in tails], device=dev)
         q_sent = torch.arange(len(tails), device=dev).repeat_interleave(lengths)  # (Q,)
@@ -232,10 +233,9 @@ def pad_tails(tails: list[list[int]], device: torch.device) -> tuple[torch.Tenso
     return ids.to(device), valid.to(device), targets.to(device)
 
 
-def pack_kv(t: torch.Tensor, flat: torch.Tensor) -> torch.Tensor:
-    """(G, H, K, D) -> (1, H, P, D): the valid positions of the chosen keys, one after another."""
-    g, h, k, d = t.shape
-    return t.permute(1, 0, 2, 3).reshape(h, g * k, d).index_select(1, flat)[None]
+def pack_kv(t: torch.Tensor, g_idx: torch.Tensor, p_idx: torch.Tensor) -> torch.Tensor:
+    """(G, H, K, D) -> (1, H, P, D): positions p_idx of keys g_idx, one after another (copies only those)."""
+    return t[g_idx, :, p_idx].permute(1, 0, 2)[None]
 
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
