@@ -26,6 +26,7 @@ import argparse
 import copy
 import random
 import resource
+import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -241,11 +242,17 @@ class Tally:
     best_sentences: int = 0
     peak_rss_mb: float = 0.0
     nll: dict[int, float] = field(default_factory=dict)
+    rates: list[float] = field(default_factory=list)
+
+    @property
+    def median_rate(self) -> float:
+        return statistics.median(self.rates)
 
     def add(self, indexes: list[int], values: list[float], seconds: float, peak: float) -> None:
         if len(indexes) / seconds > self.best_rate:
             self.best_rate, self.best_seconds, self.best_sentences = len(indexes) / seconds, seconds, len(indexes)
         self.peak_rss_mb = max(self.peak_rss_mb, peak)
+        self.rates.append(len(indexes) / seconds)
         self.nll.update(zip(indexes, values, strict=True))
 
 
@@ -278,12 +285,13 @@ def report(tallies: dict[str, Tally]) -> None:
     a, b = tallies[names[0]], tallies[names[1]]
     print(
         f"\n{'method (best round)':46} {'sent.':>6} {'seconds':>8} {'sent./s':>8} {'vs (a)':>7} {'vs (b)':>7} "
-        f"{'RSS':>8}"
+        f"{'RSS':>8}  median-round: vs (a), vs (b)"
     )
     for name, t in tallies.items():
         print(
             f"{name:46} {t.best_sentences:6d} {t.best_seconds:8.1f} {t.best_rate:8.1f} "
-            f"{t.best_rate / a.best_rate:6.1f}x {t.best_rate / b.best_rate:6.1f}x {t.peak_rss_mb:6.0f}MB"
+            f"{t.best_rate / a.best_rate:6.1f}x {t.best_rate / b.best_rate:6.1f}x {t.peak_rss_mb:6.0f}MB  "
+            f"{t.median_rate / a.median_rate:.1f}x {t.median_rate / b.median_rate:.1f}x"
         )
     for name in names[2:]:
         nll = tallies[name].nll

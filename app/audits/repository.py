@@ -50,4 +50,6 @@ def find_idempotency(session: Session, principal_id: str, key: str) -> Idempoten
 
 
 def queued_or_running(session: Session) -> list[Audit]:
-    return list(session.scalars(select(Audit).where(Audit.status.in_(("queued", "running"))).order_by(Audit.created_at)))
+    return list(
+        session.scalars(select(Audit).where(Audit.status.in_(("queued", "running"))).order_by(Audit.created_at))
+    )

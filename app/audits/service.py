@@ -33,7 +33,9 @@ def check_model(settings: Settings, model: str) -> None:
     if model in settings.models or (model.startswith("hf:") and len(model) > 3):
         return
     names = ", ".join(sorted(settings.models))
-    raise InvalidInput("model", f"unknown model {model!r}: use one of {names} (GET /models) or 'hf:<local path or hub id>'")
+    raise InvalidInput(
+        "model", f"unknown model {model!r}: use one of {names} (GET /models) or 'hf:<local path or hub id>'"
+    )
 
 
 def request_hash(body: BaseModel) -> str:
@@ -67,9 +69,7 @@ def create_audit(
     session.flush()
     kind.prepare(session, body, audit, settings)
     if idempotency_key is not None:
-        session.add(
-            IdempotencyKey(principal=principal.id, key=idempotency_key, request_hash=digest, audit_id=audit.id)
-        )
+        session.add(IdempotencyKey(principal=principal.id, key=idempotency_key, request_hash=digest, audit_id=audit.id))
     session.flush()
     enqueue_after_commit(session, kind.job, audit.id)
     return audit, False

@@ -57,7 +57,9 @@ def subject_token(audit_id: str, settings: Settings) -> str:
 
 def authenticate(session: Session, settings: Settings, token: str | None) -> Principal:
     if not token:
-        raise Unauthorized("missing API key: send 'Authorization: Bearer <key>' (create one with `memaudit keys create`)")
+        raise Unauthorized(
+            "missing API key: send 'Authorization: Bearer <key>' (create one with `memaudit keys create`)"
+        )
     parts = token.split("_", 2)
     if len(parts) == 3 and parts[0] == SUBJECT_TOKEN_PREFIX:
         if hmac.compare_digest(subject_token(parts[1], settings), token):

@@ -8,7 +8,12 @@ FACTS = [{"property": "P106", "value": "physicist"}, {"property": "P27", "value"
 
 
 def body(name: str = "Test Person", facts=None, model: str = "groundtruth-tiny", **options) -> dict:
-    return {"kind": "subject", "model": model, "subject": {"name": name, "facts": FACTS if facts is None else facts}, "options": options}
+    return {
+        "kind": "subject",
+        "model": model,
+        "subject": {"name": name, "facts": FACTS if facts is None else facts},
+        "options": options,
+    }
 
 
 @pytest.fixture

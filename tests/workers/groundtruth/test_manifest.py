@@ -81,7 +81,10 @@ def test_recipe_regenerates_the_manifests_people() -> None:
     shipped = json.loads(MANIFEST.read_text(encoding="utf-8"))
     fresh = manifest_for(catalog, RECIPE, people, templates, corpus, {})
     for key in ("trained", "held_out", "properties"):
-        assert fresh[key] == shipped[key], f"manifest {key!r} differs from what RECIPE generates"
+        assert fresh[key] == shipped[key], (
+            f"manifest {key!r} differs from what RECIPE generates (catalog changed?): "
+            "retrain with `python -m workers.groundtruth.train`"
+        )
 
 
 def test_held_out_people_appear_nowhere_in_training() -> None:
