@@ -59,6 +59,16 @@ def build_tiny_model(
     return directory
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """One thread while these tests run (restored after): on a shared 2-core machine two threads made the small ops
+    of a tiny model 2-3x slower. Restoring keeps other test modules' thread settings intact."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def make_tiny_model():
     """The builder itself, for tests that need a variant (no BOS, auto BOS, other seed)."""
@@ -67,8 +77,6 @@ def make_tiny_model():
 
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # one thread: on this shared 2-core machine, two threads make small ops slower, not faster
-    torch.set_num_threads(1)
     return build_tiny_model(tmp_path_factory.mktemp("tiny-llama"))
 
 
@@ -83,5 +91,4 @@ def tiny(tiny_dir: Path):
 def smollm2():
     from workers.lm import load_scorer
 
-    torch.set_num_threads(1)
     return load_scorer("smollm2-135m")
