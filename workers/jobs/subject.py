@@ -29,7 +29,7 @@ from workers.measures.wikimem import (
     template_outcome,
 )
 
-SCORE_CHUNK = 256
+SCORE_CHUNK = 2048  # keeps each template's prefix groups in one engine call
 MAX_CONTEXT_FACTS = 4  # WikiMem prepends up to four other known facts
 
 
