@@ -24,6 +24,13 @@ log = logging.getLogger("memaudit.api")
 
 def _field(loc: tuple) -> str:
     parts = [str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)]
+    if (
+        parts
+        and parts[0] in ("subject", "coverage", "capacity", "dynamics")
+        and len(parts) > 1
+        and loc[:1] == ("body",)
+    ):
+        parts = parts[1:]  # the union member's tag, not a field of the request
     # drop the discriminator tag pydantic puts in the path of union members ("subject", "coverage", ...)
     out = ""
     for p in parts:
