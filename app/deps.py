@@ -9,21 +9,15 @@ from fastapi import Depends, Header
 from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal, authenticate
-from app.db.engine import session_factory
+from app.db.engine import session_scope
 from app.errors import Forbidden
 from app.settings import Settings, get_settings
 
 
 def get_db() -> Iterator[Session]:
-    session = session_factory()()
-    try:
+    """One unit of work per request: commit on success, roll back on error."""
+    with session_scope() as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 SessionDep = Annotated[Session, Depends(get_db)]

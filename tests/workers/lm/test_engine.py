@@ -76,7 +76,6 @@ def test_engine_matches_whole_sentence_on_smollm2(smollm2: HFScorer, mode: str) 
     assert_engine_exact(smollm2, pairs, mode)
 
 
-@pytest.mark.skipif(not (GROUNDTRUTH_DIR / "config.json").exists(), reason="ground-truth model not built yet")
 def test_engine_matches_whole_sentence_on_groundtruth_model() -> None:
     from workers.lm import load_scorer
 
