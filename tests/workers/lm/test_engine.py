@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from app.settings import GROUNDTRUTH_DIR
 from workers.lm.engine import Engine
 from workers.lm.hf import HFScorer
 
