@@ -163,9 +163,9 @@ def test_coverage_audit_bad_requests_name_the_field(auditor):
     cases = [
         (coverage_body("nope"), "dataset_id"),
         (coverage_body(only_items, "users"), "target"),
-        (coverage_body(only_items, "ratings"), "coverage.target"),
+        (coverage_body(only_items, "ratings"), "target"),
         (coverage_body(only_items, k=3), "options.k"),
-        (coverage_body(only_items, k=-1), "coverage.options.k"),
+        (coverage_body(only_items, k=-1), "options.k"),
         ({**coverage_body(only_items), "model": "no-such-model"}, "model"),
     ]
     for payload, field in cases:
