@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("httpx", "transformers", "urllib3"):
+    for noisy in ("httpx", "transformers", "urllib3", "alembic.runtime.plugins", "sentence_transformers"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     args = build_parser().parse_args(argv)
     from pydantic import ValidationError

@@ -118,13 +118,18 @@ def _client(args: argparse.Namespace) -> LocalClient | RemoteClient:
 
 
 def print_table(name: str, facts: dict[str, Any], out: Any = sys.stdout) -> None:
+    rows = facts["facts"]
+    # property labels are never cut (a regulator reads them); values are cut at 24 characters with an ellipsis
+    width = max([len("property")] + [len(f["label"]) for f in rows])
     print(f"\n{name}", file=out)
-    print(f"  {'property':<28} {'value':<24} {'rank-1 share':>12} {'strict':>6} {'lenient':>7} {'z*':>6}", file=out)
-    for f in facts["facts"]:
+    print(f"  {'property':<{width}} {'value':<24} {'rank-1 share':>12} {'strict':>6} {'lenient':>7} {'z*':>6}",
+          file=out)
+    for f in rows:
         z = f"{f['z_star']:.2f}" if f["z_star"] is not None else "-"
-        values = ", ".join(f["values"])[:24]
+        values = ", ".join(f["values"])
+        values = values if len(values) <= 24 else values[:23] + "…"
         share = f"{f['share']:.2f} ({round(f['share'] * f['n_templates'])}/{f['n_templates']})"
-        print(f"  {f['label'][:28]:<28} {values:<24} {share:>12} {'yes' if f['strict'] else 'no':>6} "
+        print(f"  {f['label']:<{width}} {values:<24} {share:>12} {'yes' if f['strict'] else 'no':>6} "
               f"{'yes' if f['lenient'] else 'no':>7} {z:>6}", file=out)
 
 
