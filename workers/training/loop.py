@@ -120,9 +120,9 @@ class Trainer:
 
     def run(self, callback: Callback | None = None, until_step: int | None = None) -> int:
         """Train until ``until_step`` (default ``config.steps``) or until the callback returns True."""
-        stop_at = self.config.steps if until_step is None else until_step
         self.model.train()
-        while self.step < stop_at:
+        # config.steps is read every step: a caller may re-plan the schedule's length mid-run
+        while self.step < (self.config.steps if until_step is None else until_step):
             info = self._one_step()
             if callback is not None and callback(info):
                 break
