@@ -4,7 +4,6 @@ model memorizes falling once N outgrows what it can hold (Morris et al. 2025).""
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -17,22 +16,13 @@ GRID = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_siz
 OPTIONS = {"steps": 100, "lr": 3e-2, "warmup_steps": 10, "checkpoint_seconds": 1.0}
 
 
-@pytest.fixture
-def scratch_registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Register the pseudo-model 'scratch' (models the audit trains itself) through the documented
-    MEMAUDIT_MODELS setting, for the API and the worker process alike (see docs/capacity.md)."""
-    monkeypatch.setenv("MEMAUDIT_MODELS", json.dumps({
-        "scratch": {"description": "GPT-2-style models trained from scratch by capacity audits"},
-    }))
-
-
 def submit(api, grid=GRID, options=OPTIONS) -> str:
     r = api.post("/audits", json={"kind": "capacity", "model": "scratch", "grid": grid, "options": options})
     assert r.status_code == 202, r.text
     return r.json()["id"]
 
 
-def test_capacity_grid_end_to_end(scratch_registered, rq_worker, api_factory, tmp_path, capsys):
+def test_capacity_grid_end_to_end(rq_worker, api_factory, tmp_path, capsys):
     api = api_factory("auditor")
     audit_id = submit(api)
     done = wait_for(api, audit_id, timeout=600)
@@ -78,7 +68,7 @@ def test_capacity_grid_end_to_end(scratch_registered, rq_worker, api_factory, tm
     print("\n" + message)  # after the CLI output was read, so -s / -rP show it
 
 
-def test_cancel_a_running_capacity_audit(scratch_registered, rq_worker, api_factory):
+def test_cancel_a_running_capacity_audit(rq_worker, api_factory):
     api = api_factory("auditor")
     audit_id = submit(api, grid={**GRID, "dataset_sizes": [4096]}, options={**OPTIONS, "steps": 100_000})
     for _ in range(600):

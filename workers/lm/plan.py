@@ -71,14 +71,18 @@ def chunk_groups(key_lengths: Sequence[int], max_tokens: int, max_groups: int) -
     return chunks
 
 
-def batch_rows(lengths: Sequence[int], max_tokens: int, uniform: bool = False) -> list[list[int]]:
-    """Row indexes batched so that rows x longest stays within max_tokens, shortest first. uniform: a batch holds
-    rows of one length only (a right-padded batch then computes no padding at all)."""
-    order = sorted(range(len(lengths)), key=lambda r: lengths[r])
+def batch_rows(
+    lengths: Sequence[int], max_tokens: int, uniform: bool = False, longest_first: bool = False
+) -> list[list[int]]:
+    """Row indexes batched so that rows x longest stays within max_tokens (length bucketing: sorted, so neighbours
+    are similar in length and little padding is computed). Shortest first unless ``longest_first``. uniform: a
+    batch holds rows of one length only (a right-padded batch then computes no padding at all)."""
+    order = sorted(range(len(lengths)), key=lambda r: -lengths[r] if longest_first else lengths[r])
     batches: list[list[int]] = []
     current: list[int] = []
     for r in order:
-        full = (len(current) + 1) * lengths[r] > max_tokens
+        width = max(lengths[r], lengths[current[0]]) if current else lengths[r]
+        full = (len(current) + 1) * width > max_tokens
         if current and (full or (uniform and lengths[r] != lengths[current[0]])):
             batches.append(current)
             current = []

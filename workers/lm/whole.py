@@ -11,22 +11,7 @@ from typing import Any
 
 import torch
 
-
-def batches_by_budget(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
-    """Indexes grouped so that (rows x longest row) stays within batch_tokens; longest first (length bucketing:
-    sorting makes neighbours similar in length, so little padding is computed)."""
-    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    groups: list[list[int]] = []
-    current: list[int] = []
-    for index in order:
-        longest = lengths[current[0]] if current else lengths[index]
-        if current and (len(current) + 1) * longest > batch_tokens:
-            groups.append(current)
-            current = []
-        current.append(index)
-    if current:
-        groups.append(current)
-    return groups
+from workers.lm.plan import batch_rows
 
 
 def right_pad(seqs: Sequence[Sequence[int]], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -65,7 +50,7 @@ def score_batch(model: Any, seqs: Sequence[Sequence[int]], device: torch.device)
 def score_whole(model: Any, seqs: Sequence[Sequence[int]], batch_tokens: int, device: torch.device) -> list[float]:
     """Score token sequences (each starting with the document-start id) in memory-bounded, length-sorted batches."""
     result = [0.0] * len(seqs)
-    for group in batches_by_budget([len(s) for s in seqs], batch_tokens):
+    for group in batch_rows([len(s) for s in seqs], batch_tokens, longest_first=True):
         for index, value in zip(group, score_batch(model, [seqs[i] for i in group], device), strict=True):
             result[index] = value
     return result

