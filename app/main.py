@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from app.audits.kinds import KINDS
 from app.audits.router import router as audits_router
 from app.capacity.router import router as capacity_router
 from app.datasets.router import router as datasets_router
@@ -24,14 +25,8 @@ log = logging.getLogger("memaudit.api")
 
 def _field(loc: tuple) -> str:
     parts = [str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)]
-    if (
-        parts
-        and parts[0] in ("subject", "coverage", "capacity", "dynamics")
-        and len(parts) > 1
-        and loc[:1] == ("body",)
-    ):
-        parts = parts[1:]  # the union member's tag, not a field of the request
-    # drop the discriminator tag pydantic puts in the path of union members ("subject", "coverage", ...)
+    if loc[:1] == ("body",) and len(parts) > 1 and parts[0] in KINDS:
+        parts = parts[1:]  # the discriminator tag pydantic puts in the path of a union member, not a request field
     out = ""
     for p in parts:
         out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)

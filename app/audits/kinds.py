@@ -10,7 +10,7 @@ from typing import Annotated, Any, Union
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from app.capacity.schemas import CapacityAuditCreate
+from app.capacity.schemas import SCRATCH, CapacityAuditCreate
 from app.capacity.service import prepare_capacity_audit
 from app.datasets.schemas import CoverageAuditCreate
 from app.datasets.service import prepare_coverage_audit
@@ -44,7 +44,7 @@ def register(kind: AuditKind) -> None:
 register(AuditKind("subject", SubjectAuditCreate, prepare_subject_audit, "workers.jobs.subject.run"))
 register(AuditKind("coverage", CoverageAuditCreate, prepare_coverage_audit, "workers.jobs.coverage.run"))
 register(
-    AuditKind("capacity", CapacityAuditCreate, prepare_capacity_audit, "workers.jobs.capacity.run", ("scratch",))
+    AuditKind("capacity", CapacityAuditCreate, prepare_capacity_audit, "workers.jobs.capacity.run", (SCRATCH,))
 )
 register(AuditKind("dynamics", DynamicsAuditCreate, prepare_dynamics_audit, "workers.jobs.dynamics.run"))
 

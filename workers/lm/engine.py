@@ -124,7 +124,6 @@ class Engine:
 
     def _continue_expand(self, state: PrefixState, owner: list[int], tails: list[list[int]]) -> torch.Tensor:
         """One row per sentence: inputs tail[:-1] after its key's KV rows (gathered), predicting tail[1:]."""
-
         group = torch.as_tensor(owner, device=self.device)
         klen = state.key_len[group]
         kmax = int(klen.max())
@@ -152,7 +151,6 @@ class Engine:
 
     def _continue_packed(self, state: PrefixState, owner: list[int], tails: list[list[int]]) -> torch.Tensor:
         """All continuations in one row after the keys they need; a 4-D mask keeps each sentence to its own key."""
-
         dev = self.device
         groups = sorted(set(owner))
         gsel = torch.as_tensor(groups, device=dev)
@@ -162,7 +160,7 @@ class Engine:
         inside = span < glen[:, None]
         g_idx, p_idx = gsel[:, None].expand(-1, kmax)[inside], span.expand(len(groups), -1)[inside]
         past = [(pack_kv(k, g_idx, p_idx), pack_kv(v, g_idx, p_idx)) for k, v in state.kv]
-        key_owner = torch.as_tensor(groups, device=dev).repeat_interleave(glen)  # (P,)
+        key_owner = gsel.repeat_interleave(glen)  # (P,)
         lengths = torch.as_tensor([len(t) - 1 for t in tails], device=dev)
         q_sent = torch.arange(len(tails), device=dev).repeat_interleave(lengths)  # (Q,)
         q_step = torch.cat([torch.arange(n, device=dev) for n in lengths.tolist()])
