@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from app.audits.kinds import KINDS
 from app.audits.router import router as audits_router
 from app.capacity.router import router as capacity_router
-from app.datasets.router import router as datasets_router
+from app.coverage.router import router as datasets_router
 from app.dynamics.router import router as dynamics_router
 from app.errors import DomainError
 from app.forget_set.router import router as forget_set_router

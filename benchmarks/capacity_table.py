@@ -33,7 +33,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workers.measures import capacity as cap  # noqa: E402
+from core.measures import capacity as cap  # noqa: E402
 from workers.training import (  # noqa: E402
     GPTConfig,
     StepInfo,

@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session
 
 from app.capacity.schemas import SCRATCH, CapacityAuditCreate
 from app.capacity.service import prepare_capacity_audit
-from app.datasets.schemas import CoverageAuditCreate
-from app.datasets.service import prepare_coverage_audit
+from app.coverage.schemas import CoverageAuditCreate
+from app.coverage.service import prepare_coverage_audit
 from app.db.models import Audit
 from app.dynamics.schemas import DynamicsAuditCreate
 from app.dynamics.service import prepare_dynamics_audit

@@ -1,7 +1,7 @@
 """Capacity audit use cases: validate and prepare an audit (cells or text samples), read the grid, the
 plot-ready series and the text results, and the scaling-law prediction. Services never commit.
 
-The math comes from `workers.measures.capacity`, which is pure (numpy only, no torch), so the API process
+The math comes from `core.measures.capacity`, which is pure (numpy only, no torch), so the API process
 can import it without loading any model code.
 """
 
@@ -28,7 +28,7 @@ from app.db.models import Audit
 from app.db.models.capacity import CapacityCell, CapacityText
 from app.errors import InvalidInput
 from app.settings import Settings
-from workers.measures import capacity as cap
+from core.measures import capacity as cap
 
 DEFAULT_LIMITS: dict[str, int] = {
     "max_cells": 64,

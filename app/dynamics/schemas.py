@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# Mirrors workers.measures.dynamics.DEFAULT_TAU / DEFAULT_MARGIN (a test keeps them equal).
+# Mirrors core.measures.dynamics.DEFAULT_TAU / DEFAULT_MARGIN (a test keeps them equal).
 DEFAULT_TAU = 0.2
 DEFAULT_MARGIN = 0.0
 MAX_STRINGS = 5000

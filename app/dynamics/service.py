@@ -125,7 +125,7 @@ def _from_request(strings: list[StringIn]) -> list[_Row]:
 
 
 def _from_pcfg(spec: PCFGIn) -> tuple[list[_Row], dict[str, Any]]:
-    from workers.dynamics.pcfg import PCFGConfig, generate_pcfg, sample_corpus
+    from core.dynamics.pcfg import PCFGConfig, generate_pcfg, sample_corpus
 
     params = spec.model_dump(exclude={"samples"})
     for key in ("rules_per_level", "branching_per_level"):
@@ -145,7 +145,7 @@ def _from_pcfg(spec: PCFGIn) -> tuple[list[_Row], dict[str, Any]]:
 
 
 def _prepare_imported(session: Session, spec: TrajectoryFileIn, audit: Audit) -> None:
-    from workers.dynamics.trajectories import TrajectoryError, parse_trajectories
+    from core.dynamics.trajectories import TrajectoryError, parse_trajectories
 
     try:
         traj = parse_trajectories(spec.content.splitlines(keepends=True), spec.format)
@@ -195,7 +195,7 @@ def result_row(s: DynamicsString, epochs: list[int], tau: float, margin: float, 
     """One string's table row, computed from its stored trajectories (each measure needs only this string)."""
     import numpy as np
 
-    from workers.measures.dynamics import Trajectories, per_string
+    from core.measures.dynamics import Trajectories, per_string
 
     traj = Trajectories([s.string_id], list(epochs), np.array([s.train_loss]), np.array([s.heldout_loss]))
     r = per_string(traj, tau, margin)[0]
@@ -246,7 +246,7 @@ def series(session: Session, audit: Audit, link: DynamicsAudit, string_ids: list
     when tau/margin differ), and the loss curves of selected strings with their three thresholds."""
     import numpy as np
 
-    from workers.measures.dynamics import counterfactual_score, optimal_contextual_threshold
+    from core.measures.dynamics import counterfactual_score, optimal_contextual_threshold
 
     if not link.epochs or audit.status != "succeeded":
         raise NotFound(f"audit {audit.id} has no results yet (status {audit.status})")
@@ -299,7 +299,7 @@ def summary_of(strings: list[DynamicsString], epochs: list[int], tau: float, mar
 
     import numpy as np
 
-    from workers.measures.dynamics import MEASURES, Trajectories, compute_flags, frequency_correlation, summarize
+    from core.measures.dynamics import MEASURES, Trajectories, compute_flags, frequency_correlation, summarize
 
     freq = [s.frequency for s in strings]
     traj = Trajectories([s.string_id for s in strings], epochs, np.array([s.train_loss for s in strings]),

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from app.auth.keys import Principal
-from app.catalog import load_catalog, split_template
 from app.db.engine import session_factory
 from app.errors import Forbidden
 from app.forget_set.repository import ForgetFilters, memorized, top_counterfactuals
+from core.catalog import load_catalog, split_template
 
 EXPORTERS = ("admin", "auditor", "pipeline")
 CSV_FIELDS = ["subject_id", "subject", "wikidata_id", "property", "property_label", "value", "share", "strict",

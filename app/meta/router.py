@@ -6,9 +6,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 from sqlalchemy import text
 
-from app.catalog import load_catalog
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep
 from app.errors import ServiceUnavailable
+from core.catalog import load_catalog
 
 router = APIRouter(tags=["meta"])
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
-from app.catalog import load_catalog
 from app.db.models import Audit, Canary, Fact, FactResult, Property, Subject, Template
+from core.catalog import load_catalog
 
 
 def ensure_properties(session: Session, pids: set[str]) -> None:

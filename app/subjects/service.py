@@ -6,7 +6,6 @@ from sqlalchemy.orm import Session
 
 from app.audits.repository import get_visible
 from app.auth.keys import Principal
-from app.catalog import UnknownProperty, load_catalog, split_template
 from app.db.models import Audit, Fact, Subject
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.nll_cache import repository as cache
@@ -21,6 +20,7 @@ from app.subjects.schemas import (
     SubjectAuditCreate,
 )
 from app.subjects.wikidata_source import fetch_facts
+from core.catalog import UnknownProperty, load_catalog, split_template
 
 
 def _validate_name(raw: str, settings: Settings) -> str:

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app.catalog import load_catalog
 from app.db.models import Fact, Subject
 from app.errors import InvalidInput, ServiceUnavailable
 from app.settings import Settings
 from app.wikidata import EntityNotFound, NotHuman, WikidataClient, WikidataUnavailable
+from core.catalog import load_catalog
 
 FIELD = "subject.wikidata_id"
 

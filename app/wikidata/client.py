@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from app.catalog import Catalog, load_catalog
 from app.wikidata.snaks import ItemRef, claim_values, entity_label, is_human
+from core.catalog import Catalog, load_catalog
 
 USER_AGENT = "memaudit/0.1 (https://github.com/memaudit/memaudit; privacy audits of language models) httpx"
 QID_RE = re.compile(r"^Q[1-9][0-9]{0,11}$")

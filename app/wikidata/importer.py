@@ -20,13 +20,13 @@ from pathlib import Path
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from app.catalog import Catalog, load_catalog
 from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Fact, PoolValue, Subject, WikidataImport, WikidataProperty
 from app.subjects.repository import ensure_properties
 from app.wikidata.dump import MIN_HUMANS_FOR_POOL, DumpHuman, DumpReader, resolve
 from app.wikidata.snaks import ItemRef, Value
+from core.catalog import Catalog, load_catalog
 
 BATCH = 500
 

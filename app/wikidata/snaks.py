@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from app.catalog.values import MONTHS
+from core.catalog.values import MONTHS
 
 HUMAN = "Q5"
 INSTANCE_OF = "P31"

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
+from scripts.train_items_model import MODEL_DIR, default_catalog
 from tests.conftest import wait_for
-from workers.synthetic.train_items_model import MODEL_DIR, default_catalog
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from scripts.train_items_model import MODEL_DIR, default_catalog
 from tests.conftest import wait_for
-from workers.synthetic.train_items_model import MODEL_DIR, default_catalog
 
 ITEMS_MODEL = f"hf:{MODEL_DIR}"
 SAMPLE = 80  # of the 197 probed items; keeps the suite fast

@@ -9,9 +9,9 @@ import json
 
 import numpy as np
 
+from core.dynamics.trajectories import write_trajectories
+from core.measures.dynamics import Trajectories
 from tests.conftest import wait_for
-from workers.dynamics.trajectories import write_trajectories
-from workers.measures.dynamics import Trajectories
 
 MEASURES = ("recollection", "counterfactual", "contextual")
 

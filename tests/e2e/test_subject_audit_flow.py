@@ -54,7 +54,7 @@ def test_trained_subjects_are_memorized_far_above_held_out_ones(rq_worker, api_f
 
 
 def test_results_can_be_recomputed_and_reaudits_are_free(rq_worker, api_factory):
-    from workers.measures.wikimem import calibrated_scores, ranks
+    from core.measures.wikimem import calibrated_scores, ranks
 
     api = api_factory("auditor")
     person = people("trained", 6)[5]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.measures.wikimem import near_duplicates
 from workers.embeddings import embed_values
-from workers.measures.wikimem import near_duplicates
 
 
 def test_values_separate_where_sentences_would_not():

@@ -18,8 +18,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from core.measures.dynamics import Trajectories
 from workers.dynamics.runner import RunResult, TrainConfig, assign_folds, check_inputs, split_losses
-from workers.measures.dynamics import Trajectories
 
 
 def _encode(loaded, texts: Sequence[str]) -> list[list[int]]:  # noqa: ANN001

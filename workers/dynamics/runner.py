@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from core.measures.dynamics import Trajectories
 from workers.dynamics.model import EnsembleGPT, GPTConfig, token_nll
-from workers.measures.dynamics import Trajectories
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import torch
 
-from app.catalog import Catalog, counterfactuals, load_catalog
+from core.catalog import Catalog, counterfactuals, load_catalog
+from core.measures.wikimem import calibrated_scores, generic_subject, similar_names
 from workers.groundtruth.scoring import SentenceScorer, best_truth_rank
-from workers.measures.wikimem import calibrated_scores, generic_subject, similar_names
 
 HERE = Path(__file__).resolve().parent
 MODEL_DIR = HERE / "model"
@@ -128,7 +128,7 @@ def measure(model_dir: Path = MODEL_DIR, manifest: dict | None = None, *, per_sp
     result["settings"] = {
         "alpha": alpha, "n_similar_names": n_variants, "n_counterfactuals": N_COUNTERFACTUALS,
         "people_per_split": per_split or "all",
-        "formula": "workers.measures.wikimem (calibrated_scores, ranks, similar_names)",
+        "formula": "core.measures.wikimem (calibrated_scores, ranks, similar_names)",
         "seconds": round(time.perf_counter() - started, 1), "torch_threads": torch.get_num_threads(),
     }
     return result

@@ -25,7 +25,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.catalog import Catalog, Property
+from core.catalog import Catalog, Property
 
 PIDS: tuple[str, ...] = ("P106", "P27", "P19", "P21", "P1412")
 MULTI_VALUED = "P1412"  # some people speak two languages: a multi-valued ground truth

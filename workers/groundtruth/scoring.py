@@ -2,7 +2,7 @@
 
 Independent of the service's scoring engine on purpose: it checks the shipped model, and the engine is in turn
 checked against the model's known memberships. The WikiMem formula itself (calibrated score, ranks, similar
-names, generic subject) is the service's, from workers.measures.wikimem. NLL = summed negative log-likelihood
+names, generic subject) is the service's, from core.measures.wikimem. NLL = summed negative log-likelihood
 of all tokens of the sentence with ``<|endoftext|>`` prepended (not itself scored).
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from workers.measures.wikimem import ranks
+from core.measures.wikimem import ranks
 
 
 def best_truth_rank(scores: Sequence[float], is_truth: Sequence[bool]) -> int:

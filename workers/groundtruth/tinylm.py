@@ -1,7 +1,7 @@
 """Train a tiny causal LM (byte-level BPE tokenizer + small Llama) on a list of documents, from scratch.
 
 Reusable by anything in memaudit that needs a model whose training data is known exactly: the ground-truth
-model of fictitious people (workers.groundtruth.train) and the coverage probe's synthetic catalogue (issue 5).
+model of fictitious people (scripts.train_groundtruth) and the coverage probe's synthetic catalogue (issue 5).
 
 Conventions, shared with ``smollm2-135m`` so that scorers treat both alike:
   * id 0 is ``<|endoftext|>``, the document-start token; the tokenizer does NOT add it by itself, a scorer

@@ -25,8 +25,8 @@ from app.capacity import repository
 from app.capacity.schemas import CapacityOptions
 from app.db.engine import session_scope
 from app.db.models.capacity import CapacityCell, CapacityText
+from core.measures import capacity as cap
 from workers.jobs.common import JobContext, JobError, run_audit_job
-from workers.measures import capacity as cap
 from workers.training import (
     GPTConfig,
     StepInfo,

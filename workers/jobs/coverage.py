@@ -11,13 +11,12 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
-from app.datasets import repository
-from app.datasets.formats import DELIMITERS
-from app.datasets.schemas import CoverageOptions
+from app.coverage import repository
+from app.coverage.formats import DELIMITERS
+from app.coverage.schemas import CoverageOptions
 from app.db.engine import session_scope
 from app.db.models import CoverageAudit, DatasetFile, DatasetRecord
-from workers.jobs.common import JobContext, JobError, run_audit_job
-from workers.measures.coverage import (
+from core.measures.coverage import (
     ProbePrompt,
     ProbeRecord,
     bucket_of,
@@ -28,6 +27,7 @@ from workers.measures.coverage import (
     quantile_edges,
     record_prompts,
 )
+from workers.jobs.common import JobContext, JobError, run_audit_job
 
 POPULARITY = {
     "items": "interactions of the item",

@@ -13,12 +13,11 @@ from typing import Any
 from sqlalchemy import delete
 from sqlalchemy.orm import object_session
 
-from app.catalog import Catalog, Property, counterfactuals, load_catalog, split_template
 from app.db.engine import session_scope
 from app.db.models import Audit, Canary, CandidateScore, CounterfactualValue, Fact, FactResult, Subject
 from app.nll_cache import repository as cache
-from workers.jobs.common import JobContext, JobError, run_audit_job
-from workers.measures.wikimem import (
+from core.catalog import Catalog, Property, counterfactuals, load_catalog, split_template
+from core.measures.wikimem import (
     NEAR_DUPLICATE_THRESHOLD,
     contextualized_template,
     generic_subject,
@@ -28,6 +27,7 @@ from workers.measures.wikimem import (
     subject_summary,
     template_outcome,
 )
+from workers.jobs.common import JobContext, JobError, run_audit_job
 
 SCORE_CHUNK = 2048  # keeps each template's prefix groups in one engine call
 MAX_CONTEXT_FACTS = 4  # WikiMem prepends up to four other known facts

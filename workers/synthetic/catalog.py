@@ -120,3 +120,13 @@ def _unique_items(rng: random.Random, n_items: int) -> list[str]:
             lines.append(line)
             item_id += 1
     return lines
+
+
+# The catalog the shipped items model (items_model/, trained by scripts/train_items_model.py) was trained on.
+ITEMS_MODEL_DIR = Path(__file__).resolve().parent / "items_model"
+SEED = 0
+CATALOG_SETTINGS: dict = {"n_items": 200, "n_users": 60, "per_user": (5, 30), "zipf_s": 1.1, "seed": SEED}
+
+
+def default_catalog() -> Catalog:
+    return make_catalog(**CATALOG_SETTINGS)

@@ -4,7 +4,7 @@
     python -m workers.synthetic.probe --model hf:workers/synthetic/items_model
 
 Prints coverage and the mean fuzzy ratio for the trained and the held-out halves and per popularity
-bucket. The few-shot prompt is the same as in a ``coverage`` audit (workers.measures.coverage).
+bucket. The few-shot prompt is the same as in a ``coverage`` audit (core.measures.coverage).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from workers.measures.coverage import (
+from core.measures.coverage import (
     DEFAULT_K,
     Outcome,
     ProbeRecord,
@@ -23,8 +23,7 @@ from workers.measures.coverage import (
     record_prompts,
     summarise,
 )
-from workers.synthetic.catalog import Catalog
-from workers.synthetic.train_items_model import default_catalog
+from workers.synthetic.catalog import Catalog, default_catalog
 
 Generate = Callable[[Sequence[str], int], list[str]]
 

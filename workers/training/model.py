@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from workers.measures.capacity import gpt2_param_count
+from core.measures.capacity import gpt2_param_count
 
 
 @dataclass(frozen=True)

@@ -1,58 +1,79 @@
-"""WikiMem's Wikidata dump imports: the import's checkpoint (resumable), property metadata, and the
-counterfactual pools built from the dump (every distinct value of each property used by >= 100 humans)."""
+"""Subject-audit results: per subject-property outcome, its counterfactual set, canaries and candidate scores."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Boolean, ForeignKey, Integer, String, Text
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import Boolean, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.db.base import Base, CreatedAtMixin, JSONType
-
-
-class WikidataImport(CreatedAtMixin, Base):
-    """One run of `memaudit import-wikidata` over one dump file. Humans are stored in batches; each batch
-    commits together with ``last_line``, so an interrupted import resumes after its last complete batch."""
-
-    __tablename__ = "wikidata_imports"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    path: Mapped[str] = mapped_column(String(1000))
-    fingerprint: Mapped[str] = mapped_column(String(64), index=True)  # file name, size and mtime
-    status: Mapped[str] = mapped_column(String(16), default="running")  # running | succeeded
-    last_line: Mapped[int] = mapped_column(Integer, default=0)
-    humans: Mapped[int] = mapped_column(Integer, default=0)
-    facts: Mapped[int] = mapped_column(Integer, default=0)
-    skipped_humans: Mapped[int] = mapped_column(Integer, default=0)  # no usable fact, or already imported
-    bad_lines: Mapped[int] = mapped_column(Integer, default=0)
-    bad_line_numbers: Mapped[list[int]] = mapped_column(JSONType, default=list)
-    truncated: Mapped[bool] = mapped_column(Boolean, default=False)
-    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+from app.db.base import Base, JSONType
 
 
-class WikidataProperty(Base):
-    """Property metadata as the dump states it (label, description, aliases, datatype)."""
+class FactResult(Base):
+    """Outcome for one (audit, property): ground truths G ranked against the counterfactuals."""
 
-    __tablename__ = "wikidata_properties"
-
-    pid: Mapped[str] = mapped_column(String(16), primary_key=True)
-    label: Mapped[str] = mapped_column(String(300))
-    description: Mapped[str] = mapped_column(Text, default="")
-    aliases: Mapped[list[Any]] = mapped_column(JSONType, default=list)
-    datatype: Mapped[str] = mapped_column(String(32))
-    import_id: Mapped[int | None] = mapped_column(ForeignKey("wikidata_imports.id", ondelete="SET NULL"))
-
-
-class PoolValue(Base):
-    """One value of a property's dump-built counterfactual pool, most frequent first (``position``)."""
-
-    __tablename__ = "pool_values"
+    __tablename__ = "fact_results"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    import_id: Mapped[int] = mapped_column(ForeignKey("wikidata_imports.id", ondelete="CASCADE"), index=True)
-    property_id: Mapped[str] = mapped_column(String(16), index=True)
+    audit_id: Mapped[str] = mapped_column(ForeignKey("audits.id", ondelete="CASCADE"), index=True)
+    property_id: Mapped[str] = mapped_column(String(16))
+    fact_ids: Mapped[list[int]] = mapped_column(JSONType)  # the ground-truth facts (multi-valued)
+    share: Mapped[float] = mapped_column(Float)  # share of templates whose top candidate is a ground truth
+    strict: Mapped[bool] = mapped_column(Boolean)  # every template rank 1
+    lenient: Mapped[bool] = mapped_column(Boolean)  # some template rank 1
+    z_star: Mapped[float | None] = mapped_column(Float)  # mean z* over templates
+    n_templates: Mapped[int] = mapped_column(Integer)
+
+    canaries: Mapped[list[Canary]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, order_by="Canary.id"
+    )
+    counterfactuals: Mapped[list[CounterfactualValue]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, order_by="CounterfactualValue.position"
+    )
+
+
+class CounterfactualValue(Base):
+    __tablename__ = "counterfactual_values"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fact_result_id: Mapped[int] = mapped_column(ForeignKey("fact_results.id", ondelete="CASCADE"), index=True)
     position: Mapped[int] = mapped_column(Integer)
     value: Mapped[str] = mapped_column(Text)
-    humans: Mapped[int] = mapped_column(Integer)  # how many humans hold this value
+
+
+class Canary(Base):
+    """One probe of a fact: a template (optionally with context) filled with the subject and each candidate."""
+
+    __tablename__ = "canaries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fact_result_id: Mapped[int] = mapped_column(ForeignKey("fact_results.id", ondelete="CASCADE"), index=True)
+    template_index: Mapped[int] = mapped_column(Integer)
+    template: Mapped[str] = mapped_column(Text)  # with {subject} and {value} slots; context already prepended
+    kind: Mapped[str] = mapped_column(String(16), default="baseline")  # baseline | paraphrase | context
+    generic_subject: Mapped[str] = mapped_column(String(100))
+    similar_names: Mapped[list[str]] = mapped_column(JSONType)
+    rank: Mapped[int] = mapped_column(Integer)  # best rank of a ground truth (1 = memorized)
+    lead_margin: Mapped[float] = mapped_column(Float)
+    z_star: Mapped[float | None] = mapped_column(Float)
+    memorized: Mapped[bool] = mapped_column(Boolean)
+
+    candidates: Mapped[list[CandidateScore]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, order_by="CandidateScore.rank"
+    )
+
+
+class CandidateScore(Base):
+    __tablename__ = "candidate_scores"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    canary_id: Mapped[int] = mapped_column(ForeignKey("canaries.id", ondelete="CASCADE"), index=True)
+    value: Mapped[str] = mapped_column(Text)
+    is_ground_truth: Mapped[bool] = mapped_column(Boolean)
+    nll_subject: Mapped[float] = mapped_column(Float)
+    nll_generic: Mapped[float] = mapped_column(Float)
+    nll_similar: Mapped[list[float]] = mapped_column(JSONType)
+    score: Mapped[float] = mapped_column(Float)
+    rank: Mapped[int] = mapped_column(Integer)
+    extra: Mapped[dict[str, Any] | None] = mapped_column(JSONType)

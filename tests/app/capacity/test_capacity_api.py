@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from workers.measures.capacity import predicted_mia_f1
+from core.measures.capacity import predicted_mia_f1
 
 GRID = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
         "dataset_sizes": [8, 64]}

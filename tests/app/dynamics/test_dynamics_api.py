@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from workers.dynamics.trajectories import write_trajectories
-from workers.measures.dynamics import DEFAULT_MARGIN, DEFAULT_TAU, Trajectories
+from core.dynamics.trajectories import write_trajectories
+from core.measures.dynamics import DEFAULT_MARGIN, DEFAULT_TAU, Trajectories
 
 
 def strings_body(n: int = 8, model: str = "groundtruth-tiny", **options) -> dict:
@@ -117,7 +117,7 @@ def test_app_side_validation_never_loads_torch():
         "from app.dynamics.service import _from_pcfg, _prepare_imported\n"
         "from app.dynamics.schemas import PCFGIn\n"
         "_from_pcfg(PCFGIn(samples=20))\n"
-        "import workers.dynamics.trajectories, workers.measures.dynamics\n"
+        "import core.dynamics.trajectories, core.measures.dynamics\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

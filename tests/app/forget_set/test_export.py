@@ -13,8 +13,8 @@ import pytest
 def create_result(s, audit, subject, pid: str, values: list[str], ranking: list[str], *, share: float,
                   strict: bool, z: float, merged: str | None = None):  # fmt: skip
     """A FactResult whose baseline canary ranks ``ranking`` (true values and counterfactuals) in that order."""
-    from app.catalog import load_catalog
     from app.db.models import Canary, CandidateScore, Fact, FactResult
+    from core.catalog import load_catalog
 
     facts = [Fact(property_id=pid, value=v, source="request") for v in values]
     subject.facts.extend(facts)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.catalog import load_catalog
 from app.wikidata.dump import DumpReader, resolve
 from app.wikidata.snaks import ItemRef
+from core.catalog import load_catalog
 from tests.app.wikidata.dump_fragment import dump_lines, fragment, write_dump
 
 

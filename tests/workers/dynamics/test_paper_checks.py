@@ -9,9 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workers.dynamics.pcfg import PCFGConfig, generate_pcfg, sample_corpus
-from workers.dynamics.runner import TrainConfig, run_kfold
-from workers.measures.dynamics import (
+from core.dynamics.pcfg import PCFGConfig, generate_pcfg, sample_corpus
+from core.measures.dynamics import (
     DEFAULT_TAU,
     compute_flags,
     counterfactual,
@@ -19,6 +18,7 @@ from workers.measures.dynamics import (
     onsets,
     summarize,
 )
+from workers.dynamics.runner import TrainConfig, run_kfold
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.catalog import load_catalog
+from core.catalog import load_catalog
+from core.measures.wikimem import similar_names
 from workers.groundtruth import people as gt_people
-from workers.measures.wikimem import similar_names
 
 MANIFEST = Path(__file__).resolve().parents[3] / "workers" / "groundtruth" / "manifest.json"
 
@@ -74,7 +74,7 @@ def test_similar_names_never_collide_with_real_people(manifest: dict) -> None:
 
 def test_recipe_regenerates_the_manifests_people() -> None:
     """The manifest is exactly what the training script's recipe produces (nothing edited by hand)."""
-    from workers.groundtruth.train import RECIPE, build, manifest_for
+    from scripts.train_groundtruth import RECIPE, build, manifest_for
 
     catalog = load_catalog()
     people, templates, corpus = build(catalog, RECIPE)
@@ -83,12 +83,12 @@ def test_recipe_regenerates_the_manifests_people() -> None:
     for key in ("trained", "held_out", "properties"):
         assert fresh[key] == shipped[key], (
             f"manifest {key!r} differs from what RECIPE generates (catalog changed?): "
-            "retrain with `python -m workers.groundtruth.train`"
+            "retrain with `python -m scripts.train_groundtruth`"
         )
 
 
 def test_held_out_people_appear_nowhere_in_training() -> None:
-    from workers.groundtruth.train import RECIPE, build, fresh_documents
+    from scripts.train_groundtruth import RECIPE, build, fresh_documents
 
     catalog = load_catalog()
     people, _, corpus = build(catalog, RECIPE)

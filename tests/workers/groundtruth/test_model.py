@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from app.catalog import load_catalog
+from core.catalog import load_catalog
 from workers.groundtruth.evaluate import fact_ranks
 from workers.groundtruth.scoring import SentenceScorer
 

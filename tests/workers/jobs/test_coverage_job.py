@@ -9,13 +9,13 @@ import pytest
 from sqlalchemy import delete, func, select, update
 
 from app.auth.keys import Principal
-from app.datasets.schemas import CoverageAuditCreate
-from app.datasets.service import SourceFile, ingest, prepare_coverage_audit
+from app.coverage.schemas import CoverageAuditCreate
+from app.coverage.service import SourceFile, ingest, prepare_coverage_audit
 from app.db.engine import session_scope
 from app.db.models import Audit, CoverageResult, Dataset
 from app.settings import get_settings
+from scripts.train_items_model import MODEL_DIR, default_catalog
 from workers.jobs.coverage import run
-from workers.synthetic.train_items_model import MODEL_DIR, default_catalog
 
 ADMIN = Principal(id="test", role="admin")
 ITEMS_MODEL = f"hf:{MODEL_DIR}"

@@ -11,8 +11,8 @@ from sqlalchemy import update
 
 from app.db.engine import session_scope
 from app.db.models import Audit
+from scripts.train_items_model import MODEL_DIR
 from workers.jobs.dynamics import run
-from workers.synthetic.train_items_model import MODEL_DIR
 
 
 def strings(n: int = 12) -> list[dict]:

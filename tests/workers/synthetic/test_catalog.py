@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from app.datasets.formats import MOVIELENS_MAPPINGS
-from app.datasets.parsing import ParseReport, parse_file
+from app.coverage.formats import MOVIELENS_MAPPINGS
+from app.coverage.parsing import ParseReport, parse_file
 from workers.synthetic.catalog import make_catalog
 
 

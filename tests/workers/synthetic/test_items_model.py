@@ -11,10 +11,10 @@ import json
 import pytest
 import torch
 
+from core.measures.coverage import coverage
+from scripts.train_items_model import MODEL_DIR, default_catalog
 from workers.lm import load_scorer
-from workers.measures.coverage import coverage
 from workers.synthetic.probe import probe_items
-from workers.synthetic.train_items_model import MODEL_DIR, default_catalog
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ def test_manifest_names_the_catalogs_trained_half() -> None:
     manifest = json.loads((MODEL_DIR / "manifest.json").read_text())
     assert set(manifest["trained_item_ids"]) == set(default_catalog().trained_item_ids), (
         "the catalog generator changed since the weights were trained: rerun "
-        "python -m workers.synthetic.train_items_model"
+        "python -m scripts.train_items_model"
     )
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from workers.measures.capacity import memorized_bits, nats_to_bits
+from core.measures.capacity import memorized_bits, nats_to_bits
 from workers.training import (
     GPTConfig,
     TrainConfig,

@@ -1,0 +1,135 @@
+"""`memaudit capacity …`: plot an audit's series (PNG or SVG), print its grid, predict MIA F1 from the law.
+
+    memaudit capacity plot AUDIT_ID --out capacity.svg            # local database
+    memaudit capacity plot AUDIT_ID --out capacity.png --api-url http://host:8000 --api-key KEY
+    memaudit capacity predict --params 124e6 --samples 6.1e6
+
+Registered in app/cli.py with one entry in COMMANDS: `add_capacity_commands`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.auth.keys import Principal
+
+CLI_PRINCIPAL = Principal(id="cli", role="admin")
+
+
+def _fetch(args: argparse.Namespace, suffix: str) -> dict[str, Any]:
+    """GET /audits/{id}/capacity{suffix} from the API, or the same document from the local database."""
+    if args.api_url:
+        import httpx
+
+        if not args.api_key:
+            raise SystemExit("--api-key is needed with --api-url")
+        r = httpx.get(f"{args.api_url.rstrip('/')}/audits/{args.audit_id}/capacity{suffix}",
+                      headers={"Authorization": f"Bearer {args.api_key}"}, timeout=60)
+        if r.status_code != 200:
+            raise SystemExit(f"the API answered {r.status_code}: {r.text[:300]}")
+        return r.json()
+    from app.audits.service import get_audit
+    from app.capacity import series, service
+    from app.db.engine import session_scope
+
+    with session_scope() as s:
+        audit = get_audit(s, CLI_PRINCIPAL, args.audit_id)
+        doc = series.series(s, audit) if suffix == "/series" else service.grid_read(s, audit)
+        return doc.model_dump(mode="json")
+
+
+def plot_series(data: dict[str, Any], out: Path) -> Path:
+    """Draw memorized bits vs N (with each architecture's capacity plateau), bits/param vs parameters,
+    and the training curves. The format follows the file suffix (.png or .svg)."""
+    if out.suffix.lower() not in (".png", ".svg"):
+        raise SystemExit(f"--out must end in .png or .svg, not {out.suffix or 'nothing'}")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax_n, ax_p, ax_t) = plt.subplots(1, 3, figsize=(16, 4.6))
+    for line in data["memorized_vs_n"]:
+        xs = [p["n"] for p in line["points"]]
+        label = f"{line['architecture']} {line['precision']} ({line['params']:,} params)"
+        (drawn,) = ax_n.plot(xs, [p["memorized_bits"] for p in line["points"]], "o-", label=label)
+        ax_n.axhline(line["capacity_bits"], color=drawn.get_color(), ls="--", lw=0.8)
+        ax_n.plot(xs, [p["entropy_bits"] for p in line["points"]], ":", color=drawn.get_color(), lw=0.8)
+    ax_n.set(xscale="log", xlabel="dataset size N (sequences)", ylabel="memorized bits",
+             title="memorized bits vs N (dotted: H(D), dashed: capacity)")
+    ax_n.legend(fontsize=7)
+    for precision in sorted({p["precision"] for p in data["bits_per_param"]}):
+        pts = [p for p in data["bits_per_param"] if p["precision"] == precision]
+        ax_p.plot([p["params"] for p in pts], [p["bits_per_param"] for p in pts], "o-", label=precision)
+    ax_p.set(xscale="log", xlabel="parameters", ylabel="bits / parameter", title="capacity per parameter")
+    ax_p.legend(fontsize=7)
+    for curve in data["training_curves"]:
+        ax_t.plot(curve["seconds"], curve["bits_per_param"], lw=1, label=curve["label"])
+    ax_t.set(xlabel="training time (s)", ylabel="memorized bits / parameter", title="training curves")
+    if len(data["training_curves"]) <= 8:
+        ax_t.legend(fontsize=6)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    out = plot_series(_fetch(args, "/series"), Path(args.out))
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_grid(args: argparse.Namespace) -> int:
+    grid = _fetch(args, "")
+    if args.json:
+        print(json.dumps(grid, indent=1))
+        return 0
+    print(f"{'arch':14} {'prec':5} {'N':>8} {'status':8} {'mem bits':>10} {'share':>6} {'bits/param':>10} "
+          f"{'MIA F1':>6} {'AUC':>5} {'law F1':>6}")
+    for c in grid["cells"]:
+        arch = f"L{c['n_layer']}-d{c['d_model']}-h{c['n_head']}"
+        fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
+        print(f"{arch:14} {c['precision']:5} {c['n_samples']:8d} {c['status']:8} {fmt(c['memorized_bits'], '10.0f')} "
+              f"{fmt(c['share_memorized'], '6.3f')} {fmt(c['bits_per_param'], '10.3f')} {fmt(c['mia_f1'], '6.3f')} "
+              f"{fmt(c['mia_auc'], '5.3f')} {c['predicted_mia_f1']:6.3f}")
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from app.capacity.service import predict
+
+    print(json.dumps(predict(args.params, args.samples).model_dump(), indent=1))
+    return 0
+
+
+def add_capacity_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("capacity", help="capacity audits: plot, grid table, scaling-law prediction")
+    cs = p.add_subparsers(dest="capacity_command", required=True)
+    for name, func, help_ in (("plot", cmd_plot, "write the audit's plots as PNG or SVG"),
+                              ("grid", cmd_grid, "print every cell of the audit's grid")):
+        c = cs.add_parser(name, help=help_)
+        c.add_argument("audit_id")
+        if name == "plot":
+            c.add_argument("--out", "-o", required=True, help="file ending in .png or .svg")
+        else:
+            c.add_argument("--json", action="store_true")
+        c.add_argument("--api-url", default=None, help="read from a running memaudit API instead of locally")
+        c.add_argument("--api-key", default=None)
+        c.set_defaults(func=func)
+    c = cs.add_parser("predict", help="loss-based MIA F1 from Morris et al.'s scaling law")
+    c.add_argument("--params", type=float, required=True)
+    c.add_argument("--samples", type=float, required=True)
+    c.set_defaults(func=cmd_predict)
+
+
+if __name__ == "__main__":  # python -m app.cli.capacity … (before it is registered in app/cli.py)
+    parser = argparse.ArgumentParser(prog="memaudit")
+    add_capacity_commands(parser.add_subparsers(dest="command", required=True))
+    parsed = parser.parse_args()
+    sys.exit(parsed.func(parsed))

@@ -1,0 +1,172 @@
+"""`memaudit datasets …`: add, list, show, delete datasets; probe one with a model (a coverage audit);
+compare models on one dataset. Runs against this machine's database and queue, as `memaudit audit` does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from app.coverage.formats import FORMATS, TARGETS
+
+
+def _local():  # noqa: ANN202
+    from app.cli.audit import LocalClient
+
+    return LocalClient()  # migrates the embedded SQLite database when needed
+
+
+def _mapping(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    raw = Path(text[1:]).read_text() if text.startswith("@") else text
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise SystemExit("--mapping must be a JSON object keyed by items, users, interactions")
+    return value
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from app.cli.audit import CLI_PRINCIPAL
+    from app.coverage import service
+    from app.db.engine import session_scope
+    from app.settings import get_settings
+
+    _local()
+    mappings = _mapping(args.mapping)
+    with ExitStack() as stack:
+        sources = []
+        for target in TARGETS:
+            path: Path | None = getattr(args, target)
+            if path is None:
+                continue
+            stream = stack.enter_context(path.open("rb"))  # read line by line, never whole
+            sources.append(service.SourceFile(target, path.name, stream, path.stat().st_size,
+                                              getattr(args, f"{target}_format"), mappings.get(target)))  # fmt: skip
+        with session_scope() as s:
+            dataset = service.ingest(s, get_settings(), CLI_PRINCIPAL, args.name, sources)
+            read = service.read(s, dataset)
+    print_dataset(read.model_dump(mode="json"))
+    return 0
+
+
+def print_dataset(dataset: dict[str, Any], out: Any = None) -> None:
+    out = out or sys.stdout
+    print(f"dataset {dataset['id']}  {dataset['name']}  ({dataset['size_bytes']} bytes)", file=out)
+    for f in dataset["files"]:
+        print(f"  {f['target']:<13} {f['filename']:<24} {f['format']:<9} rows {f['rows']:>9}  "
+              f"malformed {f['malformed']}", file=out)  # fmt: skip
+        for p in f["problems"][:5]:
+            print(f"      line {p['line']}: {p['reason']}", file=out)
+
+
+def cmd_list(_: argparse.Namespace) -> int:
+    from app.cli.audit import CLI_PRINCIPAL
+    from app.coverage import repository, service
+    from app.db.engine import session_scope
+
+    _local()
+    with session_scope() as s:
+        rows, _ = repository.page(s, CLI_PRINCIPAL, page=1, page_size=1000)
+        files = repository.files_of(s, [d.id for d in rows])
+        for d in rows:
+            print_dataset(service.to_read(d, files[d.id]).model_dump(mode="json"))
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    from app.cli.audit import CLI_PRINCIPAL
+    from app.coverage import service
+    from app.db.engine import session_scope
+
+    _local()
+    with session_scope() as s:
+        n = service.delete(s, CLI_PRINCIPAL, args.dataset_id)
+    print(f"deleted dataset {args.dataset_id} ({n} records)")
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from app.cli.audit import wait
+
+    client = _local()
+    options = {"k": args.k, "sample": args.sample, "buckets": args.buckets}
+    payload = {"kind": "coverage", "model": args.model, "dataset_id": args.dataset_id, "target": args.target,
+               "options": {k: v for k, v in options.items() if v is not None}}  # fmt: skip
+    audit_id = client.submit(payload)
+    audit = wait(client, audit_id, f"coverage {args.target}", quiet=args.json)
+    if args.json:
+        print(json.dumps(audit, indent=1))
+    elif audit["status"] != "succeeded":
+        print(f"audit {audit_id} {audit['status']}: {audit.get('error') or ''}", file=sys.stderr)
+    else:
+        print_coverage(audit)
+    return 0 if audit["status"] == "succeeded" else 1
+
+
+def print_coverage(audit: dict[str, Any], out: Any = None) -> None:
+    out = out or sys.stdout
+    s = audit["summary"]
+    print(f"audit {audit['id']}  model {audit['model']}  target {s['target']}  k={s['k']}", file=out)
+    print(f"coverage {s['coverage']:.4f}  ({s['matched']}/{s['probed']} records reproduced exactly; "
+          f"mean fuzzy ratio {s['mean_char_ratio']:.3f})", file=out)  # fmt: skip
+    print(f"{'bucket':>6}  {'popularity':>17}  {'probed':>7}  {'matched':>7}  {'coverage':>8}", file=out)
+    for b in s["buckets"]:
+        span = f"{b['low']:g}–{b['high']:g}"
+        print(f"{b['bucket']:>6}  {span:>17}  {b['probed']:>7}  {b['matched']:>7}  {b['coverage']:>8.4f}", file=out)
+    print(f"matched records: /audits/{audit['id']}/records?matched=true", file=out)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from app.cli.audit import CLI_PRINCIPAL
+    from app.coverage import service
+    from app.db.engine import session_scope
+
+    _local()
+    with session_scope() as s:
+        table = service.compare(s, CLI_PRINCIPAL, args.dataset_id, args.target)
+    width = max([5, *(len(row.model) for row in table.rows)])
+    print(f"{'model':<{width}} {'target':<12} {'k':>2} {'probed':>7} {'coverage':>8}  by bucket (rare → popular)")
+    for row in table.rows:
+        cov = "-" if row.coverage is None else f"{row.coverage:.4f}"
+        buckets = " ".join(f"{c:.2f}" for c in row.bucket_coverage or [])
+        print(f"{row.model:<{width}} {row.target:<12} {row.k if row.k is not None else '-':>2} "
+              f"{row.probed if row.probed is not None else '-':>7} {cov:>8}  {buckets or row.status}")  # fmt: skip
+    return 0
+
+
+def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("datasets", help="datasets for coverage probes (Di Palma et al. 2025)")
+    ds = p.add_subparsers(dest="datasets_command", required=True)
+
+    a = ds.add_parser("add", help="load a dataset's files (MovieLens .dat, or CSV/TSV with a column mapping)")
+    a.add_argument("name")
+    for target in TARGETS:
+        a.add_argument(f"--{target}", type=Path, help=f"the {target} file")
+        a.add_argument(f"--{target}-format", dest=f"{target}_format", choices=FORMATS,
+                       help="default: from the extension (.dat, .csv, .tsv)")  # fmt: skip
+    a.add_argument("--mapping", help='JSON (or @file): {"items": {"columns": [...], "roles": {"item_id": "..."}}}')
+    a.set_defaults(func=cmd_add)
+
+    ds.add_parser("list", help="list datasets").set_defaults(func=cmd_list)
+    d = ds.add_parser("delete", help="delete a dataset and the coverage outcomes quoting it")
+    d.add_argument("dataset_id")
+    d.set_defaults(func=cmd_delete)
+
+    pr = ds.add_parser("probe", help="run a coverage audit on one file of a dataset and print coverage by bucket")
+    pr.add_argument("dataset_id")
+    pr.add_argument("--model", required=True)
+    pr.add_argument("--target", choices=TARGETS, default="items")
+    pr.add_argument("--k", type=int, default=None, help="example records in the prompt (default 3, as the paper)")
+    pr.add_argument("--sample", type=int, default=None, help="probe a seeded sample (default: the full file)")
+    pr.add_argument("--buckets", type=int, default=None, help="popularity quantile buckets (default 4)")
+    pr.add_argument("--json", action="store_true", help="print the audit as JSON")
+    pr.set_defaults(func=cmd_probe)
+
+    c = ds.add_parser("compare", help="coverage of one dataset across models")
+    c.add_argument("dataset_id")
+    c.add_argument("--target", choices=TARGETS, default=None)
+    c.set_defaults(func=cmd_compare)

@@ -1,0 +1,1 @@
+"""PCFG corpora and loss-trajectory parsing for dynamics audits (pure: stdlib + numpy)."""
