@@ -18,6 +18,7 @@ from app.db.models import Audit, IdempotencyKey
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.queue import enqueue_after_commit, get_dispatcher
 from app.settings import Settings
+from core.models import ModelName, ModelNameError, parse_model_name
 
 SUBMITTERS = ("admin", "auditor")
 # Where each kind's results are read (the links of GET /audits/{id}).
@@ -29,13 +30,12 @@ RESULT_LINKS = {
 }
 
 
-def check_model(settings: Settings, model: str) -> None:
-    if model in settings.models or (model.startswith("hf:") and len(model) > 3):
-        return
-    names = ", ".join(sorted(settings.models))
-    raise InvalidInput(
-        "model", f"unknown model {model!r}: use one of {names} (GET /models) or 'hf:<local path or hub id>'"
-    )
+def check_model(settings: Settings, model: str, field: str = "model") -> ModelName:
+    """The name parsed as the worker will parse it: anything a job would reject by name is a 422 here."""
+    try:
+        return parse_model_name(model, settings.models)
+    except ModelNameError as exc:
+        raise InvalidInput(field, str(exc)) from None
 
 
 def request_hash(body: BaseModel) -> str:

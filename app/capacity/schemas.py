@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.models import MODEL_HELP
+
 Precision = Literal["fp32", "bf16"]
 SCRATCH = "scratch"  # the `model` of a uniform-mode audit: models trained from scratch by the audit itself
 
@@ -78,7 +80,7 @@ class TextInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     texts: list[str] = Field(min_length=1, description="the samples (e.g. the model's fine-tuning set)")
-    reference: str = Field(description="registered model name (GET /models) or 'hf:<path or hub id>'")
+    reference: str = Field(max_length=300, description=f"the reference model: {MODEL_HELP}")
 
 
 class CapacityAuditCreate(BaseModel):
@@ -87,7 +89,9 @@ class CapacityAuditCreate(BaseModel):
     kind: Literal["capacity"]
     model: str = Field(
         default=SCRATCH,
-        description="uniform mode: 'scratch' (the audit trains its own models); text mode: the audited model",
+        max_length=300,
+        description="uniform mode: 'scratch' (the audit trains its own models); text mode: the audited model, "
+        + MODEL_HELP,
     )
     mode: Literal["uniform", "text"] = "uniform"
     grid: CapacityGrid | None = None
@@ -105,7 +109,7 @@ class CapacityAuditCreate(BaseModel):
             if self.text is None:
                 raise ValueError("text mode needs text.texts and text.reference")
             if self.model == SCRATCH:
-                raise ValueError("text mode audits a model: name a registered model (GET /models) or 'hf:<path>'")
+                raise ValueError(f"text mode audits a model: name {MODEL_HELP}")
         return self
 
 

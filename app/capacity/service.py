@@ -29,6 +29,7 @@ from app.db.models.capacity import CapacityCell, CapacityText
 from app.errors import InvalidInput
 from app.settings import Settings
 from core.measures import capacity as cap
+from core.models import parse_model_name
 
 DEFAULT_LIMITS: dict[str, int] = {
     "max_cells": 64,
@@ -89,10 +90,7 @@ def prepare_capacity_audit(session: Session, body: CapacityAuditCreate, audit: A
     _check_texts(body.text.texts, settings)
     from app.audits.service import check_model  # here, not at the top: app.audits.kinds imports this module
 
-    try:
-        check_model(settings, body.text.reference)
-    except InvalidInput as exc:
-        raise InvalidInput("text.reference", exc.message) from exc
+    check_model(settings, body.text.reference, "text.reference")
     if tokenizer_identity(body.model, settings) != tokenizer_identity(body.text.reference, settings):
         raise InvalidInput(
             "text.reference",
@@ -134,11 +132,12 @@ def tokenizer_identity(name: str, settings: Settings) -> str:
     """What decides whether two models tokenize alike, without loading either (the API has no torch):
     the SHA-256 of tokenizer.json when the weights are a local directory, else the weights' own identity
     (a GGUF file carries its tokenizer). Conservative: distinct GGUF files count as distinct tokenizers."""
-    if name.startswith("hf:"):
-        path, package, gguf = name[3:].strip(), None, None
-    else:
+    parsed = parse_model_name(name, settings.models)
+    if parsed.registered:
         spec = settings.models[name]
         path, package, gguf = spec.path, spec.package, spec.gguf_file
+    else:
+        path, package, gguf = parsed.hf_target, None, None
     if path and gguf is None and (Path(path) / "tokenizer.json").is_file():
         return hashlib.sha256((Path(path) / "tokenizer.json").read_bytes()).hexdigest()
     return f"{package or ''}:{path or ''}:{gguf or ''}"

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.coverage.formats import Target
+from core.models import MODEL_HELP
 
 # The paper's released code prompts with three example records (core.measures.coverage.DEFAULT_K;
 # the app does not import workers, a test keeps the two equal).
@@ -84,7 +85,7 @@ class CoverageAuditCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["coverage"]
-    model: str = Field(min_length=1, max_length=300, description="A registered model name or hf:<id-or-path>")
+    model: str = Field(min_length=1, max_length=300, description=MODEL_HELP.capitalize())
     dataset_id: str = Field(min_length=1, max_length=32, description="From POST /datasets")
     target: Target = Field(description="items | users | interactions: which file of the dataset to probe")
     options: CoverageOptions = Field(default_factory=CoverageOptions)

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.models import MODEL_HELP
+
 # Mirrors core.measures.dynamics.DEFAULT_TAU / DEFAULT_MARGIN (a test keeps them equal).
 DEFAULT_TAU = 0.2
 DEFAULT_MARGIN = 0.0
@@ -95,8 +97,8 @@ class DynamicsAuditCreate(BaseModel):
     model: str = Field(
         min_length=1,
         max_length=300,
-        description="finetune: the registered model to fine-tune. scratch and imported trajectories: the model the "
-        "audit is about (recorded, not loaded unless tokenizer=model)",
+        description=f"{MODEL_HELP.capitalize()}. finetune: the model to fine-tune. scratch and imported "
+        "trajectories: the model the audit is about (recorded, not loaded unless tokenizer=model)",
     )
     strings: list[StringIn] | None = Field(default=None, max_length=MAX_STRINGS, description="Your strings")
     pcfg: PCFGIn | None = Field(default=None, description="Or: strings drawn from a generated PCFG language")

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from core.models import MODEL_HELP
+
 
 class FactIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -84,7 +86,7 @@ class SubjectAuditCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["subject"]
-    model: str = Field(min_length=1, max_length=300, description="A registered model name or hf:<id-or-path>")
+    model: str = Field(min_length=1, max_length=300, description=MODEL_HELP.capitalize())
     subject: SubjectIn
     options: SubjectAuditOptions = Field(default_factory=SubjectAuditOptions)
 

@@ -49,6 +49,8 @@ def test_roles_that_may_not_submit(pg_env, api_factory):
         (body(name="x" * 201), "subject.name"),
         (body(facts=[{"property": "P106", "value": "physicist"}] * 51), "subject.facts"),
         (body(model="no-such-model"), "model"),
+        (body(model="hf: "), "model"),  # the job would reject it by name: so does the API
+        (body(model="hf:"), "model"),
         (body(facts=[]), "subject.facts"),
         ({"kind": "subject", "model": "groundtruth-tiny"}, "subject"),
         ({**body(), "unexpected": 1}, "unexpected"),

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.settings import ModelSpec, Settings, get_settings
+from core.models import ModelNameError, parse_model_name
 from workers.lm.base import ModelLoadError, Scorer
 
 __all__ = ["BACKENDS", "ModelLoadError", "ModelSource", "get_scorer", "load_scorer", "resolve_source", "resolve_spec"]
@@ -21,7 +22,6 @@ BACKENDS: dict[str, str] = {
     "hf": "workers.lm.hf:HFScorer",
     "vllm": "workers.lm.vllm:VLLMScorer",
 }
-HF_PREFIX = "hf:"
 
 
 @dataclass(frozen=True)
@@ -34,16 +34,11 @@ class ModelSource:
 
 
 def resolve_spec(name: str, settings: Settings) -> ModelSpec:
-    if name.startswith(HF_PREFIX):
-        target = name[len(HF_PREFIX) :].strip()
-        if not target:
-            raise ModelLoadError(f"model {name!r}: 'hf:' must be followed by a local path or a hub id")
-        return ModelSpec(path=target)
-    spec = settings.models.get(name)
-    if spec is None:
-        known = ", ".join(sorted(settings.models)) or "none"
-        raise ModelLoadError(f"model {name!r} is not registered (known: {known}; or use 'hf:<id-or-path>')")
-    return spec
+    try:
+        parsed = parse_model_name(name, settings.models)
+    except ModelNameError as exc:
+        raise ModelLoadError(str(exc)) from None
+    return settings.models[name] if parsed.registered else ModelSpec(path=parsed.hf_target)
 
 
 def _package_dir(name: str, package: str) -> Path:

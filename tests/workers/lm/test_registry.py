@@ -12,6 +12,7 @@ import pytest
 
 from app.settings import REPO_ROOT, ModelSpec, Settings
 from workers.lm import ModelLoadError, get_scorer, load_scorer
+from workers.lm.registry import resolve_spec
 
 
 def settings_with(**models: ModelSpec) -> Settings:
@@ -77,3 +78,12 @@ def test_fingerprint_follows_weights_tokenizer_and_precision(tiny_dir: Path, mak
 
     bf16 = load_scorer("b", settings_with(b=ModelSpec(path=str(tiny_dir), dtype="bfloat16")))
     assert bf16.fingerprint != base.fingerprint, "bf16 NLLs differ from fp32: they must not share cache entries"
+
+
+def test_the_worker_resolves_exactly_what_the_api_accepts() -> None:
+    settings = Settings()
+    for name in ("hf:", "hf: ", "gpt-99"):
+        with pytest.raises(ModelLoadError):
+            resolve_spec(name, settings)
+    assert resolve_spec("hf: /some/dir", settings).path == "/some/dir"
+    assert resolve_spec("groundtruth-tiny", settings) == settings.models["groundtruth-tiny"]
