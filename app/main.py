@@ -9,23 +9,21 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from app.audits.kinds import KINDS
+from app.audits.kinds import KindRegistry
 from app.audits.router import router as audits_router
-from app.capacity.router import router as capacity_router
-from app.coverage.router import router as datasets_router
-from app.dynamics.router import router as dynamics_router
+from app.audits.router import submit_router
+from app.embedded import resume_pending
 from app.errors import DomainError
-from app.forget_set.router import router as forget_set_router
+from app.kinds import KINDS
 from app.meta.router import router as meta_router
 from app.settings import get_settings
-from app.subjects.router import router as subjects_router
 
 log = logging.getLogger("memaudit.api")
 
 
-def _field(loc: tuple) -> str:
+def _field(loc: tuple, kinds: KindRegistry) -> str:
     parts = [str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)]
-    if loc[:1] == ("body",) and len(parts) > 1 and parts[0] in KINDS:
+    if loc[:1] == ("body",) and len(parts) > 1 and parts[0] in kinds:
         parts = parts[1:]  # the discriminator tag pydantic puts in the path of a union member, not a request field
     out = ""
     for p in parts:
@@ -33,9 +31,10 @@ def _field(loc: tuple) -> str:
     return out or "body"
 
 
-async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     # Never echo the rejected input: it may be a name or a fact.
-    details = [{"field": _field(tuple(e["loc"])), "message": e["msg"]} for e in exc.errors()]
+    kinds = request.app.state.kinds
+    details = [{"field": _field(tuple(e["loc"]), kinds), "message": e["msg"]} for e in exc.errors()]
     return JSONResponse(status_code=422, content={"detail": details})
 
 
@@ -46,16 +45,15 @@ async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
 
 
 @asynccontextmanager
-async def lifespan(_: FastAPI):  # noqa: ANN201
+async def lifespan(app: FastAPI):  # noqa: ANN201
     settings = get_settings()
     if not settings.redis_url:
-        from app.embedded import resume_pending
-
-        resume_pending()
+        resume_pending(app.state.kinds)
     yield
 
 
-def create_app() -> FastAPI:
+def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
+    """The API over ``kinds`` (app/kinds.py lists the service's own; a test may add a kind)."""
     app = FastAPI(
         title="memaudit",
         version="0.1.0",
@@ -64,14 +62,13 @@ def create_app() -> FastAPI:
     )
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(DomainError, domain_error)
+    app.state.kinds = kinds
     app.include_router(meta_router)
+    app.include_router(submit_router(kinds))
     app.include_router(audits_router)
-    app.include_router(subjects_router)
-    app.include_router(forget_set_router)
-    app.include_router(datasets_router)
-    app.include_router(capacity_router)
-    app.include_router(dynamics_router)
-    # Further feature routers are included here, one line each.
+    for router in kinds.routers():
+        app.include_router(router)
+    # Routers of features that are not audit kinds are included here, one line each.
     return app
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from app.kinds import KINDS
 from app.settings import get_settings
 
 log = logging.getLogger("memaudit.worker")
@@ -14,7 +15,6 @@ log = logging.getLogger("memaudit.worker")
 def requeue_orphans() -> int:
     from rq.job import Job
 
-    from app.audits.kinds import KINDS
     from app.audits.repository import queued_or_running
     from app.db.engine import session_scope
     from app.queue import get_dispatcher, job_id

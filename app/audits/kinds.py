@@ -1,57 +1,95 @@
-"""The registry of audit kinds. A kind brings its request schema, a `prepare` step that validates the
-request against the database and creates the kind's rows, and the dotted path of its job."""
+"""What an audit kind brings, and the registry of kinds.
+
+Each kind package declares one ``KIND = AuditKind(...)`` (in ``<package>/kind.py``); the composition root
+(``app/kinds.py``) lists them. The generic audits code reads kinds only through a :class:`KindRegistry` and names
+none of them, so adding a kind edits no file here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Union
 
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from app.capacity.schemas import SCRATCH, CapacityAuditCreate
-from app.capacity.service import prepare_capacity_audit
-from app.coverage.schemas import CoverageAuditCreate
-from app.coverage.service import prepare_coverage_audit
 from app.db.models import Audit
-from app.dynamics.schemas import DynamicsAuditCreate
-from app.dynamics.service import prepare_dynamics_audit
 from app.settings import Settings
-from app.subjects.schemas import SubjectAuditCreate
-from app.subjects.service import prepare_subject_audit
 
 Prepare = Callable[[Session, Any, Audit, Settings], None]
 
 
+def _no_links(_: Audit) -> dict[str, str]:
+    return {}
+
+
+def _body_options(body: Any) -> dict[str, Any]:
+    return body.options.model_dump(mode="json")
+
+
 @dataclass(frozen=True)
 class AuditKind:
+    """One kind of audit, described once.
+
+    ``create`` is the POST /audits body (its ``kind: Literal[name]`` field discriminates the union of kinds);
+    ``stored_options(body)`` is what the audit row keeps as ``options`` and ``options`` the model the job receives,
+    validated from it. ``prepare(session, body, audit, settings)`` validates the body against the database and
+    creates the kind's own rows (raising a DomainError, a 4xx, for bad input) before the job is enqueued by the
+    dotted path ``job``. ``links(audit)`` names the result pages, as paths relative to ``/audits/{id}/`` that the
+    kind's own ``routers`` serve for that audit."""
+
     name: str
-    schema: type[BaseModel]
+    create: type[BaseModel]
+    options: type[BaseModel]
     prepare: Prepare
     job: str
+    routers: tuple[APIRouter, ...] = ()
+    links: Callable[[Audit], dict[str, str]] = _no_links
+    stored_options: Callable[[Any], dict[str, Any]] = _body_options
     # `model` values the kind itself understands besides registered models (e.g. capacity's "scratch").
     own_models: tuple[str, ...] = ()
+    # The audit is about one data subject: the submitter gets a token that reads this audit only, to hand over.
+    subject_token: bool = False
 
 
-KINDS: dict[str, AuditKind] = {}
+class KindRegistry(Mapping[str, AuditKind]):
+    """The kinds a service offers, by name (in the order given)."""
+
+    def __init__(self, kinds: Iterable[AuditKind]) -> None:
+        self._kinds: dict[str, AuditKind] = {}
+        for kind in kinds:
+            if kind.name in self._kinds:
+                raise ValueError(f"audit kind {kind.name!r} is registered twice")
+            self._kinds[kind.name] = kind
+
+    def __getitem__(self, name: str) -> AuditKind:
+        return self._kinds[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds)
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def with_kind(self, kind: AuditKind) -> KindRegistry:
+        """A registry with one more kind (a plug-in, or a test's toy kind)."""
+        return KindRegistry([*self._kinds.values(), kind])
+
+    def create_type(self) -> Any:
+        """The POST /audits body: the union of every kind's create schema, discriminated by `kind`."""
+        schemas = tuple(k.create for k in self._kinds.values())
+        if len(schemas) == 1:
+            return schemas[0]
+        return Annotated[Union[schemas], Field(discriminator="kind")]  # noqa: UP007
+
+    def routers(self) -> list[APIRouter]:
+        return [router for kind in self._kinds.values() for router in kind.routers]
 
 
-def register(kind: AuditKind) -> None:
-    KINDS[kind.name] = kind
+def get_kinds(request: Request) -> KindRegistry:
+    """The registry the running app was built with (``create_app(kinds)``)."""
+    return request.app.state.kinds
 
 
-register(AuditKind("subject", SubjectAuditCreate, prepare_subject_audit, "workers.jobs.subject.run"))
-register(AuditKind("coverage", CoverageAuditCreate, prepare_coverage_audit, "workers.jobs.coverage.run"))
-register(
-    AuditKind("capacity", CapacityAuditCreate, prepare_capacity_audit, "workers.jobs.capacity.run", (SCRATCH,))
-)
-register(AuditKind("dynamics", DynamicsAuditCreate, prepare_dynamics_audit, "workers.jobs.dynamics.run"))
-
-
-def audit_create_type() -> Any:
-    """The POST /audits body: the union of every registered kind's schema, discriminated by `kind`."""
-    schemas = tuple(k.schema for k in KINDS.values())
-    if len(schemas) == 1:
-        return schemas[0]
-    return Annotated[Union[schemas], Field(discriminator="kind")]  # noqa: UP007
+KindsDep = Annotated[KindRegistry, Depends(get_kinds)]

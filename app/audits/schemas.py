@@ -31,7 +31,8 @@ class AuditRead(BaseModel):
 
 class AuditCreated(AuditRead):
     subject_token: str | None = Field(
-        default=None, description="Subject audits: a token that reads this audit only (hand it to the data subject)"
+        default=None,
+        description="Audits about one data subject: a token that reads this audit only (hand it to the data subject)",
     )
 
 

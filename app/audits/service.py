@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from app.audits import repository
-from app.audits.kinds import KINDS
+from app.audits.kinds import KindRegistry
 from app.audits.schemas import AuditCreated, AuditRead, Progress
 from app.auth.keys import Principal, subject_token
 from app.db.base import utcnow
@@ -21,13 +21,6 @@ from app.settings import Settings
 from core.models import ModelName, ModelNameError, parse_model_name
 
 SUBMITTERS = ("admin", "auditor")
-# Where each kind's results are read (the links of GET /audits/{id}).
-RESULT_LINKS = {
-    "subject": {"facts": "facts"},
-    "coverage": {"records": "records"},
-    "capacity": {"grid": "capacity", "series": "capacity/series"},
-    "dynamics": {"strings": "strings", "series": "series"},
-}
 
 
 def check_model(settings: Settings, model: str, field: str = "model") -> ModelName:
@@ -44,7 +37,12 @@ def request_hash(body: BaseModel) -> str:
 
 
 def create_audit(
-    session: Session, settings: Settings, principal: Principal, body: Any, idempotency_key: str | None
+    session: Session,
+    settings: Settings,
+    principal: Principal,
+    body: Any,
+    idempotency_key: str | None,
+    kinds: KindRegistry,
 ) -> tuple[Audit, bool]:
     """Returns (audit, replayed). The job is enqueued after the caller commits."""
     if principal.role not in SUBMITTERS:
@@ -60,11 +58,11 @@ def create_audit(
                     "Idempotency-Key", "this key was already used with a different request body; use a new key"
                 )
             return session.get(Audit, seen.audit_id), True
-    kind = KINDS[body.kind]
+    kind = kinds[body.kind]
     if body.model not in kind.own_models:
         check_model(settings, body.model)
-    options = body.options.model_dump(mode="json") if getattr(body, "options", None) is not None else {}
-    audit = Audit(kind=body.kind, model=body.model, options=options, owner_key_id=principal.key_id)
+    options = kind.stored_options(body)
+    audit = Audit(kind=kind.name, model=body.model, options=options, owner_key_id=principal.key_id)
     session.add(audit)
     session.flush()
     kind.prepare(session, body, audit, settings)
@@ -82,6 +80,14 @@ def get_audit(session: Session, principal: Principal, audit_id: str) -> Audit:
     return audit
 
 
+def visible_audit_of_kind(session: Session, principal: Principal, audit_id: str, kind: str) -> Audit:
+    """The audit if the principal may see it and it is of ``kind``; else 404 (a kind's result pages only)."""
+    audit = get_audit(session, principal, audit_id)
+    if audit.kind != kind:
+        raise NotFound(f"audit {audit_id} is a {audit.kind} audit; this page shows the results of {kind} audits")
+    return audit
+
+
 def cancel_audit(session: Session, principal: Principal, audit_id: str) -> Audit:
     audit = get_audit(session, principal, audit_id)
     if principal.role not in SUBMITTERS:
@@ -93,9 +99,10 @@ def cancel_audit(session: Session, principal: Principal, audit_id: str) -> Audit
     return audit
 
 
-def to_read(audit: Audit) -> AuditRead:
+def to_read(audit: Audit, kinds: KindRegistry) -> AuditRead:
     links = {"self": f"/audits/{audit.id}"}
-    links.update({name: f"/audits/{audit.id}/{path}" for name, path in RESULT_LINKS.get(audit.kind, {}).items()})
+    if audit.kind in kinds:
+        links.update({name: f"/audits/{audit.id}/{path}" for name, path in kinds[audit.kind].links(audit).items()})
     return AuditRead(
         id=audit.id,
         kind=audit.kind,
@@ -113,6 +120,6 @@ def to_read(audit: Audit) -> AuditRead:
     )
 
 
-def to_created(audit: Audit, settings: Settings) -> AuditCreated:
-    token = subject_token(audit.id, settings) if audit.kind == "subject" else None
-    return AuditCreated(**to_read(audit).model_dump(), subject_token=token)
+def to_created(audit: Audit, settings: Settings, kinds: KindRegistry) -> AuditCreated:
+    token = subject_token(audit.id, settings) if audit.kind in kinds and kinds[audit.kind].subject_token else None
+    return AuditCreated(**to_read(audit, kinds).model_dump(), subject_token=token)

@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.audits.service import get_audit
+from app.audits.service import visible_audit_of_kind
 from app.capacity import series as series_service
 from app.capacity import service
-from app.capacity.schemas import CapacityGridRead, CapacitySeries, Prediction, TextResultsRead
+from app.capacity.schemas import CapacityAuditOptions, CapacityGridRead, CapacitySeries, Prediction, TextResultsRead
 from app.db.models import Audit
 from app.deps import CurrentPrincipal, SessionDep
 from app.errors import InvalidInput, NotFound
@@ -18,9 +18,9 @@ router = APIRouter(tags=["capacity"])
 
 
 def _capacity_audit(session: SessionDep, principal: CurrentPrincipal, audit_id: str, mode: str) -> Audit:
-    audit = get_audit(session, principal, audit_id)
-    if audit.kind != "capacity" or (audit.options or {}).get("mode", "uniform") != mode:
-        raise NotFound(f"audit {audit_id!r} is not a {mode}-mode capacity audit")
+    audit = visible_audit_of_kind(session, principal, audit_id, "capacity")
+    if CapacityAuditOptions.model_validate(audit.options).mode != mode:
+        raise NotFound(f"audit {audit_id} is not a {mode}-mode capacity audit; its links name its result pages")
     return audit
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -83,6 +83,14 @@ class TextInput(BaseModel):
     reference: str = Field(max_length=300, description=f"the reference model: {MODEL_HELP}")
 
 
+class CapacityAuditOptions(CapacityOptions):
+    """A capacity audit's stored options, as its job receives them: the budget, the mode and the mode's input."""
+
+    mode: Literal["uniform", "text"] = "uniform"
+    grid: CapacityGrid | None = None
+    reference: str | None = None
+
+
 class CapacityAuditCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -111,6 +119,15 @@ class CapacityAuditCreate(BaseModel):
             if self.model == SCRATCH:
                 raise ValueError(f"text mode audits a model: name {MODEL_HELP}")
         return self
+
+    def stored_options(self) -> dict[str, Any]:
+        """The audit's options (CapacityAuditOptions as JSON): the budget, the mode, the grid or the reference."""
+        stored = {**self.options.model_dump(mode="json"), "mode": self.mode}
+        if self.mode == "uniform":
+            assert self.grid is not None
+            return {**stored, "grid": self.grid.model_dump(mode="json")}
+        assert self.text is not None
+        return {**stored, "reference": self.text.reference}
 
 
 class CapacityCellRead(BaseModel):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from app.audits.service import check_model
 from app.capacity import repository
 from app.capacity.schemas import (
     ArchitectureCapacity,
@@ -83,13 +84,10 @@ def prepare_capacity_audit(session: Session, body: CapacityAuditCreate, audit: A
     if body.mode == "uniform":
         assert body.grid is not None
         check_grid(body.grid, body.options.steps, settings)
-        audit.options = {**(audit.options or {}), "mode": "uniform", "grid": body.grid.model_dump(mode="json")}
         session.add_all(_cells(audit.id, body.grid, body.options.steps))
         return
     assert body.text is not None
     _check_texts(body.text.texts, settings)
-    from app.audits.service import check_model  # here, not at the top: app.audits.kinds imports this module
-
     check_model(settings, body.text.reference, "text.reference")
     if tokenizer_identity(body.model, settings) != tokenizer_identity(body.text.reference, settings):
         raise InvalidInput(
@@ -97,7 +95,6 @@ def prepare_capacity_audit(session: Session, body: CapacityAuditCreate, audit: A
             f"the reference model {body.text.reference!r} uses another tokenizer than {body.model!r}; "
             "mem_U compares code lengths of the same tokens: pick a reference with the same tokenizer",
         )
-    audit.options = {**(audit.options or {}), "mode": "text", "reference": body.text.reference}
     session.add_all(CapacityText(audit_id=audit.id, position=i, text=t) for i, t in enumerate(body.text.texts))
 
 

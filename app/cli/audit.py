@@ -32,21 +32,22 @@ class LocalClient:
     def submit(self, payload: dict[str, Any]) -> str:
         from pydantic import TypeAdapter
 
-        from app.audits.kinds import audit_create_type
         from app.audits.service import create_audit
         from app.db.engine import session_scope
+        from app.kinds import KINDS
 
-        body = TypeAdapter(audit_create_type()).validate_python(payload)
+        body = TypeAdapter(KINDS.create_type()).validate_python(payload)
         with session_scope() as s:
-            audit, _ = create_audit(s, get_settings(), CLI_PRINCIPAL, body, None)
+            audit, _ = create_audit(s, get_settings(), CLI_PRINCIPAL, body, None, KINDS)
             return audit.id
 
     def audit(self, audit_id: str) -> dict[str, Any]:
         from app.audits.service import get_audit, to_read
         from app.db.engine import session_scope
+        from app.kinds import KINDS
 
         with session_scope() as s:
-            return to_read(get_audit(s, CLI_PRINCIPAL, audit_id)).model_dump(mode="json")
+            return to_read(get_audit(s, CLI_PRINCIPAL, audit_id), KINDS).model_dump(mode="json")
 
     def facts(self, audit_id: str) -> dict[str, Any]:
         from app.db.engine import session_scope

@@ -13,6 +13,7 @@ from typing import Any, BinaryIO
 from sqlalchemy.orm import Session
 
 from app.audits.repository import visible as audits_visible
+from app.audits.service import visible_audit_of_kind
 from app.auth.keys import Principal
 from app.coverage import repository
 from app.coverage.formats import FORMATS, TARGETS, DatasetError, FileFormat, Target, mapping_from_dict
@@ -246,12 +247,7 @@ RECORD_FIELDS = ["line_no", "key", "expected", "generated", "matched", "char_rat
 
 
 def coverage_audit(session: Session, principal: Principal, audit_id: str) -> Audit:
-    from app.audits.service import get_audit
-
-    audit = get_audit(session, principal, audit_id)
-    if audit.kind != "coverage":
-        raise NotFound(f"audit {audit_id} is a {audit.kind} audit; per-record outcomes exist for coverage audits")
-    return audit
+    return visible_audit_of_kind(session, principal, audit_id, "coverage")
 
 
 def result_rows(audit_id: str, matched: bool | None) -> Iterator[dict[str, Any]]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.audits import repository as audits
+from app.audits.service import visible_audit_of_kind
 from app.auth.keys import Principal
 from app.db.models import Audit
 from app.db.models.dynamics import DynamicsAudit, DynamicsString
@@ -176,12 +176,10 @@ def _string_row(audit_id: str, position: int, row: _Row) -> dict[str, Any]:
 
 
 def dynamics_audit(session: Session, principal: Principal, audit_id: str) -> tuple[Audit, DynamicsAudit]:
-    audit = audits.get_visible(session, principal, audit_id)
-    if audit is None:
-        raise NotFound(f"no audit with id {audit_id!r}")
+    audit = visible_audit_of_kind(session, principal, audit_id, "dynamics")
     link = repository.link(session, audit.id)
-    if audit.kind != "dynamics" or link is None:
-        raise NotFound(f"audit {audit_id} is not a dynamics audit")
+    if link is None:
+        raise NotFound(f"audit {audit_id} has no strings (was it created by another version?)")
     return audit, link
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from app.audits.repository import get_visible
+from app.audits.service import visible_audit_of_kind
 from app.auth.keys import Principal
 from app.db.models import Audit, Fact, Subject
 from app.errors import Forbidden, InvalidInput, NotFound
@@ -102,11 +102,7 @@ def _candidates(canary, name: str) -> list[CandidateRead]:  # noqa: ANN001
 
 
 def read_facts(session: Session, principal: Principal, audit_id: str, detail: Detail) -> FactsPage:
-    audit = get_visible(session, principal, audit_id)
-    if audit is None:
-        raise NotFound(f"no audit with id {audit_id!r}")
-    if audit.kind != "subject":
-        raise InvalidInput("audit_id", f"audit {audit_id} is a {audit.kind} audit; facts exist for subject audits")
+    audit = visible_audit_of_kind(session, principal, audit_id, "subject")
     with_candidates = detail == "candidates"
     results = repository.results_for_audit(session, audit_id, with_candidates)
     facts = repository.facts_by_id(session, [i for r in results for i in r.fact_ids])

@@ -1,0 +1,26 @@
+"""The subject audit kind (WikiMem): which facts about one person a model has memorized."""
+
+from __future__ import annotations
+
+from app.audits.kinds import AuditKind
+from app.db.models import Audit
+from app.forget_set.router import router as forget_set_router
+from app.subjects.router import router
+from app.subjects.schemas import SubjectAuditCreate, SubjectAuditOptions
+from app.subjects.service import prepare_subject_audit
+
+
+def links(_: Audit) -> dict[str, str]:
+    return {"facts": "facts"}
+
+
+KIND = AuditKind(
+    name="subject",
+    create=SubjectAuditCreate,
+    options=SubjectAuditOptions,
+    prepare=prepare_subject_audit,
+    job="workers.jobs.subject.run",
+    routers=(router, forget_set_router),
+    links=links,
+    subject_token=True,
+)
