@@ -141,7 +141,7 @@ def tokenizer_identity(name: str, settings: Settings) -> str:
 
 
 def arch_label(c: CapacityCell) -> str:
-    return f"L{c.n_layer}-d{c.d_model}-h{c.n_head}"
+    return cap.architecture_label(c.n_layer, c.d_model, c.n_head)
 
 
 def cell_read(c: CapacityCell) -> CapacityCellRead:
@@ -159,19 +159,7 @@ def cell_read(c: CapacityCell) -> CapacityCellRead:
 
 def capacities(cells: list[CapacityCell]) -> list[ArchitectureCapacity]:
     """Per architecture and precision: capacity = max memorized bits over N (and seeds), bits/param."""
-    groups: dict[tuple[str, str], list[CapacityCell]] = {}
-    for c in cells:
-        groups.setdefault((arch_label(c), c.precision), []).append(c)
-    out = []
-    for (label, precision), members in groups.items():
-        done = {c.n_samples: c.memorized_bits for c in members if c.memorized_bits is not None}
-        best_n, bits = cap.capacity_bits(done) if done else (None, None)
-        params = members[0].params
-        out.append(ArchitectureCapacity(
-            architecture=label, precision=precision, params=params, capacity_bits=bits, at_n=best_n,
-            bits_per_param=None if bits is None else cap.bits_per_parameter(bits, params),
-        ))
-    return out
+    return [ArchitectureCapacity(**a) for a in cap.capacity_by_architecture(cells)]
 
 
 def grid_read(session: Session, audit: Audit) -> CapacityGridRead:

@@ -8,12 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.coverage.formats import Target
+from core.measures.coverage import DEFAULT_BUCKETS, DEFAULT_K
 from core.models import MODEL_HELP
-
-# The paper's released code prompts with three example records (core.measures.coverage.DEFAULT_K;
-# the app does not import workers, a test keeps the two equal).
-DEFAULT_K = 3
-DEFAULT_BUCKETS = 4
 
 
 class Problem(BaseModel):

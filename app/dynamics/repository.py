@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from app.db.models.dynamics import DynamicsAudit, DynamicsString
+from core.measures.dynamics import Trajectories
 
 CHUNK = 500
 
@@ -27,6 +29,19 @@ def strings_in_order(session: Session, audit_id: str) -> list[DynamicsString]:
         session.scalars(
             select(DynamicsString).where(DynamicsString.audit_id == audit_id).order_by(DynamicsString.position)
         )
+    )
+
+
+def trajectories(session: Session, audit_id: str, epochs: Sequence[int]) -> Trajectories:
+    """Every string's stored losses as the measures take them (frequencies only when every string has one)."""
+    strings = strings_in_order(session, audit_id)
+    freq = [s.frequency for s in strings]
+    return Trajectories(
+        [s.string_id for s in strings],
+        list(epochs),
+        np.array([s.train_loss for s in strings]),
+        np.array([s.heldout_loss for s in strings]),
+        None if any(f is None for f in freq) else [float(f) for f in freq],
     )
 
 

@@ -6,11 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.measures.dynamics import DEFAULT_MARGIN, DEFAULT_TAU
 from core.models import MODEL_HELP
 
-# Mirrors core.measures.dynamics.DEFAULT_TAU / DEFAULT_MARGIN (a test keeps them equal).
-DEFAULT_TAU = 0.2
-DEFAULT_MARGIN = 0.0
 MAX_STRINGS = 5000
 MAX_TEXT_CHARS = 4000
 MAX_TRAJECTORY_CHARS = 20_000_000
@@ -76,6 +74,15 @@ class DynamicsOptions(BaseModel):
     lr: float | None = Field(default=None, gt=0.0, le=1.0, description="Default 3e-3 (scratch), 1e-4 (finetune)")
     context: int = Field(default=128, ge=4, le=MAX_CONTEXT, description="Tokens per string, BOS and EOS included")
     seed: int = Field(default=0, ge=0)
+
+    def resolved_tokenizer(self, *, generated: bool) -> str:
+        """What tokenizes the strings: the model's own (finetune), else the option, with auto = words for PCFG
+        strings and bytes for the caller's."""
+        if self.recipe == "finetune":
+            return "model"
+        if self.tokenizer != "auto":
+            return self.tokenizer
+        return "words" if generated else "bytes"
 
     @property
     def learning_rate(self) -> float:

@@ -1,26 +1,27 @@
 """Dynamics audits: validate the request and store its strings (prepare), then read results back.
 
-The PCFG generator, the trajectory parser and the measures are pure numpy modules under workers/ (no torch); the
-API imports them lazily here, only to validate a request before anything is queued and to compute per-string
-results on read. A test checks that this never loads torch.
+The PCFG generator, the trajectory parser and the measures are pure numpy modules of ``core`` (no torch): the API
+uses them to validate a request before anything is queued and to compute per-string results on read.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from app.audits.service import visible_audit_of_kind
 from app.auth.keys import Principal
+from app.db.engine import session_factory
 from app.db.models import Audit
 from app.db.models.dynamics import DynamicsAudit, DynamicsString
 from app.dynamics import repository
 from app.dynamics.schemas import (
-    DEFAULT_MARGIN,
-    DEFAULT_TAU,
     DynamicsAuditCreate,
     DynamicsOptions,
     DynamicsSeries,
@@ -31,6 +32,15 @@ from app.dynamics.schemas import (
 )
 from app.errors import InvalidInput, NotFound
 from app.settings import Settings
+from core.dynamics.pcfg import PCFGConfig, generate_pcfg, sample_corpus
+from core.dynamics.trajectories import TrajectoryError, parse_trajectories
+from core.measures.dynamics import (
+    Trajectories,
+    counterfactual_score,
+    optimal_contextual_threshold,
+    per_string,
+    summary_json,
+)
 
 
 @dataclass
@@ -53,7 +63,7 @@ def prepare_dynamics_audit(session: Session, body: DynamicsAuditCreate, audit: A
         rows, language = _from_pcfg(body.pcfg)
     else:
         rows = _from_request(body.strings or [])
-    tokenizer = resolve_tokenizer(opts, body.pcfg is not None)
+    tokenizer = opts.resolved_tokenizer(generated=body.pcfg is not None)
     lengths = [token_count(r.text or "", tokenizer) for r in rows]
     _check_trainable(rows, lengths, opts, settings, "options.context" if body.pcfg is not None else None)
     passes = opts.folds * opts.epochs
@@ -66,14 +76,6 @@ def prepare_dynamics_audit(session: Session, body: DynamicsAuditCreate, audit: A
     audit.summary = {"cost": {"passes": passes, "runs": opts.folds, "epochs": opts.epochs,
                               "train_tokens": train_tokens, "distinct_strings": len(rows),
                               "training_set_size": sum(r.count for r in rows), "tokenizer": tokenizer}}  # fmt: skip
-
-
-def resolve_tokenizer(opts: DynamicsOptions, generated: bool) -> str:
-    if opts.recipe == "finetune":
-        return "model"
-    if opts.tokenizer != "auto":
-        return opts.tokenizer
-    return "words" if generated else "bytes"
 
 
 def token_count(text: str, tokenizer: str) -> int:
@@ -125,8 +127,6 @@ def _from_request(strings: list[StringIn]) -> list[_Row]:
 
 
 def _from_pcfg(spec: PCFGIn) -> tuple[list[_Row], dict[str, Any]]:
-    from core.dynamics.pcfg import PCFGConfig, generate_pcfg, sample_corpus
-
     params = spec.model_dump(exclude={"samples"})
     for key in ("rules_per_level", "branching_per_level"):
         params[key] = tuple(params[key]) if params[key] is not None else None
@@ -145,8 +145,6 @@ def _from_pcfg(spec: PCFGIn) -> tuple[list[_Row], dict[str, Any]]:
 
 
 def _prepare_imported(session: Session, spec: TrajectoryFileIn, audit: Audit) -> None:
-    from core.dynamics.trajectories import TrajectoryError, parse_trajectories
-
     try:
         traj = parse_trajectories(spec.content.splitlines(keepends=True), spec.format)
     except TrajectoryError as exc:
@@ -184,17 +182,13 @@ def dynamics_audit(session: Session, principal: Principal, audit_id: str) -> tup
 
 
 def thresholds(audit: Audit, tau: float | None, margin: float | None) -> tuple[float, float]:
-    opts = audit.options or {}
-    return (tau if tau is not None else opts.get("tau", DEFAULT_TAU),
-            margin if margin is not None else opts.get("margin", DEFAULT_MARGIN))  # fmt: skip
+    """The request's tau and margin, else the audit's own."""
+    opts = DynamicsOptions.model_validate(audit.options or {})
+    return (tau if tau is not None else opts.tau, margin if margin is not None else opts.margin)
 
 
 def result_row(s: DynamicsString, epochs: list[int], tau: float, margin: float, text: bool) -> dict[str, Any]:
     """One string's table row, computed from its stored trajectories (each measure needs only this string)."""
-    import numpy as np
-
-    from core.measures.dynamics import Trajectories, per_string
-
     traj = Trajectories([s.string_id], list(epochs), np.array([s.train_loss]), np.array([s.heldout_loss]))
     r = per_string(traj, tau, margin)[0]
     outcome = {m: {"flag": r.flags[m], "onset": r.onset[m]} for m in r.flags}
@@ -206,8 +200,6 @@ def result_row(s: DynamicsString, epochs: list[int], tau: float, margin: float, 
 def result_rows(audit_id: str, epochs: list[int], tau: float, margin: float, measure: str | None, flagged: bool | None,
                 text: bool) -> Iterator[dict[str, Any]]:  # fmt: skip
     """Runs in its own session: a streamed response outlives the request's session."""
-    from app.db.engine import session_factory
-
     session = session_factory()()
     try:
         for s in repository.stream_strings(session, audit_id):
@@ -242,10 +234,6 @@ def series(session: Session, audit: Audit, link: DynamicsAudit, string_ids: list
            tau: float | None, margin: float | None) -> DynamicsSeries:  # fmt: skip
     """Plot-ready series: per-epoch shares and mean losses over all strings (from the job's summary, or recomputed
     when tau/margin differ), and the loss curves of selected strings with their three thresholds."""
-    import numpy as np
-
-    from core.measures.dynamics import counterfactual_score, optimal_contextual_threshold
-
     if not link.epochs or audit.status != "succeeded":
         raise NotFound(f"audit {audit.id} has no results yet (status {audit.status})")
     tau_, margin_ = thresholds(audit, tau, margin)
@@ -282,39 +270,15 @@ def _per_epoch(audit: Audit, link: DynamicsAudit, tau: float, margin: float) -> 
 
 
 def _resummarize(audit_id: str, link: DynamicsAudit, tau: float, margin: float) -> dict[str, Any]:
-    from app.db.engine import session_factory
-
+    """The summary at other thresholds, computed as the job computes it (core.measures.dynamics.summary_json)."""
     session = session_factory()()
     try:
-        return summary_of(repository.strings_in_order(session, audit_id), list(link.epochs or []), tau, margin)
+        return summary_json(repository.trajectories(session, audit_id, link.epochs or []), tau, margin)
     finally:
         session.close()
 
 
-def summary_of(strings: list[DynamicsString], epochs: list[int], tau: float, margin: float) -> dict[str, Any]:
-    """The audit summary (per-epoch shares, best epoch, agreement, onset correlations) as plain JSON."""
-    from dataclasses import asdict
-
-    import numpy as np
-
-    from core.measures.dynamics import MEASURES, Trajectories, compute_flags, frequency_correlation, summarize
-
-    freq = [s.frequency for s in strings]
-    traj = Trajectories([s.string_id for s in strings], epochs, np.array([s.train_loss for s in strings]),
-                        np.array([s.heldout_loss for s in strings]),
-                        None if any(f is None for f in freq) else [float(f) for f in freq])  # fmt: skip
-    out = asdict(summarize(traj, tau, margin))
-    out["per_epoch"] = out.pop("epochs")
-    if traj.frequency is not None:
-        flags = compute_flags(traj, tau, margin)
-        out["frequency_correlation"] = {m: frequency_correlation(flags.of(m)[:, -1], traj.frequency) for m in MEASURES}
-    return out
-
-
 def as_csv(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    import csv
-    import io
-
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS)
     writer.writeheader()

@@ -175,18 +175,3 @@ def _humans_by_label(counts: Counter[Value], values: list[str], labels: dict[str
         if label in by_label:
             by_label[label] += n
     return by_label
-
-
-def latest_pool(session: Session, pid: str) -> list[str]:
-    """The pool of ``pid`` from the most recent finished import that built one (empty if none)."""
-    latest = session.scalar(
-        select(PoolValue.import_id)
-        .join(WikidataImport, WikidataImport.id == PoolValue.import_id)
-        .where(PoolValue.property_id == pid, WikidataImport.status == "succeeded")
-        .order_by(PoolValue.import_id.desc())
-        .limit(1)
-    )
-    if latest is None:
-        return []
-    stmt = select(PoolValue.value).where(PoolValue.import_id == latest, PoolValue.property_id == pid)
-    return list(session.scalars(stmt.order_by(PoolValue.position)))

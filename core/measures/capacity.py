@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -72,6 +73,46 @@ def bits_per_parameter(bits: float, n_params: int) -> float:
     if n_params <= 0:
         raise ValueError(f"n_params must be positive, got {n_params}")
     return bits / n_params
+
+
+class Cell(Protocol):
+    """One trained grid cell, as capacity per architecture needs it (a stored cell row fits)."""
+
+    n_layer: int
+    d_model: int
+    n_head: int
+    precision: str
+    n_samples: int
+    params: int
+    memorized_bits: float | None
+
+
+def architecture_label(n_layer: int, d_model: int, n_head: int) -> str:
+    return f"L{n_layer}-d{d_model}-h{n_head}"
+
+
+def capacity_by_architecture(cells: Iterable[Cell]) -> list[dict[str, Any]]:
+    """Per architecture and precision, over the cells done so far: capacity = max memorized bits over N (and
+    seeds), the N reaching it, and bits per parameter (None until a cell is done). Plain dicts out."""
+    groups: dict[tuple[str, str], list[Cell]] = {}
+    for c in cells:
+        groups.setdefault((architecture_label(c.n_layer, c.d_model, c.n_head), c.precision), []).append(c)
+    out = []
+    for (label, precision), members in groups.items():
+        done = {c.n_samples: c.memorized_bits for c in members if c.memorized_bits is not None}
+        best_n, bits = capacity_bits(done) if done else (None, None)
+        params = members[0].params
+        out.append(
+            {
+                "architecture": label,
+                "precision": precision,
+                "params": params,
+                "capacity_bits": bits,
+                "at_n": best_n,
+                "bits_per_param": None if bits is None else bits_per_parameter(bits, params),
+            }
+        )
+    return out
 
 
 def nats_to_bits(nats: ArrayLike) -> np.ndarray:

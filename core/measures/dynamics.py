@@ -22,7 +22,8 @@ Pure: numpy in, plain types out. No torch, no DB.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -245,3 +246,14 @@ def per_string(traj: Trajectories, tau: float = DEFAULT_TAU, margin: float = DEF
 def frequency_correlation(flags_at_epoch: np.ndarray, frequency: list[float]) -> float | None:
     """Spearman correlation between a measure's flags (0/1) and string frequency (the paper's ordering question)."""
     return spearman(np.asarray(flags_at_epoch, dtype=float), np.asarray(frequency, dtype=float))
+
+
+def summary_json(traj: Trajectories, tau: float = DEFAULT_TAU, margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
+    """A dynamics audit's summary as plain JSON: :func:`summarize` (its epochs under ``per_epoch``) and, when the
+    strings have frequencies, each measure's final-epoch flag correlated with frequency."""
+    out = asdict(summarize(traj, tau, margin))
+    out["per_epoch"] = out.pop("epochs")
+    if traj.frequency is not None:
+        flags = compute_flags(traj, tau, margin)
+        out["frequency_correlation"] = {m: frequency_correlation(flags.of(m)[:, -1], traj.frequency) for m in MEASURES}
+    return out

@@ -155,15 +155,11 @@ def _store_results(audit_id: str, position: int, trainer: Trainer, tokens: torch
 
 
 def _summary(audit_id: str) -> dict[str, Any]:
-    from app.capacity.service import capacities
-
     with session_scope() as s:
         cells = repository.cells(s, audit_id)
-        per_arch = [a.model_dump() for a in capacities(cells)]
+        per_arch = cap.capacity_by_architecture(cells)
         shares = {c.position: c.memorized_bits / c.entropy_bits for c in cells if c.memorized_bits is not None}
-    return {"mode": "uniform", "cells": len(shares), "capacity": per_arch,
-            "share_memorized_by_cell": shares, "links": {"grid": f"/audits/{audit_id}/capacity",
-                                                         "series": f"/audits/{audit_id}/capacity/series"}}
+    return {"mode": "uniform", "cells": len(shares), "capacity": per_arch, "share_memorized_by_cell": shares}
 
 
 def _text_audit(ctx: JobContext) -> dict[str, Any]:
@@ -193,8 +189,7 @@ def _text_audit(ctx: JobContext) -> dict[str, Any]:
                               memorized_bits=float(mem[i]), rarity=float(rarity[i])))
     ctx.progress(2 * len(rows), 2 * len(rows), force=True)
     return {"mode": "text", "samples": len(rows), "reference": ctx.options["reference"],
-            "total_memorized_bits": float(mem.sum()), "memorized_samples": int((mem > 0).sum()),
-            "links": {"texts": f"/audits/{ctx.audit_id}/capacity/texts"}}
+            "total_memorized_bits": float(mem.sum()), "memorized_samples": int((mem > 0).sum())}
 
 
 def _bits(nats: list[float]) -> np.ndarray:

@@ -13,7 +13,7 @@ from app.db.engine import session_scope
 from app.db.models import Audit
 from app.dynamics import repository
 from app.dynamics.schemas import DynamicsOptions
-from app.dynamics.service import resolve_tokenizer, summary_of, thresholds
+from core.measures.dynamics import summary_json
 from workers.jobs.common import JobContext, JobError, run_audit_job
 
 
@@ -80,16 +80,12 @@ def _audit(ctx: JobContext) -> dict[str, Any]:
         ctx.progress(0, 1, force=True)
         epochs = list(link.epochs or [])
     else:
-        tokenizer = resolve_tokenizer(opts, link.source == "pcfg")
+        tokenizer = opts.resolved_tokenizer(generated=link.source == "pcfg")
         ctx.progress(0, opts.folds * opts.epochs, force=True)
         rows, epochs = _train(ctx, strings, opts, tokenizer)
         ctx.check_cancelled()
         with session_scope() as s:
             repository.save_trajectories(s, ctx.audit_id, rows, epochs)
-        with session_scope() as s:
-            strings = repository.strings_in_order(s, ctx.audit_id)
-            s.expunge_all()
     with session_scope() as s:
-        audit = s.get(Audit, ctx.audit_id)
-        tau, margin = thresholds(audit, None, None)
-    return {**info, **summary_of(strings, epochs, tau, margin)}
+        traj = repository.trajectories(s, ctx.audit_id, epochs)
+    return {**info, **summary_json(traj, opts.tau, opts.margin)}

@@ -16,6 +16,7 @@ from sqlalchemy.orm import object_session
 from app.db.engine import session_scope
 from app.db.models import Audit, Canary, CandidateScore, CounterfactualValue, Fact, FactResult, Subject
 from app.nll_cache import repository as cache
+from app.wikidata.repository import latest_pool
 from core.catalog import Catalog, Property, counterfactuals, load_catalog, split_template
 from core.measures.wikimem import (
     NEAR_DUPLICATE_THRESHOLD,
@@ -101,8 +102,6 @@ def _plan(subject: Subject, options: dict[str, Any]) -> list[PropertyPlan]:
 
 def _with_imported_pool(subject: Subject, prop: Property) -> Property:
     """``prop`` with the pool a dump import built for it, if any (WikiMem's own pool construction)."""
-    from app.wikidata.importer import latest_pool
-
     values = latest_pool(object_session(subject), prop.pid)
     return replace(prop, pool=tuple(values)) if values else prop
 

@@ -154,13 +154,6 @@ def test_parsing_streams_without_reading_the_whole_file() -> None:
     assert [r.key for r in first] == ["1", "2", "3", "4", "5"]
 
 
-def test_app_default_k_is_the_measures_default_k() -> None:
-    from app.coverage.schemas import DEFAULT_BUCKETS, DEFAULT_K
-    from core.measures import coverage
-
-    assert (DEFAULT_K, DEFAULT_BUCKETS) == (coverage.DEFAULT_K, coverage.DEFAULT_BUCKETS)
-
-
 def test_ids_are_stripped_and_must_be_plain() -> None:
     lines = create_lines("movieId,title", " 7 ,Heat (1995)", '"8,9",Casino (1995)', f"{'1' * 201},Long")
     records, report = parse(lines, "items", "csv", None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.dynamics.trajectories import write_trajectories
-from core.measures.dynamics import DEFAULT_MARGIN, DEFAULT_TAU, Trajectories
+from core.measures.dynamics import Trajectories
 
 
 def strings_body(n: int = 8, model: str = "groundtruth-tiny", **options) -> dict:
@@ -122,12 +122,6 @@ def test_app_side_validation_never_loads_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-
-
-def test_schema_defaults_match_the_measures():
-    from app.dynamics import schemas
-
-    assert (schemas.DEFAULT_TAU, schemas.DEFAULT_MARGIN) == (DEFAULT_TAU, DEFAULT_MARGIN)
 
 
 def test_embedded_sqlite_mode_runs_an_imported_audit(sqlite_env, api_factory):

@@ -42,7 +42,8 @@ def dump_subjects() -> dict[str, tuple[str, list[tuple[str, str]]]]:
 def test_importing_a_fragment_stores_humans_facts_metadata_and_pools(fresh_db, tmp_path):
     from app.db.engine import session_scope
     from app.db.models import WikidataProperty
-    from app.wikidata.importer import import_dump, latest_pool
+    from app.wikidata.importer import import_dump
+    from app.wikidata.repository import latest_pool
 
     path = write_dump(tmp_path / "dump.json.bz2", dump_lines(fragment(), bad={5: "{truncated"}))
     report = import_dump(path, batch_size=50)
