@@ -3,7 +3,9 @@ a data-subject token sees its one audit; anyone else sees nothing (404, never 40
 
 from __future__ import annotations
 
-from sqlalchemy import Select, false, func, select
+from typing import Any
+
+from sqlalchemy import Select, false, func, select, update
 from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
@@ -53,3 +55,17 @@ def queued_or_running(session: Session) -> list[Audit]:
     return list(
         session.scalars(select(Audit).where(Audit.status.in_(("queued", "running"))).order_by(Audit.created_at))
     )
+
+
+# -- the job lifecycle's writes (workers/jobs/common.py) -------------------------------------------------------
+def status_of(session: Session, audit_id: str) -> str | None:
+    return session.scalar(select(Audit.status).where(Audit.id == audit_id))
+
+
+def set_progress(session: Session, audit_id: str, done: int, total: int) -> None:
+    session.execute(update(Audit).where(Audit.id == audit_id).values(progress_done=done, progress_total=total))
+
+
+def update_if_running(session: Session, audit_id: str, **values: Any) -> None:
+    """Write ``values`` only while the audit is running: never overwrite a cancellation that arrived meanwhile."""
+    session.execute(update(Audit).where(Audit.id == audit_id, Audit.status == "running").values(**values))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from typing import Any
+
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.db.models.capacity import CapacityCell, CapacityText
@@ -27,3 +29,13 @@ def texts_by_memorization(session: Session, audit_id: str, limit: int) -> list[C
     stmt = (select(CapacityText).where(CapacityText.audit_id == audit_id)
             .order_by(CapacityText.memorized_bits.desc().nulls_last(), CapacityText.position).limit(limit))
     return list(session.scalars(stmt))
+
+
+def update_cell(session: Session, audit_id: str, position: int, **values: Any) -> None:
+    where = (CapacityCell.audit_id == audit_id, CapacityCell.position == position)
+    session.execute(update(CapacityCell).where(*where).values(**values))
+
+
+def update_text(session: Session, audit_id: str, position: int, **values: Any) -> None:
+    where = (CapacityText.audit_id == audit_id, CapacityText.position == position)
+    session.execute(update(CapacityText).where(*where).values(**values))

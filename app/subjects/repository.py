@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.models import Audit, Canary, Fact, FactResult, Property, Subject, Template
@@ -19,6 +19,10 @@ def ensure_properties(session: Session, pids: set[str]) -> None:
         row.templates = [Template(index=i, text=t) for i, t in enumerate(prop.templates)]
         session.add(row)
     session.flush()
+
+
+def delete_results(session: Session, audit_id: str) -> None:
+    session.execute(delete(FactResult).where(FactResult.audit_id == audit_id))
 
 
 def facts_by_id(session: Session, ids: list[int]) -> dict[int, Fact]:

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from core.measures.wikimem import NEAR_DUPLICATE_THRESHOLD
 from core.models import MODEL_HELP
 
 
@@ -77,8 +78,9 @@ class SubjectAuditOptions(BaseModel):
         " are distinct by construction, yet some embed close: Sweden / Norway 0.80); all: against every true value",
     )  # fmt: skip
     near_duplicate_threshold: float = Field(
-        default=0.75, gt=0.0, le=1.0, description="Cosine similarity of value embeddings (all-MiniLM-L6-v2) above which"
-        " a counterfactual counts as a ground truth",
+        default=NEAR_DUPLICATE_THRESHOLD, gt=0.0, le=1.0,
+        description="Cosine similarity of value embeddings (all-MiniLM-L6-v2) above which a counterfactual counts"
+        " as a ground truth",
     )  # fmt: skip
 
 

@@ -19,14 +19,15 @@ from typing import Any
 
 import numpy as np
 import torch
-from sqlalchemy import update
 
 from app.capacity import repository
-from app.capacity.schemas import CapacityOptions
+from app.capacity.schemas import CapacityAuditOptions
 from app.db.engine import session_scope
-from app.db.models.capacity import CapacityCell, CapacityText
+from app.db.models.capacity import CapacityCell
+from app.settings import get_settings
 from core.measures import capacity as cap
 from workers.jobs.common import JobContext, JobError, run_audit_job
+from workers.lm.base import ScoringError
 from workers.training import (
     GPTConfig,
     StepInfo,
@@ -40,14 +41,13 @@ from workers.training import (
 
 
 def run(audit_id: str) -> None:
-    run_audit_job(audit_id, "capacity", _audit)
+    run_audit_job(audit_id, "capacity", CapacityAuditOptions, _audit)
 
 
-def _audit(ctx: JobContext) -> dict[str, Any]:
-    if ctx.options.get("mode", "uniform") == "text":
+def _audit(ctx: JobContext[CapacityAuditOptions]) -> dict[str, Any]:
+    if ctx.options.mode == "text":
         return _text_audit(ctx)
-    known = CapacityOptions.model_fields
-    options = CapacityOptions.model_validate({k: v for k, v in ctx.options.items() if k in known})
+    options = ctx.options
     with session_scope() as s:
         plan = [(c.position, c.steps_total, c.steps_done, c.status) for c in repository.cells(s, ctx.audit_id)]
     if not plan:
@@ -69,8 +69,8 @@ def _cell_config(c: CapacityCell, context: int | None) -> GPTConfig:
                      seq_len=c.seq_len, n_positions=context)
 
 
-def _train_cell(ctx: JobContext, position: int, options: CapacityOptions, report) -> None:
-    context = (ctx.options.get("grid") or {}).get("context")
+def _train_cell(ctx: JobContext, position: int, options: CapacityAuditOptions, report) -> None:  # noqa: ANN001
+    context = options.grid.context if options.grid is not None else None
     with session_scope() as s:
         c = repository.cell(s, ctx.audit_id, position)
         cfg, n, seed, precision = _cell_config(c, context), c.n_samples, c.seed, c.precision
@@ -103,8 +103,6 @@ def _train_cell(ctx: JobContext, position: int, options: CapacityOptions, report
 
 def _device() -> torch.device:
     """A GPU when the worker has one (and settings allow), else the CPU."""
-    from app.settings import get_settings
-
     wanted = get_settings().device
     use_cuda = wanted == "cuda" or (wanted == "auto" and torch.cuda.is_available())
     return torch.device("cuda" if use_cuda else "cpu")
@@ -123,13 +121,12 @@ def _save_checkpoint(audit_id: str, position: int, trainer: Trainer, curve: list
     buf = io.BytesIO()
     torch.save(trainer.state_dict(), buf)
     with session_scope() as s:
-        s.execute(update(CapacityCell).where(CapacityCell.audit_id == audit_id, CapacityCell.position == position)
-                  .values(checkpoint=buf.getvalue(), steps_done=trainer.step, seconds=trainer.seconds,
-                          curve=list(curve)))
+        repository.update_cell(s, audit_id, position, checkpoint=buf.getvalue(), steps_done=trainer.step,
+                               seconds=trainer.seconds, curve=list(curve))
 
 
 def _store_results(audit_id: str, position: int, trainer: Trainer, tokens: torch.Tensor, curve: list,
-                   options: CapacityOptions, cell_seed: int) -> None:
+                   options: CapacityAuditOptions, cell_seed: int) -> None:
     cfg = trainer.model.cfg
     n = tokens.shape[0]
     held_n = options.heldout_size or min(n, 1000)
@@ -150,8 +147,7 @@ def _store_results(audit_id: str, position: int, trainer: Trainer, tokens: torch
         curve=curve, checkpoint=None,
     )
     with session_scope() as s:
-        s.execute(update(CapacityCell).where(CapacityCell.audit_id == audit_id, CapacityCell.position == position)
-                  .values(**values))
+        repository.update_cell(s, audit_id, position, **values)
 
 
 def _summary(audit_id: str) -> dict[str, Any]:
@@ -162,17 +158,11 @@ def _summary(audit_id: str) -> dict[str, Any]:
     return {"mode": "uniform", "cells": len(shares), "capacity": per_arch, "share_memorized_by_cell": shares}
 
 
-def _text_audit(ctx: JobContext) -> dict[str, Any]:
-    from workers.lm.base import ModelLoadError, ScoringError
-    from workers.lm.registry import get_scorer
-
+def _text_audit(ctx: JobContext[CapacityAuditOptions]) -> dict[str, Any]:
     with session_scope() as s:
         rows = [(t.position, t.text) for t in repository.texts(s, ctx.audit_id)]
     ctx.progress(0, 2 * len(rows), force=True)
-    try:
-        target, reference = get_scorer(ctx.model), get_scorer(ctx.options["reference"])
-    except ModelLoadError as exc:
-        raise JobError(str(exc)) from exc
+    target, reference = ctx.scorer(), ctx.scorer(ctx.options.reference)
     try:
         nll_target = _bits(target.score([("", text) for _, text in rows]))
         ctx.progress(len(rows), 2 * len(rows), force=True)
@@ -183,12 +173,11 @@ def _text_audit(ctx: JobContext) -> dict[str, Any]:
     rarity = cap.tfidf_rarity([re.findall(r"\w+", text.lower()) for _, text in rows])
     with session_scope() as s:
         for i, (position, _) in enumerate(rows):
-            s.execute(update(CapacityText).where(CapacityText.audit_id == ctx.audit_id,
-                                                 CapacityText.position == position)
-                      .values(nll_target_bits=float(nll_target[i]), nll_reference_bits=float(nll_ref[i]),
-                              memorized_bits=float(mem[i]), rarity=float(rarity[i])))
+            repository.update_text(s, ctx.audit_id, position, nll_target_bits=float(nll_target[i]),
+                                   nll_reference_bits=float(nll_ref[i]), memorized_bits=float(mem[i]),
+                                   rarity=float(rarity[i]))
     ctx.progress(2 * len(rows), 2 * len(rows), force=True)
-    return {"mode": "text", "samples": len(rows), "reference": ctx.options["reference"],
+    return {"mode": "text", "samples": len(rows), "reference": ctx.options.reference,
             "total_memorized_bits": float(mem.sum()), "memorized_samples": int((mem > 0).sum())}
 
 

@@ -11,6 +11,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
+
 from app.coverage import repository
 from app.coverage.formats import DELIMITERS
 from app.coverage.schemas import CoverageOptions
@@ -28,6 +30,7 @@ from core.measures.coverage import (
     record_prompts,
 )
 from workers.jobs.common import JobContext, JobError, run_audit_job
+from workers.lm.base import Scorer, ScoringError
 
 POPULARITY = {
     "items": "interactions of the item",
@@ -37,7 +40,7 @@ POPULARITY = {
 
 
 def run(audit_id: str) -> None:
-    run_audit_job(audit_id, "coverage", _audit)
+    run_audit_job(audit_id, "coverage", CoverageOptions, _audit)
 
 
 class _Planner:
@@ -118,19 +121,7 @@ def batches(prompts: list[ProbePrompt], size: int) -> Iterator[list[ProbePrompt]
         yield pending
 
 
-def _scorer(ctx: JobContext):  # noqa: ANN202
-    from workers.lm.base import ModelLoadError
-    from workers.lm.registry import get_scorer
-
-    try:
-        return get_scorer(ctx.model)
-    except ModelLoadError as exc:
-        raise JobError(str(exc)) from exc
-
-
-def _generate(scorer, prompts: list[ProbePrompt], budget: int) -> list[str]:  # noqa: ANN001
-    from workers.lm.base import ScoringError
-
+def _generate(scorer: Scorer, prompts: list[ProbePrompt], budget: int) -> list[str]:
     try:
         return scorer.generate([p.prompt for p in prompts], budget, stop="\n")
     except ScoringError as exc:  # names an index, never the record's text
@@ -146,15 +137,15 @@ def _result_row(audit_id: str, prompt: ProbePrompt, generated: str, delimiter: s
     }  # fmt: skip
 
 
-def _audit(ctx: JobContext) -> dict[str, Any]:
-    options = CoverageOptions(**ctx.options)
+def _audit(ctx: JobContext[CoverageOptions]) -> dict[str, Any]:
+    options = ctx.options
     prompts, file, info, line_nos = _plan(ctx, options)
     with session_scope() as s:
         done_refs = repository.result_record_ids(s, ctx.audit_id)
     todo = [p for p in prompts if p.record.ref not in done_refs]
     total, done = len(prompts), len(prompts) - len(todo)
     ctx.progress(done, total, force=True)
-    scorer = _scorer(ctx)
+    scorer = ctx.scorer()
     budget = options.max_new_tokens or generation_budget([p.expected for p in prompts])
     delimiter, columns = DELIMITERS[file.format], compared_columns(file, options.match_timestamp)
     for batch in batches(todo, options.batch_size):
@@ -177,8 +168,6 @@ def _audit(ctx: JobContext) -> dict[str, Any]:
 
 
 def _store(rows: list[dict[str, Any]]) -> None:
-    from sqlalchemy.exc import IntegrityError
-
     try:
         with session_scope() as s:
             repository.add_results(s, rows)

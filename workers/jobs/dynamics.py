@@ -14,11 +14,13 @@ from app.db.models import Audit
 from app.dynamics import repository
 from app.dynamics.schemas import DynamicsOptions
 from core.measures.dynamics import summary_json
+from workers.dynamics.finetune import run_finetune
+from workers.dynamics.runner import TrainConfig, encode_texts, run_kfold
 from workers.jobs.common import JobContext, JobError, run_audit_job
 
 
 def run(audit_id: str) -> None:
-    run_audit_job(audit_id, "dynamics", _audit)
+    run_audit_job(audit_id, "dynamics", DynamicsOptions, _audit)
 
 
 def _load(ctx: JobContext) -> tuple[Any, list[Any], dict[str, Any]]:
@@ -36,14 +38,10 @@ def tokenize(texts: list[str], tokenizer: str) -> tuple[list[list[int]], int]:
     if tokenizer == "words":
         vocab = {w: i for i, w in enumerate(sorted({w for t in texts for w in t.split()}))}
         return [[vocab[w] for w in t.split()] for t in texts], max(1, len(vocab))
-    from workers.dynamics.runner import encode_texts
-
     return encode_texts(texts)
 
 
 def _train(ctx: JobContext, strings: list[Any], opts: DynamicsOptions, tokenizer: str) -> tuple[list[dict], list[int]]:
-    from workers.dynamics.runner import TrainConfig, run_kfold
-
     k, e = opts.folds, opts.epochs
     cfg = TrainConfig(
         folds=k, epochs=e, d_model=opts.d_model, n_layer=opts.n_layer, n_head=opts.n_head,
@@ -51,16 +49,8 @@ def _train(ctx: JobContext, strings: list[Any], opts: DynamicsOptions, tokenizer
     )  # fmt: skip
     texts, counts, ids = [s.text for s in strings], [s.count for s in strings], [s.string_id for s in strings]
     try:
-        if opts.recipe == "finetune":
-            from workers.dynamics.finetune import run_finetune
-            from workers.lm.base import ModelLoadError
-
-            try:
-                result = run_finetune(
-                    ctx.model, texts, counts, cfg, ids, on_pass=lambda done: ctx.progress(done, k * e)
-                )
-            except ModelLoadError as exc:
-                raise JobError(str(exc)) from exc
+        if opts.recipe == "finetune":  # loads the model itself: the lifecycle reports a model that cannot load
+            result = run_finetune(ctx.model, texts, counts, cfg, ids, on_pass=lambda done: ctx.progress(done, k * e))
         else:
             seqs, vocab = tokenize(texts, tokenizer)
             result = run_kfold(seqs, counts, vocab, cfg, ids, on_epoch=lambda epoch: ctx.progress(epoch * k, k * e))
@@ -72,8 +62,8 @@ def _train(ctx: JobContext, strings: list[Any], opts: DynamicsOptions, tokenizer
     return rows, list(traj.epochs)
 
 
-def _audit(ctx: JobContext) -> dict[str, Any]:
-    opts = DynamicsOptions(**ctx.options)
+def _audit(ctx: JobContext[DynamicsOptions]) -> dict[str, Any]:
+    opts = ctx.options
     link, strings, cost = _load(ctx)
     info: dict[str, Any] = {"cost": cost, "source": link.source, "recipe": link.recipe, "language": link.language}
     if link.source == "imported":

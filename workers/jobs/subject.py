@@ -10,16 +10,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy import delete
 from sqlalchemy.orm import object_session
 
 from app.db.engine import session_scope
 from app.db.models import Audit, Canary, CandidateScore, CounterfactualValue, Fact, FactResult, Subject
 from app.nll_cache import repository as cache
+from app.subjects import repository
+from app.subjects.schemas import SubjectAuditOptions
 from app.wikidata.repository import latest_pool
 from core.catalog import Catalog, Property, counterfactuals, load_catalog, split_template
 from core.measures.wikimem import (
-    NEAR_DUPLICATE_THRESHOLD,
     contextualized_template,
     generic_subject,
     near_duplicates,
@@ -28,7 +28,9 @@ from core.measures.wikimem import (
     subject_summary,
     template_outcome,
 )
+from workers.embeddings import EmbeddingUnavailable, embed_values
 from workers.jobs.common import JobContext, JobError, run_audit_job
+from workers.lm.base import ScoringError
 
 SCORE_CHUNK = 2048  # keeps each template's prefix groups in one engine call
 MAX_CONTEXT_FACTS = 4  # WikiMem prepends up to four other known facts
@@ -63,26 +65,25 @@ class PropertyPlan:
 
 
 def run(audit_id: str) -> None:
-    run_audit_job(audit_id, "subject", _audit)
+    run_audit_job(audit_id, "subject", SubjectAuditOptions, _audit)
 
 
-def _template_indices(prop: Property, options: dict[str, Any]) -> list[int]:
-    paraphrases = options.get("paraphrases")
-    n = len(prop.templates) if paraphrases is None else min(len(prop.templates), 1 + int(paraphrases))
+def _template_indices(prop: Property, options: SubjectAuditOptions) -> list[int]:
+    paraphrases = options.paraphrases
+    n = len(prop.templates) if paraphrases is None else min(len(prop.templates), 1 + paraphrases)
     return list(range(n))
 
 
-def _plan(subject: Subject, options: dict[str, Any]) -> list[PropertyPlan]:
+def _plan(subject: Subject, options: SubjectAuditOptions) -> list[PropertyPlan]:
     catalog = load_catalog()
     by_pid: dict[str, list[Fact]] = defaultdict(list)
     for fact in subject.facts:
         by_pid[fact.property_id].append(fact)
-    similar = similar_names(subject.name, int(options.get("similar_names", 2)))
-    n_cf = int(options.get("counterfactuals", 100))
-    seed = int(options.get("seed", 0))
+    similar = similar_names(subject.name, options.similar_names)
+    n_cf, seed = options.counterfactuals, options.seed
     truths_by_pid = {pid: list(dict.fromkeys(f.value for f in facts)) for pid, facts in by_pid.items()}
     plans = []
-    imported = options.get("pool") == "imported"
+    imported = options.pool == "imported"
     for pid, facts in sorted(by_pid.items(), key=lambda kv: int(kv[0][1:])):
         prop = _with_imported_pool(subject, catalog.get(pid)) if imported else catalog.get(pid)
         truths = truths_by_pid[pid]
@@ -91,8 +92,8 @@ def _plan(subject: Subject, options: dict[str, Any]) -> list[PropertyPlan]:
             kind = "baseline" if idx == 0 else "paraphrase"
             template = prop.templates[idx]
             plan.canaries.append(CanaryPlan(idx, template, kind, generic_subject(template), similar))
-        n_context = min(int(options.get("context_facts", MAX_CONTEXT_FACTS)), MAX_CONTEXT_FACTS)
-        if options.get("context") and n_context > 0:
+        n_context = min(options.context_facts, MAX_CONTEXT_FACTS)
+        if options.context and n_context > 0:
             template = _context_template(catalog, prop, truths_by_pid, n_context)
             if template is not None:
                 plan.canaries.append(CanaryPlan(0, template, "context", generic_subject(template), similar))
@@ -131,8 +132,6 @@ def _relax_near_duplicates(plans: list[PropertyPlan], threshold: float, scope: s
     Sweden / Norway 0.80, Norwegian / Danish 0.82, Beijing / Shanghai 0.85), while a truth from outside the pool
     is often a label variant of a pool value ("United States of America" / "United States" 0.90).
     scope "all" applies the rule to every ground truth, as WikiMem states it."""
-    from workers.embeddings import EmbeddingUnavailable, embed_values
-
     try:
         for plan in plans:
             in_pool = {v.casefold() for v in plan.prop.pool}
@@ -155,13 +154,7 @@ def _pairs(plan: PropertyPlan, canary: CanaryPlan, subject_name: str) -> list[li
 
 def _score_all(ctx: JobContext, pairs: list[tuple[str, str]]) -> tuple[dict[str, float], dict[str, int]]:
     """NLL of every distinct sentence, from the cache where possible; new scores are cached as we go."""
-    from workers.lm.base import ModelLoadError, ScoringError
-    from workers.lm.registry import get_scorer
-
-    try:
-        scorer = get_scorer(ctx.model)
-    except ModelLoadError as exc:
-        raise JobError(str(exc)) from exc
+    scorer = ctx.scorer()
     unique = {p[0] + p[1]: p for p in pairs}
     hashes = {text: cache.text_hash(text) for text in unique}
     with session_scope() as s:
@@ -186,7 +179,7 @@ def _score_all(ctx: JobContext, pairs: list[tuple[str, str]]) -> tuple[dict[str,
     return nll, stats | {"fingerprint": scorer.fingerprint, "document_start": scorer.document_start}
 
 
-def _audit(ctx: JobContext) -> dict[str, Any]:
+def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     with session_scope() as s:
         audit = s.get(Audit, ctx.audit_id)
         subject = s.get(Subject, audit.subject_id) if audit and audit.subject_id else None
@@ -194,16 +187,13 @@ def _audit(ctx: JobContext) -> dict[str, Any]:
             raise JobError("the audit's subject no longer exists (erased?)")
         name = subject.name
         plans = _plan(subject, ctx.options)
-    merged = 0
-    if ctx.options.get("near_duplicates", True):
-        threshold = float(ctx.options.get("near_duplicate_threshold", NEAR_DUPLICATE_THRESHOLD))
-        scope = str(ctx.options.get("near_duplicate_scope", "label_variants"))
-        merged = _relax_near_duplicates(plans, threshold, scope)
+    opts, merged = ctx.options, 0
+    if opts.near_duplicates:
+        merged = _relax_near_duplicates(plans, opts.near_duplicate_threshold, opts.near_duplicate_scope)
     pairs = [p for plan in plans for c in plan.canaries for rows in _pairs(plan, c, name) for p in rows]
     nll, stats = _score_all(ctx, pairs)
     ctx.check_cancelled()
-    alpha = float(ctx.options.get("alpha", 1.0))
-    summary = _store(ctx.audit_id, plans, name, nll, alpha)
+    summary = _store(ctx.audit_id, plans, name, nll, opts.alpha)
     return summary | {"near_duplicates_merged": merged, "scoring": stats}
 
 
@@ -241,7 +231,7 @@ def _store(
     are stored beside them and counted apart (they give the model more than the name)."""
     results, context_hits, context_total = [], 0, 0
     with session_scope() as s:
-        s.execute(delete(FactResult).where(FactResult.audit_id == audit_id))  # a rerun replaces results
+        repository.delete_results(s, audit_id)  # a rerun replaces results
         for plan in plans:
             outcomes, canaries = [], []
             for c in plan.canaries:

@@ -24,6 +24,7 @@ def plan_for(facts: list[tuple[str, str]], options: dict):
     from app.db.engine import session_scope
     from app.db.models import Fact, Subject
     from app.subjects.repository import ensure_properties
+    from app.subjects.schemas import SubjectAuditOptions
     from workers.jobs.subject import _plan
 
     with session_scope() as s:
@@ -32,7 +33,7 @@ def plan_for(facts: list[tuple[str, str]], options: dict):
         subject.facts = [Fact(property_id=pid, value=v, source="request") for pid, v in facts]
         s.add(subject)
         s.flush()
-        return _plan(subject, options)
+        return _plan(subject, SubjectAuditOptions(**options))
 
 
 FACTS = [("P106", "mathematician"), ("P27", "United Kingdom"), ("P19", "London"), ("P21", "female"),
