@@ -40,9 +40,15 @@ CurrentPrincipal = Annotated[Principal, Depends(get_principal)]
 
 
 def require_roles(*roles: str) -> Callable[[Principal], Principal]:
+    """A dependency that lets only ``roles`` through (403 naming the roles and the caller's)."""
+
     def check(principal: CurrentPrincipal) -> Principal:
         if principal.role not in roles:
-            raise Forbidden(f"this endpoint needs one of the roles: {', '.join(roles)}")
+            raise Forbidden(f"this needs the role {' or '.join(roles)} (you are {principal.role})")
         return principal
 
     return check
+
+
+# Who may submit, cancel and erase (audits, datasets, subjects): admins and auditors.
+Submitter = Annotated[Principal, Depends(require_roles("admin", "auditor"))]

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.audits.kinds import KindRegistry
 from app.audits.router import router as audits_router
@@ -38,10 +39,20 @@ async def validation_error(request: Request, exc: RequestValidationError) -> JSO
     return JSONResponse(status_code=422, content={"detail": details})
 
 
+def error_body(message: str, field: str | None = None) -> dict[str, list[dict[str, str | None]]]:
+    """Every 4xx and 5xx answers {"detail": [{"field": ..., "message": ...}]}; field is null when no single
+    request field is at fault (a missing key, a wrong kind, an unknown route)."""
+    return {"detail": [{"field": field, "message": message}]}
+
+
 async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
-    content = {"detail": [{"field": exc.field, "message": exc.message}] if exc.field else exc.message}
     headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-    return JSONResponse(status_code=exc.status_code, content=content, headers=headers)
+    return JSONResponse(status_code=exc.status_code, content=error_body(exc.message, exc.field), headers=headers)
+
+
+async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    """Errors raised by the framework itself (unknown route, method not allowed), in the same shape."""
+    return JSONResponse(status_code=exc.status_code, content=error_body(str(exc.detail)), headers=exc.headers)
 
 
 @asynccontextmanager
@@ -62,6 +73,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     )
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(DomainError, domain_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.state.kinds = kinds
     app.include_router(meta_router)
     app.include_router(submit_router(kinds))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from app.db.models.audit import AuditStatus
 from app.kinds import KINDS
 from app.settings import get_settings
 
@@ -24,7 +25,7 @@ def requeue_orphans() -> int:
         pending = [(a.kind, a.id, a.status) for a in queued_or_running(s)]
     sent = 0
     for kind, audit_id, status in pending:
-        if status == "queued" and not Job.exists(job_id(audit_id), connection=dispatcher.redis):
+        if status == AuditStatus.QUEUED and not Job.exists(job_id(audit_id), connection=dispatcher.redis):
             dispatcher.send(KINDS[kind].job, audit_id)
             sent += 1
     if sent:

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
 from app.db.models import Audit, IdempotencyKey
+from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
 
 
 def visible(stmt: Select, principal: Principal) -> Select:
@@ -53,7 +54,7 @@ def find_idempotency(session: Session, principal_id: str, key: str) -> Idempoten
 
 def queued_or_running(session: Session) -> list[Audit]:
     return list(
-        session.scalars(select(Audit).where(Audit.status.in_(("queued", "running"))).order_by(Audit.created_at))
+        session.scalars(select(Audit).where(Audit.status.in_(ACTIVE_STATUSES)).order_by(Audit.created_at))
     )
 
 
@@ -68,4 +69,4 @@ def set_progress(session: Session, audit_id: str, done: int, total: int) -> None
 
 def update_if_running(session: Session, audit_id: str, **values: Any) -> None:
     """Write ``values`` only while the audit is running: never overwrite a cancellation that arrived meanwhile."""
-    session.execute(update(Audit).where(Audit.id == audit_id, Audit.status == "running").values(**values))
+    session.execute(update(Audit).where(Audit.id == audit_id, Audit.status == AuditStatus.RUNNING).values(**values))

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Header, Query, Response, status
 
 from app.audits import repository, service
 from app.audits.kinds import KindRegistry, KindsDep
 from app.audits.schemas import AuditCreated, AuditPage, AuditRead
-from app.deps import CurrentPrincipal, SessionDep, SettingsDep
+from app.db.models.audit import AuditStatus
+from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
 from app.errors import InvalidInput
 
 router = APIRouter(prefix="/audits", tags=["audits"])
-Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
 def submit_router(kinds: KindRegistry) -> APIRouter:
@@ -23,7 +23,7 @@ def submit_router(kinds: KindRegistry) -> APIRouter:
         body,  # noqa: ANN001 (the union of the kinds' schemas, set below)
         session: SessionDep,
         settings: SettingsDep,
-        principal: CurrentPrincipal,
+        principal: Submitter,
         response: Response,
         idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
     ) -> AuditCreated:
@@ -50,7 +50,7 @@ def list_audits(
     kinds: KindsDep,
     model: str | None = None,
     kind: Annotated[str | None, Query(description="an audit kind (the `kind` of POST /audits)")] = None,
-    status_: Annotated[Status | None, Query(alias="status")] = None,
+    status_: Annotated[AuditStatus | None, Query(alias="status")] = None,
     subject_id: int | None = None,
     page: Annotated[int, Query(ge=1)] = 1,
     page_size: Annotated[int, Query(ge=1)] = 50,
@@ -70,7 +70,7 @@ def get_audit(audit_id: str, session: SessionDep, principal: CurrentPrincipal, k
 
 
 @router.delete("/{audit_id}", response_model=AuditRead)
-def cancel_audit(audit_id: str, session: SessionDep, principal: CurrentPrincipal, kinds: KindsDep) -> AuditRead:
+def cancel_audit(audit_id: str, session: SessionDep, principal: Submitter, kinds: KindsDep) -> AuditRead:
     """Cancel a queued or running audit (a running job stops at its next progress report)."""
     return service.to_read(service.cancel_audit(session, principal, audit_id), kinds)
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from app.db.models.audit import AuditStatus
+
 
 class Progress(BaseModel):
     done: int
@@ -17,7 +19,7 @@ class AuditRead(BaseModel):
     id: str
     kind: str
     model: str
-    status: str = Field(description="queued | running | succeeded | failed | cancelled")
+    status: AuditStatus
     progress: Progress
     options: dict[str, Any]
     summary: dict[str, Any] | None

@@ -26,6 +26,7 @@ from app.capacity.schemas import (
     TextSampleRead,
 )
 from app.db.models import Audit
+from app.db.models.audit import AuditStatus
 from app.db.models.capacity import CapacityCell, CapacityText
 from app.errors import InvalidInput
 from app.settings import Settings
@@ -170,8 +171,8 @@ def grid_read(session: Session, audit: Audit) -> CapacityGridRead:
 
 def text_results(session: Session, audit: Audit, limit: int) -> TextResultsRead:
     rows = repository.texts_by_memorization(session, audit.id, limit)
-    total = sum(t.memorized_bits or 0.0 for t in repository.texts(session, audit.id)) if audit.status == "succeeded" \
-        else None
+    done = audit.status == AuditStatus.SUCCEEDED
+    total = sum(t.memorized_bits or 0.0 for t in repository.texts(session, audit.id)) if done else None
     samples = [TextSampleRead(position=t.position, text=t.text, nll_model_bits=t.nll_target_bits,
                               nll_reference_bits=t.nll_reference_bits, memorized_bits=t.memorized_bits,
                               rarity=t.rarity) for t in rows]

@@ -14,12 +14,11 @@ from app.coverage import repository, service
 from app.coverage.formats import TARGETS, Target
 from app.coverage.schemas import CoverageComparison, DatasetDeleted, DatasetPage, DatasetRead
 from app.coverage.upload import read_form
-from app.deps import CurrentPrincipal, SessionDep, SettingsDep
+from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
 from app.errors import InvalidInput
-from app.forget_set.service import as_jsonl
+from app.streaming import MEDIA_TYPES, csv_lines, download, jsonl_lines
 
 router = APIRouter(tags=["datasets"])
-MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
 
 _FILE = {"type": "string", "format": "binary"}
 UPLOAD_SCHEMA: dict[str, Any] = {
@@ -70,11 +69,10 @@ def _sources(form: FormData) -> tuple[str, list[service.SourceFile]]:
     openapi_extra={"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": UPLOAD_SCHEMA}}}},
 )
 async def upload_dataset(
-    request: Request, session: SessionDep, settings: SettingsDep, principal: CurrentPrincipal
+    request: Request, session: SessionDep, settings: SettingsDep, principal: Submitter
 ) -> DatasetRead:
     """Upload a dataset's files (multipart). Streamed to temporary files under the size limit, then parsed
     line by line; malformed lines are skipped and listed with their line numbers in the answer."""
-    service.check_can_upload(principal)
     form = await read_form(request, settings.max_dataset_upload_bytes)
     try:
         name, sources = _sources(form)
@@ -106,7 +104,7 @@ def get_dataset(dataset_id: str, session: SessionDep, principal: CurrentPrincipa
 
 
 @router.delete("/datasets/{dataset_id}", response_model=DatasetDeleted)
-def delete_dataset(dataset_id: str, session: SessionDep, principal: CurrentPrincipal) -> DatasetDeleted:
+def delete_dataset(dataset_id: str, session: SessionDep, principal: Submitter) -> DatasetDeleted:
     """Delete a dataset, its records and the coverage outcomes quoting them (audit summaries remain)."""
     return DatasetDeleted(id=dataset_id, records_deleted=service.delete(session, principal, dataset_id))
 
@@ -131,9 +129,5 @@ def coverage_records(
     fuzzy character ratio, popularity and bucket. `matched=true` lists the records that leak."""
     service.coverage_audit(session, principal, audit_id)
     rows = service.result_rows(audit_id, matched)
-    body = as_jsonl(rows) if format == "jsonl" else service.as_csv(rows)
-    return StreamingResponse(
-        body,
-        media_type=MEDIA[format],
-        headers={"Content-Disposition": f'attachment; filename="coverage-{audit_id}.{format}"'},
-    )
+    body = jsonl_lines(rows) if format == "jsonl" else csv_lines(rows, service.RECORD_FIELDS)
+    return download(body, MEDIA_TYPES[format], f"coverage-{audit_id}.{format}")

@@ -7,14 +7,14 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
+from app.db.models.audit import AuditStatus
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep
 from app.dynamics import service
 from app.dynamics.schemas import DynamicsSeries
 from app.errors import InvalidInput, NotFound
-from app.forget_set.service import as_jsonl
+from app.streaming import MEDIA_TYPES, csv_lines, download, jsonl_lines
 
 router = APIRouter(prefix="/audits", tags=["dynamics"])
-MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
 Measure = Literal["recollection", "counterfactual", "contextual"]
 Tau = Annotated[float | None, Query(gt=0.0, description="Recompute with this recollection threshold (nats/token)")]
 Margin = Annotated[float | None, Query(ge=0.0, description="Recompute with this counterfactual margin")]
@@ -38,16 +38,12 @@ def dynamics_strings(
     if (measure is None) != (flagged is None):
         raise InvalidInput("flagged", "measure and flagged go together (e.g. measure=contextual&flagged=true)")
     audit, link = service.dynamics_audit(session, principal, audit_id)
-    if not link.epochs or (link.source != "imported" and audit.status != "succeeded"):
+    if not link.epochs or (link.source != "imported" and audit.status != AuditStatus.SUCCEEDED):
         raise NotFound(f"audit {audit_id} has no results yet (status {audit.status})")
     tau_, margin_ = service.thresholds(audit, tau, margin)
     rows = service.result_rows(audit.id, list(link.epochs), tau_, margin_, measure, flagged, text)
-    body = as_jsonl(rows) if format == "jsonl" else service.as_csv(rows)
-    return StreamingResponse(
-        body,
-        media_type=MEDIA[format],
-        headers={"Content-Disposition": f'attachment; filename="dynamics-{audit_id}.{format}"'},
-    )
+    body = jsonl_lines(rows) if format == "jsonl" else csv_lines(map(service.csv_row, rows), service.CSV_FIELDS)
+    return download(body, MEDIA_TYPES[format], f"dynamics-{audit_id}.{format}")
 
 
 @router.get("/{audit_id}/series", response_model=DynamicsSeries)

@@ -6,8 +6,6 @@ uses them to validate a request before anything is queued and to compute per-str
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +17,7 @@ from app.audits.service import visible_audit_of_kind
 from app.auth.keys import Principal
 from app.db.engine import session_factory
 from app.db.models import Audit
+from app.db.models.audit import AuditStatus
 from app.db.models.dynamics import DynamicsAudit, DynamicsString
 from app.dynamics import repository
 from app.dynamics.schemas import (
@@ -234,7 +233,7 @@ def series(session: Session, audit: Audit, link: DynamicsAudit, string_ids: list
            tau: float | None, margin: float | None) -> DynamicsSeries:  # fmt: skip
     """Plot-ready series: per-epoch shares and mean losses over all strings (from the job's summary, or recomputed
     when tau/margin differ), and the loss curves of selected strings with their three thresholds."""
-    if not link.epochs or audit.status != "succeeded":
+    if not link.epochs or audit.status != AuditStatus.SUCCEEDED:
         raise NotFound(f"audit {audit.id} has no results yet (status {audit.status})")
     tau_, margin_ = thresholds(audit, tau, margin)
     per_epoch = _per_epoch(audit, link, tau_, margin_)
@@ -276,16 +275,3 @@ def _resummarize(audit_id: str, link: DynamicsAudit, tau: float, margin: float) 
         return summary_json(repository.trajectories(session, audit_id, link.epochs or []), tau, margin)
     finally:
         session.close()
-
-
-def as_csv(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS)
-    writer.writeheader()
-    for row in rows:
-        writer.writerow(csv_row(row))
-        yield buf.getvalue()
-        buf.seek(0)
-        buf.truncate()
-    if buf.getvalue():
-        yield buf.getvalue()

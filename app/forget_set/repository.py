@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
 from app.db.models import Audit, Canary, CandidateScore, Fact, FactResult, Subject
+from app.db.models.audit import AuditStatus
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Itera
         select(FactResult, Audit, Subject)
         .join(Audit, Audit.id == FactResult.audit_id)
         .join(Subject, Subject.id == Audit.subject_id)
-        .where(Audit.status == "succeeded", Audit.kind == "subject")
+        .where(Audit.status == AuditStatus.SUCCEEDED, Audit.kind == "subject")
         .order_by(FactResult.id)
     )
     if principal.role == "auditor":

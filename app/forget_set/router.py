@@ -2,22 +2,24 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
-from app.deps import CurrentPrincipal
+from app.auth.keys import Principal
+from app.deps import require_roles
 from app.errors import InvalidInput
 from app.forget_set import service
 from app.forget_set.repository import ForgetFilters
+from app.streaming import MEDIA_TYPES, download
 
 router = APIRouter(tags=["forget-set"])
-MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "tofu": "application/x-ndjson"}
+MEDIA = {**MEDIA_TYPES, "tofu": MEDIA_TYPES["jsonl"]}
 SUFFIX = {"jsonl": "jsonl", "csv": "csv", "tofu": "tofu.jsonl"}
 
 
 @router.get("/forget-set", response_class=StreamingResponse)
 def export_forget_set(
-    principal: CurrentPrincipal,
+    principal: Annotated[Principal, Depends(require_roles("admin", "auditor", "pipeline"))],
     format: Annotated[
         Literal["jsonl", "csv", "tofu"],
         Query(description="jsonl: one memorized fact per line; csv; tofu: question / answer / "
@@ -36,12 +38,7 @@ def export_forget_set(
     min_z: float | None = None,
 ) -> StreamingResponse:
     """Export memorized facts as a forget set for an unlearning pipeline (streamed)."""
-    service.check_can_export(principal)
     if policy == "share" and min_share is None:
         raise InvalidInput("min_share", "policy=share needs min_share (0 to 1)")
     filters = ForgetFilters(model, subject_id, audit_id, property, policy, min_share, min_z)
-    return StreamingResponse(
-        service.export(principal, filters, format),
-        media_type=MEDIA[format],
-        headers={"Content-Disposition": f'attachment; filename="forget-set.{SUFFIX[format]}"'},
-    )
+    return download(service.export(principal, filters, format), MEDIA[format], f"forget-set.{SUFFIX[format]}")

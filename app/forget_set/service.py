@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 from collections.abc import Iterator
 from typing import Any
 
 from app.auth.keys import Principal
 from app.db.engine import session_factory
-from app.errors import Forbidden
 from app.forget_set.repository import ForgetFilters, memorized, top_counterfactuals
+from app.streaming import csv_lines, jsonl_lines
 from core.catalog import load_catalog, split_template
 
-EXPORTERS = ("admin", "auditor", "pipeline")
 CSV_FIELDS = ["subject_id", "subject", "wikidata_id", "property", "property_label", "value", "share", "strict",
               "lenient", "z_star", "model", "audit_id", "canaries"]
 TOFU_PERTURBED = 5  # perturbed answers per question, as in TOFU
 FORMATS = ("jsonl", "csv", "tofu")
-
-
-def check_can_export(principal: Principal) -> None:
-    if principal.role not in EXPORTERS:
-        raise Forbidden(f"exporting a forget set needs the role admin, auditor or pipeline (you are {principal.role})")
 
 
 def records(principal: Principal, filters: ForgetFilters, *, perturbed: int = 0) -> Iterator[dict[str, Any]]:
@@ -54,13 +45,8 @@ def _open_value(template: str, name: str) -> str:
     return head + tail
 
 
-def as_jsonl(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    for row in rows:
-        yield json.dumps(row, ensure_ascii=False) + "\n"
-
-
-def as_tofu(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    """TOFU's QA layout (question, answer, paraphrased_answer, perturbed_answer), one JSON object per line, as
+def tofu_records(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """TOFU's QA layout (question, answer, paraphrased_answer, perturbed_answer), one record per JSON line, as
     open-unlearning's TOFU loaders and ``datasets.load_dataset("json", data_files=...)`` read it. Answers are
     the catalog's sentences: the baseline for ``answer``, the first paraphrase for ``paraphrased_answer``,
     and the baseline with each of the model's top-ranked counterfactuals for ``perturbed_answer``."""
@@ -76,29 +62,20 @@ def as_tofu(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
             "paraphrased_answer": prop.render(1 if len(prop.templates) > 1 else 0, name, value),
             "perturbed_answer": [prop.render(0, name, wrong) for wrong in row["perturbed_values"]],
         }
-        yield json.dumps(record, ensure_ascii=False) + "\n"
+        yield record
 
 
 def _fill(question: str, name: str) -> str:
     return question.replace("{subject}", name)
 
 
-def as_csv(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS)
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: row[k] for k in CSV_FIELDS} | {"canaries": " | ".join(row["canaries"])})
-        yield buf.getvalue()
-        buf.seek(0)
-        buf.truncate()
-    if buf.getvalue():
-        yield buf.getvalue()
+def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in CSV_FIELDS} | {"canaries": " | ".join(row["canaries"])}
 
 
 def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[str]:
     """The forget set in one of FORMATS, as a stream of text chunks."""
     if fmt == "tofu":
-        return as_tofu(records(principal, filters, perturbed=TOFU_PERTURBED))
+        return jsonl_lines(tofu_records(records(principal, filters, perturbed=TOFU_PERTURBED)))
     rows = records(principal, filters)
-    return as_csv(rows) if fmt == "csv" else as_jsonl(rows)
+    return csv_lines(map(_csv_row, rows), CSV_FIELDS) if fmt == "csv" else jsonl_lines(rows)

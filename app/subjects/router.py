@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import CurrentPrincipal, SessionDep
+from app.deps import CurrentPrincipal, SessionDep, Submitter
 from app.subjects import service
 from app.subjects.schemas import Detail, FactsPage
 
@@ -21,7 +21,7 @@ def get_facts(
 
 
 @router.delete("/subjects/{subject_id}")
-def erase_subject(subject_id: int, session: SessionDep, principal: CurrentPrincipal) -> dict[str, int]:
+def erase_subject(subject_id: int, session: SessionDep, principal: Submitter) -> dict[str, int]:
     """Erase the service's own copy of a subject's personal data: the subject, facts, audits, results and
     cached sentence scores that name them."""
     return service.erase_subject(session, principal, subject_id)

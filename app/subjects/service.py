@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 from app.audits.service import visible_audit_of_kind
 from app.auth.keys import Principal
 from app.db.models import Audit, Fact, Subject
-from app.errors import Forbidden, InvalidInput, NotFound
+from app.errors import InvalidInput, NotFound
 from app.nll_cache import repository as cache
 from app.settings import Settings
 from app.subjects import repository
@@ -149,8 +149,6 @@ def _sentence_hashes(session: Session, subject: Subject) -> set[str]:
 def erase_subject(session: Session, principal: Principal, subject_id: int) -> dict[str, int]:
     """Delete the subject, its facts, its audits and all results, and the cached NLLs of sentences naming them.
     Generic-subject sentences ("This person …") name nobody and stay cached."""
-    if principal.role not in ("admin", "auditor"):
-        raise Forbidden("erasing a subject needs the role admin or the auditor who submitted it")
     subject = repository.get_subject(session, subject_id)
     if subject is None or (principal.role == "auditor" and subject.owner_key_id != principal.key_id):
         raise NotFound(f"no subject with id {subject_id}")

@@ -22,15 +22,14 @@ def auditor(pg_env, api_factory):
 
 
 def fields(response) -> list[str]:
-    detail = response.json()["detail"]
-    return [d["field"] for d in detail] if isinstance(detail, list) else []
+    return [d["field"] for d in response.json()["detail"]]
 
 
 def test_missing_and_wrong_keys_are_rejected(pg_env, api_factory):
     assert api_factory().post("/audits", json=body()).status_code == 401
     wrong = api_factory(key="mak_deadbeef0000_notasecret")
     r = wrong.get("/audits")
-    assert r.status_code == 401 and "invalid" in r.json()["detail"]
+    assert r.status_code == 401 and "invalid" in r.json()["detail"][0]["message"]
     assert api_factory(key="garbage").get("/audits").status_code == 401
 
 
@@ -129,6 +128,7 @@ def test_list_filters_and_paging(pg_env, api_factory):
     assert page1["total"] == 3 and len(page1["items"]) == 2 and len(page2["items"]) == 1
     assert {a["id"] for a in page1["items"] + page2["items"]} == set(ids)
     assert api.get("/audits", params={"kind": "coverage"}).json()["total"] == 0
+    assert fields(api.get("/audits", params={"kind": "no-such-kind"})) == ["kind"], "kinds come from the registry"
     assert api.get("/audits", params={"status": "queued", "model": "groundtruth-tiny"}).json()["total"] == 3
 
 
@@ -139,6 +139,27 @@ def test_cancel_a_queued_audit(pg_env, api_factory):
     assert r.status_code == 200 and r.json()["status"] == "cancelled"
     again = api.delete(f"/audits/{aid}")
     assert again.status_code == 409
+
+
+def test_every_error_answers_one_shape(pg_env, api_factory):
+    """{"detail": [{"field": ..., "message": ...}]} for every 4xx: field null when no request field is at fault."""
+    auditor = api_factory("auditor")
+    aid = auditor.post("/audits", json=body()).json()["id"]
+    auditor.delete(f"/audits/{aid}")
+    answers = {
+        401: api_factory().get("/audits"),
+        403: api_factory("regulator").post("/audits", json=body()),
+        404: auditor.get("/audits/no-such-audit"),
+        409: auditor.delete(f"/audits/{aid}"),
+        422: auditor.post("/audits", json=body(model="hf: ")),
+    }
+    unknown_route, wrong_method = auditor.get("/no/such/route"), auditor.put("/audits")
+    for status, r in [*answers.items(), (404, unknown_route), (405, wrong_method)]:
+        assert r.status_code == status, (status, r.text)
+        [item] = r.json()["detail"]
+        assert set(item) == {"field", "message"} and item["message"], (status, item)
+    assert answers[422].json()["detail"][0]["field"] == "model"
+    assert answers[401].json()["detail"][0]["field"] is None and answers[401].headers["WWW-Authenticate"] == "Bearer"
 
 
 def test_models_properties_health(pg_env, api_factory):

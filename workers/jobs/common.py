@@ -16,7 +16,7 @@ from app.audits import repository
 from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Audit
-from app.db.models.audit import FINAL_STATUSES
+from app.db.models.audit import FINAL_STATUSES, AuditStatus
 from workers.lm.base import ModelLoadError, Scorer
 from workers.lm.registry import get_scorer
 
@@ -53,7 +53,7 @@ class JobContext(Generic[Options]):
             return
         self._last_write = now
         with session_scope() as s:
-            if repository.status_of(s, self.audit_id) == "cancelled":
+            if repository.status_of(s, self.audit_id) == AuditStatus.CANCELLED:
                 raise Cancelled
             repository.set_progress(s, self.audit_id, done, total)
 
@@ -83,10 +83,10 @@ def _start(audit_id: str, kind: str, options_type: type[Options]) -> JobContext[
             options = options_type.model_validate(audit.options or {})
         except ValidationError:  # stored by another version: a rerun would not change that
             log.exception("audit %s has options the %s job cannot read", audit_id, kind)
-            audit.status, audit.finished_at = "failed", utcnow()
+            audit.status, audit.finished_at = AuditStatus.FAILED, utcnow()
             audit.error = f"the audit's stored options do not fit this version of the {kind} job"
             return None
-        audit.status, audit.started_at, audit.error = "running", utcnow(), None
+        audit.status, audit.started_at, audit.error = AuditStatus.RUNNING, utcnow(), None
         audit.attempts += 1
         return JobContext(audit_id, audit.kind, audit.model, options)
 
@@ -112,13 +112,13 @@ def run_audit_job(audit_id: str, kind: str, options_type: type[Options], body: J
         return
     except (JobError, ModelLoadError) as exc:  # messages that are safe and useful to show the user
         log.warning("audit %s failed: %s", audit_id, exc)
-        _finish(audit_id, "failed", error=str(exc))
+        _finish(audit_id, AuditStatus.FAILED, error=str(exc))
         return
     except Exception as exc:  # a bug or an environment problem: keep the worker alive, say what happened
         log.exception("audit %s failed with an unexpected error", audit_id)
-        _finish(audit_id, "failed", error=f"internal error ({type(exc).__name__}); see the worker log")
+        _finish(audit_id, AuditStatus.FAILED, error=f"internal error ({type(exc).__name__}); see the worker log")
         return
     with session_scope() as s:
         repository.update_if_running(s, audit_id, progress_done=ctx._total or ctx._done, progress_total=ctx._total)
-    _finish(audit_id, "succeeded", summary=summary)
+    _finish(audit_id, AuditStatus.SUCCEEDED, summary=summary)
     log.info("audit %s succeeded", audit_id)

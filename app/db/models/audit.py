@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 from uuid import uuid4
 
@@ -11,8 +12,19 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, CreatedAtMixin, JSONType
 
-AUDIT_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-FINAL_STATUSES = ("succeeded", "failed", "cancelled")
+
+class AuditStatus(StrEnum):
+    """An audit's life: queued -> running -> succeeded | failed; cancelled from queued or running."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_STATUSES = (AuditStatus.QUEUED, AuditStatus.RUNNING)
+FINAL_STATUSES = (AuditStatus.SUCCEEDED, AuditStatus.FAILED, AuditStatus.CANCELLED)
 
 
 def new_audit_id() -> str:
@@ -26,7 +38,7 @@ class Audit(CreatedAtMixin, Base):
     kind: Mapped[str] = mapped_column(String(16), index=True)
     model: Mapped[str] = mapped_column(String(300), index=True)
     options: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
-    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    status: Mapped[str] = mapped_column(String(16), default=AuditStatus.QUEUED.value, index=True)
     progress_done: Mapped[int] = mapped_column(Integer, default=0)
     progress_total: Mapped[int] = mapped_column(Integer, default=0)
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType)

@@ -16,8 +16,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, JSONType, utcnow
 
-CELL_STATUSES = ("pending", "running", "done")
-
 
 class CapacityCell(Base):
     __tablename__ = "capacity_cells"
@@ -38,7 +36,7 @@ class CapacityCell(Base):
     params: Mapped[int] = mapped_column(BigInteger)
     entropy_bits: Mapped[float] = mapped_column(Float)
     # state and results
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | running | done
     steps_done: Mapped[int] = mapped_column(Integer, default=0)
     steps_total: Mapped[int] = mapped_column(Integer)
     seconds: Mapped[float] = mapped_column(Float, default=0.0)

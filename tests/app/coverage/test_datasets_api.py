@@ -31,8 +31,7 @@ def auditor(pg_env, api_factory):
 
 
 def detail_fields(response) -> list[str]:
-    detail = response.json()["detail"]
-    return [d["field"] for d in detail] if isinstance(detail, list) else []
+    return [d["field"] for d in response.json()["detail"]]
 
 
 def test_upload_stores_files_with_counts_and_popularity(auditor):

@@ -45,8 +45,7 @@ def queued_state(env) -> tuple[int, int]:
 
 
 def fields(response) -> list[str]:
-    detail = response.json()["detail"]
-    return [d["field"] for d in detail] if isinstance(detail, list) else []
+    return [d["field"] for d in response.json()["detail"]]
 
 
 @pytest.mark.parametrize(
