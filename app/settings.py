@@ -59,7 +59,6 @@ class Settings(BaseSettings):
     max_name_length: int = 200
     max_value_length: int = 300
     max_page_size: int = 200
-    counterfactuals_per_fact: int = 100
     job_timeout_seconds: int = 6 * 3600
     job_result_ttl_seconds: int = 7 * 24 * 3600
     job_retries: int = 2

@@ -130,7 +130,7 @@ def harness_style(model: torch.nn.Module, seqs: Sequence[Sequence[int]], batch_s
     return result
 
 
-class NllCache:
+class InMemoryNllCache:
     """Emulates the service's NLL table: (fingerprint, exact sentence) -> NLL; only misses reach the model."""
 
     def __init__(self, scorer: HFScorer) -> None:
@@ -172,10 +172,6 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
     return result, seconds, max(peak)
 
 
-def max_diff(a: Sequence[float], b: Sequence[float]) -> float:
-    return max(abs(x - y) for x, y in zip(a, b, strict=True))
-
-
 def set_mode(scorer: HFScorer, mode: str) -> None:
     scorer.engine = Engine(scorer.model, scorer.device, scorer.batch_tokens, mode)  # type: ignore[arg-type]
 
@@ -208,7 +204,7 @@ def methods(scorer: HFScorer, args: argparse.Namespace, audits: list[Audit], gen
 
     def warm(round_: int) -> tuple[list[int], list[float]]:
         set_mode(scorer, args.modes[0])
-        cache = NllCache(scorer)
+        cache = InMemoryNllCache(scorer)
         cache.store.update(prefilled_generic)  # a previous audit scored the generic-subject sentences
         indexes, audit = audit_of(round_)
         return indexes, cache.score(audit)
@@ -327,7 +323,7 @@ def scaling(scorer: HFScorer, args: argparse.Namespace) -> None:
     print(f"{'subjects':>8} {'sentences':>10} {'scored':>7} {'seconds':>8} {'sent./s':>8} {'s/subject':>10}")
     for n in (1, 2, 4) if args.quick else (1, 4, 16):
         audits, _ = workload(n, n_templates)
-        cache = NllCache(scorer)
+        cache = InMemoryNllCache(scorer)
         start = time.perf_counter()
         for audit in audits:
             cache.score(audit)

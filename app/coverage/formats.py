@@ -51,9 +51,6 @@ class ColumnMapping:
     columns: tuple[str, ...]
     roles: dict[str, str] = field(default_factory=dict)
 
-    def key_role(self, target: Target) -> Role:
-        return REQUIRED_ROLES[target][0]
-
     def index_of(self, role: Role) -> int | None:
         column = self.roles.get(role)
         return None if column is None else self.columns.index(column)

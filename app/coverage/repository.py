@@ -112,11 +112,6 @@ def interactions_by_user(session: Session, dataset_id: str) -> Iterator[DatasetR
     yield from session.scalars(stmt)
 
 
-def count_records(session: Session, dataset_id: str, target: str) -> int:
-    stmt = select(func.count()).where(DatasetRecord.dataset_id == dataset_id, DatasetRecord.target == target)
-    return session.scalar(stmt) or 0
-
-
 def result_record_ids(session: Session, audit_id: str) -> set[int]:
     return set(session.scalars(select(CoverageResult.record_id).where(CoverageResult.audit_id == audit_id)))
 

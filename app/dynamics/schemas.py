@@ -120,26 +120,6 @@ class DynamicsAuditCreate(BaseModel):
         return self
 
 
-class MeasureOutcome(BaseModel):
-    flag: bool = Field(description="At the last recorded epoch")
-    onset: int | None = Field(description="First epoch the measure holds, or null")
-
-
-class StringResult(BaseModel):
-    string_id: str
-    text: str | None
-    count: int
-    frequency: float | None
-    probability: float | None
-    fold: int | None
-    contextual_threshold: float = Field(description="min over epochs of the held-out loss (nats/token)")
-    recollection: MeasureOutcome
-    counterfactual: MeasureOutcome
-    contextual: MeasureOutcome
-    train_loss: list[float]
-    heldout_loss: list[float]
-
-
 class StringSeries(BaseModel):
     string_id: str
     train_loss: list[float]

@@ -5,17 +5,17 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, selectinload
 
-from app.db.models import Audit, Canary, Fact, FactResult, Property, Subject, Template
+from app.db.models import Audit, Canary, Fact, FactResult, PropertyRow, Subject, Template
 from core.catalog import load_catalog
 
 
 def ensure_properties(session: Session, pids: set[str]) -> None:
     """Mirror catalog properties (and their templates) into the database where they are missing."""
-    existing = set(session.scalars(select(Property.pid).where(Property.pid.in_(pids))))
+    existing = set(session.scalars(select(PropertyRow.pid).where(PropertyRow.pid.in_(pids))))
     catalog = load_catalog()
     for pid in sorted(pids - existing):
         prop = catalog.get(pid)
-        row = Property(pid=pid, label=prop.label, datatype=prop.datatype, value_type=prop.value_type)
+        row = PropertyRow(pid=pid, label=prop.label, datatype=prop.datatype, value_type=prop.value_type)
         row.templates = [Template(index=i, text=t) for i, t in enumerate(prop.templates)]
         session.add(row)
     session.flush()

@@ -38,10 +38,6 @@ def query_of(key: str, delimiter: str) -> str:
     return f"{key}{delimiter}"
 
 
-def probe_prompt(prefix: str, query: str) -> str:
-    return prefix + query
-
-
 def expected_continuation(line: str, key: str, delimiter: str) -> str:
     """The rest of the record's line after its id and delimiter: what the model must reproduce."""
     head = query_of(key, delimiter)

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from core.measures.dynamics import Trajectories
-from workers.dynamics.runner import RunResult, TrainConfig, assign_folds, check_inputs, split_losses
+from workers.dynamics.runner import KFoldConfig, RunResult, assign_folds, check_inputs, split_losses
 
 
 def _encode(loaded, texts: Sequence[str]) -> list[list[int]]:  # noqa: ANN001
@@ -56,7 +56,7 @@ def _score(model, seqs: list[list[int]], pad: int, batch: int = 32) -> np.ndarra
     return np.concatenate(out)
 
 
-def _train_epoch(model, opt, seqs, pool: np.ndarray, cfg: TrainConfig, rng, pad: int) -> None:  # noqa: ANN001
+def _train_epoch(model, opt, seqs, pool: np.ndarray, cfg: KFoldConfig, rng, pad: int) -> None:  # noqa: ANN001
     model.train()
     order = rng.permutation(pool)
     for chunk in np.array_split(order, max(1, math.ceil(len(order) / cfg.batch_size))):
@@ -71,7 +71,7 @@ def run_finetune(
     model_name: str,
     texts: Sequence[str],
     counts: Sequence[int],
-    cfg: TrainConfig,
+    cfg: KFoldConfig,
     string_ids: Sequence[str] | None = None,
     on_pass: Callable[[int], None] | None = None,
 ) -> RunResult:

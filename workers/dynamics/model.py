@@ -19,7 +19,7 @@ from torch import nn
 
 
 @dataclass(frozen=True)
-class GPTConfig:
+class EnsembleConfig:
     vocab_size: int
     context: int  # maximum tokens per sequence, BOS/EOS included
     d_model: int = 64
@@ -57,8 +57,8 @@ class EnsembleLayerNorm(nn.Module):
         return F.layer_norm(x, x.shape[-1:]) * self.weight + self.bias
 
 
-class Block(nn.Module):
-    def __init__(self, k: int, cfg: GPTConfig) -> None:
+class EnsembleBlock(nn.Module):
+    def __init__(self, k: int, cfg: EnsembleConfig) -> None:
         super().__init__()
         d, std = cfg.d_model, 0.02
         self.n_head = cfg.n_head
@@ -84,13 +84,13 @@ class Block(nn.Module):
 
 
 class EnsembleGPT(nn.Module):
-    def __init__(self, k: int, cfg: GPTConfig) -> None:
+    def __init__(self, k: int, cfg: EnsembleConfig) -> None:
         super().__init__()
         cfg.validate()
         self.k, self.cfg = k, cfg
         self.tok = _param(k, cfg.vocab_size, cfg.d_model, std=0.02)
         self.pos = _param(k, cfg.context, cfg.d_model, std=0.01)
-        self.blocks = nn.ModuleList(Block(k, cfg) for _ in range(cfg.n_layer))
+        self.blocks = nn.ModuleList(EnsembleBlock(k, cfg) for _ in range(cfg.n_layer))
         self.ln_f = EnsembleLayerNorm(k, cfg.d_model)
         with torch.no_grad():
             # every run starts from the same weights: the K runs then differ only in the fold they hold out, so a

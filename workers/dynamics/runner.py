@@ -20,11 +20,11 @@ import numpy as np
 import torch
 
 from core.measures.dynamics import Trajectories
-from workers.dynamics.model import EnsembleGPT, GPTConfig, token_nll
+from workers.dynamics.model import EnsembleConfig, EnsembleGPT, token_nll
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class KFoldConfig:
     folds: int = 4
     epochs: int = 10
     d_model: int = 64
@@ -49,7 +49,7 @@ class RunResult:
     run_loss: np.ndarray  # [K, strings, epochs]: per-token loss of every string in every run
 
 
-def check_inputs(sequences: Sequence[Sequence[int]], counts: Sequence[int], cfg: TrainConfig) -> None:
+def check_inputs(sequences: Sequence[Sequence[int]], counts: Sequence[int], cfg: KFoldConfig) -> None:
     """The bad inputs of the issue, as ValueErrors naming the problem (the API maps them to 422s)."""
     if cfg.folds < 2:
         raise ValueError(f"folds must be at least 2 (got {cfg.folds}): one run must hold each string out")
@@ -144,7 +144,7 @@ def run_kfold(
     sequences: Sequence[Sequence[int]],
     counts: Sequence[int],
     vocab_size: int,
-    cfg: TrainConfig,
+    cfg: KFoldConfig,
     string_ids: Sequence[str] | None = None,
     frequency: Sequence[float] | None = None,
     on_epoch: Callable[[int], None] | None = None,
@@ -157,7 +157,7 @@ def run_kfold(
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     bos, eos = vocab_size, vocab_size + 1
-    model = EnsembleGPT(cfg.folds, GPTConfig(vocab_size + 2, cfg.context, cfg.d_model, cfg.n_layer, cfg.n_head))
+    model = EnsembleGPT(cfg.folds, EnsembleConfig(vocab_size + 2, cfg.context, cfg.d_model, cfg.n_layer, cfg.n_head))
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     folds = assign_folds(counts, cfg.folds, cfg.seed)
     rows = np.repeat(np.arange(len(sequences)), np.asarray(counts))  # the training multiset

@@ -43,16 +43,6 @@ class SentenceScorer:
             out.extend(self._shared_prefix_nll(seqs[start : start + self.chunk]))
         return out
 
-    @torch.inference_mode()
-    def nll_plain(self, sentences: Sequence[str]) -> list[float]:
-        """One sentence per forward pass: the reference the prefix-sharing path is checked against."""
-        out = []
-        for seq in self.encode(sentences):
-            logits = self.model(input_ids=torch.tensor([seq])).logits[0].float()
-            logp = torch.log_softmax(logits[:-1], -1)
-            out.append(-float(logp.gather(1, torch.tensor(seq[1:])[:, None]).sum()))
-        return out
-
     def _shared_prefix_nll(self, seqs: list[list[int]]) -> list[float]:
         n_prefix = _common_prefix_len(seqs)
         prefix = torch.tensor([seqs[0][:n_prefix]])

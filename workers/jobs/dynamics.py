@@ -15,7 +15,7 @@ from app.dynamics import repository
 from app.dynamics.schemas import DynamicsOptions
 from core.measures.dynamics import summary_json
 from workers.dynamics.finetune import run_finetune
-from workers.dynamics.runner import TrainConfig, encode_texts, run_kfold
+from workers.dynamics.runner import KFoldConfig, encode_texts, run_kfold
 from workers.jobs.common import JobContext, JobError, run_audit_job
 
 
@@ -43,7 +43,7 @@ def tokenize(texts: list[str], tokenizer: str) -> tuple[list[list[int]], int]:
 
 def _train(ctx: JobContext, strings: list[Any], opts: DynamicsOptions, tokenizer: str) -> tuple[list[dict], list[int]]:
     k, e = opts.folds, opts.epochs
-    cfg = TrainConfig(
+    cfg = KFoldConfig(
         folds=k, epochs=e, d_model=opts.d_model, n_layer=opts.n_layer, n_head=opts.n_head,
         batch_size=opts.batch_size, lr=opts.learning_rate, context=opts.context, seed=opts.seed,
     )  # fmt: skip

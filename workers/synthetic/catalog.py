@@ -21,7 +21,7 @@ AGES = (1, 18, 25, 35, 45, 50, 56)  # MovieLens-1M's age groups
 
 
 @dataclass(frozen=True)
-class Catalog:
+class SyntheticCatalog:
     """Lines in MovieLens ``::`` form, without newlines, and which item ids the tiny model is trained on."""
 
     items: list[str]
@@ -96,7 +96,7 @@ def make_catalog(
     zipf_s: float = 1.1,
     trained_share: float = 0.5,
     seed: int = 0,
-) -> Catalog:
+) -> SyntheticCatalog:
     """The synthetic catalog: deterministic for a seed; ``trained_share`` of the items are 'trained'."""
     rng = random.Random(seed)
     items = _unique_items(rng, n_items)
@@ -104,7 +104,7 @@ def make_catalog(
     interactions = interaction_lines(rng, n_users, n_items, per_user, zipf_s)
     ids = [str(i) for i in range(1, n_items + 1)]
     trained = frozenset(rng.sample(ids, round(n_items * trained_share)))
-    return Catalog(items, users, interactions, trained)
+    return SyntheticCatalog(items, users, interactions, trained)
 
 
 def _unique_items(rng: random.Random, n_items: int) -> list[str]:
@@ -128,5 +128,5 @@ SEED = 0
 CATALOG_SETTINGS: dict = {"n_items": 200, "n_users": 60, "per_user": (5, 30), "zipf_s": 1.1, "seed": SEED}
 
 
-def default_catalog() -> Catalog:
+def default_catalog() -> SyntheticCatalog:
     return make_catalog(**CATALOG_SETTINGS)

@@ -23,19 +23,19 @@ from core.measures.coverage import (
     record_prompts,
     summarise,
 )
-from workers.synthetic.catalog import Catalog, default_catalog
+from workers.synthetic.catalog import SyntheticCatalog, default_catalog
 
 Generate = Callable[[Sequence[str], int], list[str]]
 
 
-def item_records(catalog: Catalog) -> list[ProbeRecord]:
+def item_records(catalog: SyntheticCatalog) -> list[ProbeRecord]:
     popularity = Counter(line.split("::")[1] for line in catalog.interactions)
     keys = [catalog.item_id(line) for line in catalog.items]
     return [ProbeRecord(key, line, float(popularity[key])) for key, line in zip(keys, catalog.items, strict=True)]
 
 
 def probe_items(
-    generate: Generate, catalog: Catalog, *, k: int = DEFAULT_K, sample: int | None = None, seed: int = 0
+    generate: Generate, catalog: SyntheticCatalog, *, k: int = DEFAULT_K, sample: int | None = None, seed: int = 0
 ) -> dict[str, list[Outcome]]:
     """Outcomes of the items probe, split into the ``trained`` and ``held_out`` halves."""
     prompts = record_prompts(item_records(catalog), "::", k=k, sample=sample, seed=seed)

@@ -19,7 +19,6 @@ from functools import lru_cache
 
 import torch
 
-DEFAULT_CHUNK = 256
 CHUNK_ELEMENTS = 1 << 19  # a chunk's (rows, V) block: 2 MB of fp32, the L2 size of two cores here
 
 

@@ -38,8 +38,8 @@ class Fact(Base):
     subject: Mapped[Subject] = relationship(back_populates="facts")
 
 
-class Property(Base):
-    """A catalog property (mirrored from app/catalog by `memaudit migrate`)."""
+class PropertyRow(Base):
+    """A property of the catalog (core.catalog), mirrored into the database when an audit first uses it."""
 
     __tablename__ = "properties"
 

@@ -18,7 +18,7 @@ from core.measures.dynamics import (
     onsets,
     summarize,
 )
-from workers.dynamics.runner import TrainConfig, run_kfold
+from workers.dynamics.runner import KFoldConfig, run_kfold
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +45,7 @@ def test_recollection_tracks_frequency_more_than_contextual_memorization():
     grammar = generate_pcfg(PCFGConfig(depth=5, rules_per_symbol=3, symbols_per_level=3, rule_entropy=0.08, seed=1))
     corpus = sample_corpus(grammar, 300, seed=0)
     assert max(corpus.counts) >= 50 and corpus.counts.count(1) >= len(corpus.strings) / 2, corpus.counts[:10]
-    cfg = TrainConfig(folds=4, epochs=8, d_model=32, n_layer=2, n_head=4, batch_size=16, lr=3e-3, context=40)
+    cfg = KFoldConfig(folds=4, epochs=8, d_model=32, n_layer=2, n_head=4, batch_size=16, lr=3e-3, context=40)
     traj = run_kfold(corpus.token_ids(), corpus.counts, len(corpus.vocab), cfg).trajectories
 
     flags = compute_flags(traj, tau=DEFAULT_TAU)
@@ -71,7 +71,7 @@ def test_low_entropy_language_recollection_flags_nearly_all_contextual_few():
     )
     corpus = sample_corpus(grammar, 200, seed=0)
     entropy_per_token = corpus.entropy_nats / (corpus.expected_length + 1)
-    cfg = TrainConfig(folds=4, epochs=14, d_model=32, n_layer=2, n_head=4, batch_size=8, lr=5e-3, context=56)
+    cfg = KFoldConfig(folds=4, epochs=14, d_model=32, n_layer=2, n_head=4, batch_size=8, lr=5e-3, context=56)
     traj = run_kfold(corpus.token_ids(), corpus.counts, len(corpus.vocab), cfg).trajectories
 
     summary = summarize(traj)
@@ -111,5 +111,5 @@ def test_lemma_1_on_trained_runs_over_generated_languages(depth, rules, entropy,
     corpus = sample_corpus(grammar, 40, seed=seed)
     if len(corpus.strings) < 2:
         return  # a one-string language cannot be split into folds (the runner rejects it, as tested elsewhere)
-    cfg = TrainConfig(folds=2, epochs=3, d_model=8, n_layer=1, n_head=2, batch_size=8, lr=1e-2, context=20, seed=seed)
+    cfg = KFoldConfig(folds=2, epochs=3, d_model=8, n_layer=1, n_head=2, batch_size=8, lr=1e-2, context=20, seed=seed)
     assert_lemma_1(run_kfold(corpus.token_ids(), corpus.counts, len(corpus.vocab), cfg).trajectories)

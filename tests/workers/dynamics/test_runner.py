@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from workers.dynamics.model import EnsembleGPT, GPTConfig, token_nll
-from workers.dynamics.runner import TrainConfig, assign_folds, check_inputs, encode_texts, run_kfold, split_losses
+from workers.dynamics.model import EnsembleConfig, EnsembleGPT, token_nll
+from workers.dynamics.runner import KFoldConfig, assign_folds, check_inputs, encode_texts, run_kfold, split_losses
 
 
 @pytest.fixture(autouse=True)
@@ -22,10 +22,10 @@ def one_thread():
 @pytest.mark.parametrize(
     ("n", "cfg", "message"),
     [
-        (3, TrainConfig(folds=4), "3 distinct strings cannot fill 4 folds"),
-        (5, TrainConfig(folds=1), "folds must be at least 2"),
-        (5, TrainConfig(folds=2, epochs=0), "epochs must be at least 1"),
-        (5, TrainConfig(folds=2, context=6), "exceeds the context of 6"),
+        (3, KFoldConfig(folds=4), "3 distinct strings cannot fill 4 folds"),
+        (5, KFoldConfig(folds=1), "folds must be at least 2"),
+        (5, KFoldConfig(folds=2, epochs=0), "epochs must be at least 1"),
+        (5, KFoldConfig(folds=2, context=6), "exceeds the context of 6"),
     ],
 )
 def test_bad_inputs_name_the_problem(n, cfg, message):
@@ -55,7 +55,7 @@ def test_split_losses_pairs_each_string_with_its_heldout_run():
 
 def test_ensemble_members_do_not_share_gradients():
     torch.manual_seed(0)
-    model = EnsembleGPT(2, GPTConfig(vocab_size=7, context=8, d_model=16, n_layer=1, n_head=2))
+    model = EnsembleGPT(2, EnsembleConfig(vocab_size=7, context=8, d_model=16, n_layer=1, n_head=2))
     before = [p.detach().clone() for p in model.parameters()]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
     tokens = torch.randint(0, 7, (2, 4, 8))
@@ -73,7 +73,7 @@ def test_heldout_runs_cannot_memorize_random_strings_that_training_runs_do():
     so if a held-out run ever saw its strings the gap below would vanish."""
     rng = np.random.default_rng(0)
     sequences = [rng.integers(0, 16, size=8).tolist() for _ in range(24)]
-    cfg = TrainConfig(folds=3, epochs=25, d_model=32, n_layer=1, n_head=2, batch_size=8, lr=1e-2, context=12)
+    cfg = KFoldConfig(folds=3, epochs=25, d_model=32, n_layer=1, n_head=2, batch_size=8, lr=1e-2, context=12)
     epochs_seen: list[int] = []
     result = run_kfold(sequences, [1] * 24, 16, cfg, on_epoch=epochs_seen.append)
     traj = result.trajectories
