@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy.engine import make_url
 
+from app.db.engine import _prepare_sqlite
 from app.settings import REPO_ROOT, get_settings
 
 
@@ -16,11 +18,7 @@ def alembic_config(url: str | None = None) -> Config:
 
 
 def migrate(url: str | None = None) -> None:
-    from sqlalchemy.engine import make_url
-
     target = url or get_settings().database_url
     if target.startswith("sqlite"):
-        from app.db.engine import _prepare_sqlite
-
         _prepare_sqlite(target)
     command.upgrade(alembic_config(make_url(target).render_as_string(hide_password=False)), "heads")

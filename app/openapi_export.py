@@ -6,10 +6,10 @@ import json
 import sys
 from pathlib import Path
 
+from app.main import create_app
+
 
 def render() -> str:
-    from app.main import create_app
-
     return json.dumps(create_app().openapi(), indent=2, sort_keys=True) + "\n"
 
 

@@ -14,6 +14,11 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Protocol
 
+from redis import Redis
+from rq import Queue, Retry
+from rq.exceptions import NoSuchJobError
+from rq.job import Job
+from rq.serializers import JSONSerializer
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
@@ -39,17 +44,11 @@ def job_id(audit_id: str) -> str:
 
 class RQDispatcher:
     def __init__(self, settings: Settings) -> None:
-        from redis import Redis
-        from rq import Queue
-        from rq.serializers import JSONSerializer
-
         self.settings = settings
         self.redis = Redis.from_url(settings.redis_url)
         self.queue = Queue(settings.queue_name, connection=self.redis, serializer=JSONSerializer)
 
     def send(self, job_path: str, audit_id: str) -> None:
-        from rq import Retry
-
         s = self.settings
         self.queue.enqueue_call(
             job_path,
@@ -64,10 +63,6 @@ class RQDispatcher:
         log.info("enqueued %s for audit %s", job_path, audit_id)
 
     def cancel(self, audit_id: str) -> None:
-        from rq.exceptions import NoSuchJobError
-        from rq.job import Job
-        from rq.serializers import JSONSerializer
-
         try:
             job = Job.fetch(job_id(audit_id), connection=self.redis, serializer=JSONSerializer)
         except NoSuchJobError:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -31,10 +30,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from core.measures import capacity as cap  # noqa: E402
-from workers.training import (  # noqa: E402
+from core.measures import capacity as cap
+from workers.training import (
     GPTConfig,
     StepInfo,
     TrainConfig,

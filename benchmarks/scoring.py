@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from workers.lm import load_scorer
 from workers.lm.engine import Engine
 from workers.lm.hf import HFScorer
 
@@ -351,8 +352,6 @@ def main() -> None:
     parser.add_argument("--no-scaling", action="store_true")
     args = parser.parse_args()
     args.rounds = args.rounds or (4 if args.quick else 8)
-    from workers.lm import load_scorer
-
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     start = time.perf_counter()

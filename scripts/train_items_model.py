@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from workers.groundtruth.tinylm import train_tiny_lm
 from workers.synthetic.catalog import CATALOG_SETTINGS, ITEMS_MODEL_DIR, SEED, default_catalog
 
 MODEL_DIR = ITEMS_MODEL_DIR
@@ -40,8 +41,6 @@ def training_documents(lines: Sequence[str], seed: int, shuffles: int = SHUFFLES
 
 def train(out_dir: Path = MODEL_DIR, *, threads: int | None = 1, **overrides) -> dict:
     """Train and save the model with its manifest; returns the manifest."""
-    from workers.groundtruth.tinylm import train_tiny_lm  # torch is imported only when training
-
     catalog = default_catalog()
     trained = catalog.trained_items
     settings = {**TRAIN_SETTINGS, **overrides}

@@ -2,12 +2,8 @@
 30-minute runs whose numbers the README quotes. No timing is asserted."""
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-import capacity_table  # noqa: E402
+from benchmarks import capacity_table
 
 
 def test_capacity_table_runs_and_reports_every_cell(tmp_path, capsys):

@@ -39,7 +39,7 @@ def model_dir() -> Path:
 @lru_cache(maxsize=1)
 def _model():  # noqa: ANN202 (sentence_transformers is imported lazily)
     try:
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # lazy: an optional extra that loads torch
     except ImportError as exc:
         raise EmbeddingUnavailable("near-duplicate relaxation needs sentence-transformers") from exc
     return SentenceTransformer(str(model_dir()), device="cpu")

@@ -6,20 +6,24 @@ from __future__ import annotations
 
 import logging
 
+import torch
+from redis import Redis
+from rq import Queue, SimpleWorker
+from rq.job import Job
+from rq.serializers import JSONSerializer
+
+from app.audits.repository import queued_or_running
+from app.db.engine import session_scope
 from app.db.models.audit import AuditStatus
 from app.kinds import KINDS
+from app.queue import get_dispatcher, job_id
 from app.settings import get_settings
+from workers.lm.registry import get_scorer
 
 log = logging.getLogger("memaudit.worker")
 
 
 def requeue_orphans() -> int:
-    from rq.job import Job
-
-    from app.audits.repository import queued_or_running
-    from app.db.engine import session_scope
-    from app.queue import get_dispatcher, job_id
-
     dispatcher = get_dispatcher()
     with session_scope() as s:
         pending = [(a.kind, a.id, a.status) for a in queued_or_running(s)]
@@ -34,20 +38,12 @@ def requeue_orphans() -> int:
 
 
 def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
-    from redis import Redis
-    from rq import Queue, SimpleWorker
-    from rq.serializers import JSONSerializer
-
     settings = get_settings()
     if not settings.redis_url:
         raise SystemExit("MEMAUDIT_REDIS_URL is not set: without Redis, `memaudit serve` runs jobs in-process")
     if settings.torch_threads:
-        import torch
-
         torch.set_num_threads(settings.torch_threads)
     for name in preload or []:
-        from workers.lm.registry import get_scorer
-
         log.info("preloading model %s", name)
         get_scorer(name)
     requeue_orphans()

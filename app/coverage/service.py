@@ -24,6 +24,7 @@ from app.coverage.schemas import (
     DatasetRead,
     Problem,
 )
+from app.db.engine import session_factory
 from app.db.models import ApiKey, Audit, CoverageAudit, Dataset, DatasetFile
 from app.errors import DomainError, InvalidInput, NotFound
 from app.settings import Settings
@@ -242,8 +243,6 @@ def coverage_audit(session: Session, principal: Principal, audit_id: str) -> Aud
 
 def result_rows(audit_id: str, matched: bool | None) -> Iterator[dict[str, Any]]:
     """Runs in its own session: a streamed response outlives the request's session."""
-    from app.db.engine import session_factory
-
     session = session_factory()()
     try:
         for r in repository.results(session, audit_id, matched):

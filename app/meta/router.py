@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 from pydantic import BaseModel
+from redis import Redis
+from redis.exceptions import RedisError
 from sqlalchemy import text
 
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep
@@ -35,9 +37,6 @@ def health(session: SessionDep, settings: SettingsDep) -> dict[str, str]:
     session.execute(text("SELECT 1"))
     if not settings.redis_url:
         return {"status": "ok", "database": "ok", "queue": "embedded"}
-    from redis import Redis
-    from redis.exceptions import RedisError
-
     try:
         Redis.from_url(settings.redis_url, socket_timeout=2).ping()
     except RedisError as exc:

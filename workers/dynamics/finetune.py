@@ -18,8 +18,11 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from app.settings import get_settings
 from core.measures.dynamics import Trajectories
 from workers.dynamics.runner import KFoldConfig, RunResult, assign_folds, check_inputs, split_losses
+from workers.lm.loading import load_model
+from workers.lm.registry import resolve_source, resolve_spec
 
 
 def _encode(loaded, texts: Sequence[str]) -> list[list[int]]:  # noqa: ANN001
@@ -76,10 +79,6 @@ def run_finetune(
     on_pass: Callable[[int], None] | None = None,
 ) -> RunResult:
     """K x E fine-tuning passes of ``model_name``; ``on_pass(done)`` after each run's epoch (raise to cancel)."""
-    from app.settings import get_settings
-    from workers.lm.loading import load_model
-    from workers.lm.registry import resolve_source, resolve_spec
-
     settings = get_settings()
     spec = resolve_spec(model_name, settings)
     loaded = load_model(model_name, spec, resolve_source(model_name, spec), settings)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+from transformers import DynamicCache
 
 from workers.lm.plan import batch_rows, chunk_groups, make_plan, pack_rows
 
@@ -92,8 +93,6 @@ class Engine:
         return totals
 
     def _prefix_pass(self, keys: list[list[int]], requests: list[tuple[int, int]]) -> PrefixState:
-        from transformers import DynamicCache
-
         width = max(len(k) for k in keys)
         ids = torch.zeros((len(keys), width), dtype=torch.long)
         for g, key in enumerate(keys):
@@ -206,8 +205,6 @@ def pick_nll(logits: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor) ->
 def prefilled_cache(config: Any, past: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
     """A DynamicCache holding ``past`` without copying it (the documented ``ddp_cache_data`` path concatenates onto
     an empty tensor: one more copy of every row's prefix KV per layer)."""
-    from transformers import DynamicCache
-
     cache = DynamicCache(config=config)
     if len(cache.layers) != len(past):
         return DynamicCache(ddp_cache_data=past, config=config)

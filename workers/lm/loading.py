@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from app.settings import ModelSpec, Settings
 from workers.lm.base import ModelLoadError
@@ -113,8 +114,6 @@ def context_length(model: Any, tokenizer: Any) -> int:
 
 
 def load_tokenizer(name: str, source: ModelSource) -> Any:
-    from transformers import AutoTokenizer
-
     kwargs: dict[str, Any] = {"local_files_only": True}
     if source.gguf_file:
         kwargs["gguf_file"] = source.gguf_file
@@ -128,8 +127,6 @@ def load_tokenizer(name: str, source: ModelSource) -> Any:
 
 
 def _load_weights(name: str, source: ModelSource, dtype: torch.dtype, device: torch.device) -> Any:
-    from transformers import AutoModelForCausalLM
-
     kwargs: dict[str, Any] = {"local_files_only": True, "dtype": dtype}
     if source.gguf_file:
         kwargs["gguf_file"] = source.gguf_file

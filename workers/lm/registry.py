@@ -12,6 +12,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from huggingface_hub import snapshot_download
+
 from app.settings import ModelSpec, Settings, get_settings
 from core.models import ModelNameError, parse_model_name
 from workers.lm.base import ModelLoadError, Scorer
@@ -54,8 +56,6 @@ def _package_dir(name: str, package: str) -> Path:
 
 def _hub_snapshot(name: str, repo_id: str) -> Path:
     try:
-        from huggingface_hub import snapshot_download
-
         return Path(snapshot_download(repo_id, local_files_only=True))
     except Exception as exc:  # the hub raises several types; all mean "not available offline"
         raise ModelLoadError(

@@ -13,12 +13,14 @@ stale log-probs for cached positions (vllm-project/vllm#42019) -- a silent wrong
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 from collections.abc import Sequence
 from typing import Any
 
 from app.settings import ModelSpec, Settings
 from workers.lm.base import ModelLoadError, SentenceTooLong, check_not_empty
+from workers.lm.loading import find_document_start, load_tokenizer, weights_fingerprint
 from workers.lm.registry import ModelSource
 
 
@@ -36,16 +38,12 @@ class VLLMScorer:
 
     @classmethod
     def load(cls, name: str, spec: ModelSpec, source: ModelSource, settings: Settings) -> VLLMScorer:
-        import hashlib
-
         try:
-            from vllm import LLM
+            from vllm import LLM  # lazy: vllm exists on GPU workers only (and pulls in torch and CUDA)
         except ImportError as exc:
             raise ModelLoadError(
                 f"model {name!r}: backend 'vllm' needs the vllm package (pip install 'memaudit[vllm]') and a CUDA GPU"
             ) from exc
-
-        from workers.lm.loading import find_document_start, load_tokenizer, weights_fingerprint
 
         tokenizer = load_tokenizer(name, source)
         document_start_id = find_document_start(tokenizer)
@@ -79,7 +77,7 @@ class VLLMScorer:
         return seqs
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        from vllm import SamplingParams
+        from vllm import SamplingParams  # lazy: vllm exists on GPU workers only
 
         check_not_empty(pairs)
         seqs = self._ids([prefix + continuation for prefix, continuation in pairs])
@@ -90,7 +88,7 @@ class VLLMScorer:
         return [prompt_nll(seq, out.prompt_logprobs) for seq, out in zip(seqs, outputs, strict=True)]
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, stop: str = "\n") -> list[str]:
-        from vllm import SamplingParams
+        from vllm import SamplingParams  # lazy: vllm exists on GPU workers only
 
         seqs = self._ids(prompts, extra=max_new_tokens)
         if not seqs:

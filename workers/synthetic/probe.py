@@ -14,6 +14,8 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 
+import torch
+
 from core.measures.coverage import (
     DEFAULT_K,
     Outcome,
@@ -23,6 +25,7 @@ from core.measures.coverage import (
     record_prompts,
     summarise,
 )
+from workers.lm import load_scorer
 from workers.synthetic.catalog import SyntheticCatalog, default_catalog
 
 Generate = Callable[[Sequence[str], int], list[str]]
@@ -58,10 +61,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sample", type=int, default=None)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
-
-    import torch
-
-    from workers.lm import load_scorer
 
     torch.set_num_threads(args.threads)
     scorer = load_scorer(args.model)
