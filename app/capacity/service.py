@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import statistics
 from pathlib import Path
 
 from sqlalchemy.orm import Session
@@ -20,7 +21,9 @@ from app.capacity.schemas import (
     CapacityCellRead,
     CapacityGrid,
     CapacityGridRead,
+    DatasetSizeMemorization,
     Prediction,
+    SeedCapacity,
     TextResultsRead,
     TextSampleRead,
 )
@@ -162,20 +165,45 @@ def cell_read(c: CapacityCell) -> CapacityCellRead:
 
 
 def capacities(cells: list[CapacityCell]) -> list[ArchitectureCapacity]:
-    """Per architecture and precision: capacity = max memorized bits over N (and seeds), bits/param."""
+    """Per architecture and precision. Morris et al. take capacity as the max over dataset sizes N of the
+    memorization at saturation; with several seeds we average each N's memorized bits over its seeds first and
+    take the max over N of that mean (``capacity_bits``, which bits/param divides): a max over noisy per-seed
+    values would be biased upward. Every seed's own max over N is reported beside it, with their mean ± sd."""
     groups: dict[tuple[str, str], list[CapacityCell]] = {}
     for c in cells:
         groups.setdefault((arch_label(c), c.precision), []).append(c)
-    out = []
-    for (label, precision), members in groups.items():
-        done = {c.n_samples: c.memorized_bits for c in members if c.memorized_bits is not None}
-        best_n, bits = cap.capacity_bits(done) if done else (None, None)
-        params = members[0].params
-        out.append(ArchitectureCapacity(
-            architecture=label, precision=precision, params=params, capacity_bits=bits, at_n=best_n,
-            bits_per_param=None if bits is None else cap.bits_per_parameter(bits, params),
-        ))
-    return out
+    return [_capacity(label, precision, members) for (label, precision), members in groups.items()]
+
+
+def _mean_sd(values: list[float]) -> tuple[float, float | None]:
+    mean = statistics.fmean(values)
+    return mean, statistics.stdev(values) if len(values) > 1 else None
+
+
+def _capacity(label: str, precision: str, members: list[CapacityCell]) -> ArchitectureCapacity:
+    params = members[0].params
+    done = [c for c in members if c.memorized_bits is not None]
+    by_seed: dict[int, dict[int, float]] = {}
+    by_n: dict[int, list[float]] = {}
+    for c in sorted(done, key=lambda c: (c.seed, c.n_samples)):
+        by_seed.setdefault(c.seed, {})[c.n_samples] = c.memorized_bits
+        by_n.setdefault(c.n_samples, []).append(c.memorized_bits)
+    seeds = []
+    for seed, curve in by_seed.items():
+        n_best, bits = cap.capacity_bits(curve)
+        seeds.append(SeedCapacity(seed=seed, capacity_bits=bits, at_n=n_best,
+                                  bits_per_param=cap.bits_per_parameter(bits, params)))
+    sizes = [DatasetSizeMemorization(n_samples=n, seeds=len(v), mean_bits=_mean_sd(v)[0], sd_bits=_mean_sd(v)[1])
+             for n, v in sorted(by_n.items())]
+    best = max(sizes, key=lambda d: d.mean_bits, default=None)
+    seed_mean, seed_sd = _mean_sd([s.capacity_bits for s in seeds]) if seeds else (None, None)
+    return ArchitectureCapacity(
+        architecture=label, precision=precision, params=params,
+        capacity_bits=None if best is None else best.mean_bits,
+        capacity_sd_bits=None if best is None else best.sd_bits, at_n=None if best is None else best.n_samples,
+        bits_per_param=None if best is None else cap.bits_per_parameter(best.mean_bits, params),
+        seeds=seeds, seed_capacity_mean_bits=seed_mean, seed_capacity_sd_bits=seed_sd, by_n=sizes,
+    )  # fmt: skip
 
 
 def grid_read(session: Session, audit: Audit) -> CapacityGridRead:

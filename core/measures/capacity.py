@@ -8,7 +8,8 @@ Conventions: NLLs are in bits (``nll_bits``) unless a name says nats; one sample
 - Memorized bits of a dataset: Σ_x mem_U(x); capacity = max over dataset sizes N; bits per parameter.
 - Text mode: mem_U(x) = max(0, NLL₂(x | θ̂_ref) − NLL₂(x | θ)), from H^K(x | θ, θ̂) ≈ −log2 max(p(x|θ̂), p(x|θ)).
 - Loss-threshold membership inference: AUC, and F1 at the break-even threshold (as many samples called members
-  as there are members, so precision = recall and chance gives 0.5, the floor of the paper's scaling law).
+  as there are members, so precision = recall), on balanced member / non-member sets (``balanced_sets``) so that
+  chance gives 0.5, the floor of the paper's scaling law.
 - Scaling law (Sec. 6): F1 = ½ (1 + c1 σ(c2 (x + c3))), c1 = 1.34, c2 = −0.034, c3 = −33.14, with
   x = 1000 · N / P (training samples per thousand parameters); see ``MIA_X_SCALE`` for why.
 """
@@ -158,6 +159,19 @@ def mia_f1(member_nll: ArrayLike, nonmember_nll: ArrayLike) -> float:
     take = k - below_m - below_h  # how many of the tied samples the attack labels as members
     true_pos = below_m + take * tied_m / (tied_m + tied_h)
     return true_pos / k
+
+
+def balanced_sets(member_nll: ArrayLike, nonmember_nll: ArrayLike, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-sized member and non-member sets for the MIA: the larger set is subsampled (without replacement,
+    seeded) to the size of the smaller. With unequal sets the break-even F1 of a blind attack is
+    |members| / (|members| + |non-members|) — 0.8 with 4,000 members against 1,000 non-members — not the 0.5
+    that the paper's law has as its floor."""
+    m = np.asarray(member_nll, dtype=np.float64)
+    h = np.asarray(nonmember_nll, dtype=np.float64)
+    size = min(m.size, h.size)
+    rng = np.random.default_rng(seed)
+    pick = lambda a: a if a.size == size else a[np.sort(rng.choice(a.size, size, replace=False))]  # noqa: E731
+    return pick(m), pick(h)
 
 
 def predicted_mia_f1(n_params: float, n_samples: float) -> float:
