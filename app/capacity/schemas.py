@@ -67,7 +67,8 @@ class CapacityOptions(BaseModel):
     schedule: Literal["constant", "cosine"] = "constant"
     batch_size: int | None = Field(default=None, ge=1, description="null: full batch")
     heldout_size: int | None = Field(
-        default=None, ge=1, description="non-members for the MIA (uniform samples); default min(N, 1000)"
+        default=None, ge=1, description="non-members for the MIA (uniform samples); default min(N, 1000). The MIA"
+        " compares as many members (a seeded sample) as non-members: balanced sets, chance F1 = 0.5"
     )
     extraction_prefix: int | None = Field(default=None, ge=0, description="greedy-extraction prefix; default S/2")
     checkpoint_seconds: float = Field(default=60.0, ge=1.0, description="how often a running cell checkpoints")
@@ -157,13 +158,41 @@ class CapacityCellRead(BaseModel):
     predicted_mia_f1: float = Field(description="the paper's scaling law for this cell's P and N")
 
 
+class SeedCapacity(BaseModel):
+    seed: int
+    capacity_bits: float = Field(description="This seed's max memorized bits over N")
+    at_n: int
+    bits_per_param: float
+
+
+class DatasetSizeMemorization(BaseModel):
+    n_samples: int
+    seeds: int = Field(description="Seeds with a finished cell at this N")
+    mean_bits: float = Field(description="Memorized bits, mean over seeds")
+    sd_bits: float | None = Field(description="Sample standard deviation over seeds (null with one seed)")
+
+
 class ArchitectureCapacity(BaseModel):
     architecture: str
     precision: str
     params: int
-    capacity_bits: float | None = Field(description="max memorized bits over N (cells done so far)")
+    capacity_bits: float | None = Field(
+        description="Capacity: max over N of the memorized bits averaged over seeds (cells done so far); this is"
+        " what bits_per_param divides"
+    )
+    capacity_sd_bits: float | None = Field(
+        default=None, description="Standard deviation over seeds of the memorized bits at at_n (null: one seed)"
+    )
     at_n: int | None
     bits_per_param: float | None
+    seeds: list[SeedCapacity] = Field(default_factory=list, description="Per seed: its own max over N")
+    seed_capacity_mean_bits: float | None = Field(
+        default=None, description="Mean over seeds of the per-seed capacities (each seed's max over N)"
+    )
+    seed_capacity_sd_bits: float | None = Field(
+        default=None, description="Sample standard deviation of the per-seed capacities (null with one seed)"
+    )
+    by_n: list[DatasetSizeMemorization] = Field(default_factory=list)
 
 
 class CapacityGridRead(BaseModel):

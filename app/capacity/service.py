@@ -159,7 +159,7 @@ def cell_read(c: CapacityCell) -> CapacityCellRead:
 
 
 def capacities(cells: list[CapacityCell]) -> list[ArchitectureCapacity]:
-    """Per architecture and precision: capacity = max memorized bits over N (and seeds), bits/param."""
+    """Per architecture and precision: see core.measures.capacity.capacity_by_architecture (seeds kept)."""
     return [ArchitectureCapacity(**a) for a in cap.capacity_by_architecture(cells)]
 
 

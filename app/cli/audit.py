@@ -202,7 +202,8 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
                    help="tofu: question/answer/paraphrased_answer/perturbed_answer JSON lines")
     p.add_argument("--policy", choices=["lenient", "strict", "share"], default="lenient")
     p.add_argument("--min-share", type=float, default=None)
-    p.add_argument("--min-z", type=float, default=None)
+    p.add_argument("--min-z", type=float, default=None,
+                   help="min z̄* over rank-1 templates (chance rank 1 among 101 candidates: ≈ 2.9)")
     p.add_argument("--model", default=None)
     p.add_argument("--subject-id", type=int, default=None)
     p.add_argument("--audit-id", default=None)

@@ -90,14 +90,20 @@ def cmd_grid(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(grid, indent=1))
         return 0
-    print(f"{'arch':14} {'prec':5} {'N':>8} {'status':8} {'mem bits':>10} {'share':>6} {'bits/param':>10} "
-          f"{'MIA F1':>6} {'AUC':>5} {'law F1':>6}")
+    fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
+    print(f"{'arch':14} {'prec':5} {'N':>8} {'seed':>4} {'status':8} {'mem bits':>10} {'share':>6} "
+          f"{'bits/param':>10} {'MIA F1':>6} {'AUC':>5} {'law F1':>6}")
     for c in grid["cells"]:
         arch = f"L{c['n_layer']}-d{c['d_model']}-h{c['n_head']}"
-        fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
-        print(f"{arch:14} {c['precision']:5} {c['n_samples']:8d} {c['status']:8} {fmt(c['memorized_bits'], '10.0f')} "
-              f"{fmt(c['share_memorized'], '6.3f')} {fmt(c['bits_per_param'], '10.3f')} {fmt(c['mia_f1'], '6.3f')} "
-              f"{fmt(c['mia_auc'], '5.3f')} {c['predicted_mia_f1']:6.3f}")
+        print(f"{arch:14} {c['precision']:5} {c['n_samples']:8d} {c['seed']:4d} {c['status']:8} "
+              f"{fmt(c['memorized_bits'], '10.0f')} {fmt(c['share_memorized'], '6.3f')} "
+              f"{fmt(c['bits_per_param'], '10.3f')} {fmt(c['mia_f1'], '6.3f')} {fmt(c['mia_auc'], '5.3f')} "
+              f"{c['predicted_mia_f1']:6.3f}")
+    for a in grid["capacity"]:  # capacity = max over N of the seed-mean memorization; each seed's max beside it
+        per_seed = ", ".join(f"seed {s['seed']}: {s['capacity_bits']:.0f} at N={s['at_n']}" for s in a["seeds"])
+        print(f"capacity {a['architecture']} {a['precision']}: {fmt(a['capacity_bits'], '.0f')} "
+              f"± {fmt(a['capacity_sd_bits'], '.0f')} bits at N={a['at_n']} (mean over seeds), "
+              f"{fmt(a['bits_per_param'], '.3f')} bits/param; {per_seed or 'no cell done'}")
     return 0
 
 

@@ -45,8 +45,8 @@ def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Itera
                           (FactResult.property_id, f.property)):
         if value is not None:
             stmt = stmt.where(column == value)
-    if f.min_z is not None:
-        stmt = stmt.where(FactResult.z_star >= f.min_z)
+    if f.min_z is not None:  # z̄* over rank-1 templates; null (no rank-1 template) never passes
+        stmt = stmt.where(FactResult.z_star.is_not(None), FactResult.z_star >= f.min_z)
     for result, audit, subject in session.execute(stmt.execution_options(yield_per=200)):
         facts = list(session.scalars(select(Fact).where(Fact.id.in_(result.fact_ids)).order_by(Fact.id)))
         canaries = list(

@@ -35,7 +35,11 @@ def export_forget_set(
               "strict: by every template; share: by at least min_share of templates"),
     ] = "lenient",
     min_share: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
-    min_z: float | None = None,
+    min_z: Annotated[
+        float | None,
+        Query(description="keep facts whose z̄* (mean z* over the templates that rank a true value first) is at "
+              "least min_z; a chance rank 1 among 101 candidates already gives z* ≈ 2.9 (docs/measures.md)"),
+    ] = None,
 ) -> StreamingResponse:
     """Export memorized facts as a forget set for an unlearning pipeline (streamed)."""
     if policy == "share" and min_share is None:

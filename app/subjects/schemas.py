@@ -101,7 +101,9 @@ class CandidateRead(BaseModel):
     sentence: str
     nll_subject: float
     generic_sentence: str
-    nll_generic: float
+    nll_generic: float | None = Field(
+        description="NLL of the generic-subject sentence; null where α = 1, since it cancels from s exactly"
+    )
     similar_sentences: list[str]
     nll_similar: list[float]
     near_duplicate_of: str | None = Field(
@@ -117,7 +119,7 @@ class CanaryRead(BaseModel):
     rank: int
     memorized: bool
     lead_margin: float
-    z_star: float | None
+    z_star: float | None = Field(description="z*, defined only where a true value ranks first (else null)")
     generic_subject: str
     similar_names: list[str]
     candidates: list[CandidateRead] | None = None
@@ -130,7 +132,9 @@ class FactResultRead(BaseModel):
     share: float = Field(description="Share of templates whose top-ranked candidate is a true value")
     strict: bool = Field(description="Every template ranks a true value first")
     lenient: bool = Field(description="Some template ranks a true value first")
-    z_star: float | None = Field(description="Mean z* over templates")
+    z_star: float | None = Field(
+        description="z̄*: mean z* over the templates that rank a true value first; null when none does"
+    )
     n_templates: int
     counterfactuals: list[str]
     canaries: list[CanaryRead]

@@ -20,7 +20,7 @@ from app.subjects.schemas import (
     SubjectAuditCreate,
 )
 from app.subjects.wikidata_source import fetch_facts
-from core.catalog import UnknownProperty, load_catalog, split_template
+from core.catalog import UnknownProperty, ValueProblem, load_catalog, split_template
 
 
 def _validate_name(raw: str, settings: Settings) -> str:
@@ -29,6 +29,9 @@ def _validate_name(raw: str, settings: Settings) -> str:
         raise InvalidInput("subject.name", "the subject name is empty; give the person's name")
     if len(name) > settings.max_name_length:
         raise InvalidInput("subject.name", f"the subject name is longer than {settings.max_name_length} characters")
+    if not any(ch.isalpha() for ch in name):
+        # look-alike names S(h) vary a name's letters; a name without any has no look-alikes to calibrate with
+        raise InvalidInput("subject.name", "the subject name has no letters; give the person's name as written")
     return name
 
 
@@ -39,6 +42,7 @@ def _validate_facts(body: SubjectAuditCreate, settings: Settings) -> list[tuple[
             "subject.facts", f"{len(facts)} facts given; at most {settings.max_facts_per_subject} per audit"
         )
     catalog = load_catalog()
+    values: list[tuple[str, str]] = []
     for i, fact in enumerate(facts):
         field = f"subject.facts[{i}]"
         try:
@@ -49,10 +53,11 @@ def _validate_facts(body: SubjectAuditCreate, settings: Settings) -> list[tuple[
             ) from None
         if not fact.value.strip():
             raise InvalidInput(f"{field}.value", "the value is empty")
-        problem = prop.validate_value(fact.value.strip())
-        if problem:
-            raise InvalidInput(f"{field}.value", problem)
-    return [(f.property, f.value.strip()) for f in facts]
+        try:  # dates and quantities in the catalog's spelling, so that counterfactuals exclude them by meaning
+            values.append((fact.property, prop.normalize(fact.value)))
+        except ValueProblem as exc:
+            raise InvalidInput(f"{field}.value", str(exc)) from None
+    return values
 
 
 def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Audit, settings: Settings) -> None:

@@ -13,7 +13,7 @@ from app.db.models import Fact, Subject
 from app.errors import InvalidInput, ServiceUnavailable
 from app.settings import Settings
 from app.wikidata import EntityNotFound, NotHuman, WikidataClient, WikidataUnavailable
-from core.catalog import load_catalog
+from core.catalog import ValueProblem, load_catalog
 
 FIELD = "subject.wikidata_id"
 
@@ -60,9 +60,12 @@ def _usable(found: SourcedFacts, qid: str, settings: Settings) -> SourcedFacts:
     facts = []
     for pid, value in found.facts:
         value = " ".join(value.split())
-        fits = pid in catalog and len(value) <= settings.max_value_length
-        if fits and catalog.get(pid).validate_value(value) is None:
-            facts.append((pid, value))
+        if pid not in catalog or len(value) > settings.max_value_length:
+            continue
+        try:
+            facts.append((pid, catalog.get(pid).normalize(value)))
+        except ValueProblem:
+            continue
     facts = list(dict.fromkeys(facts))[: settings.max_facts_per_subject]
     if not facts:
         raise InvalidInput(FIELD, f"Wikidata holds no facts about {qid} for the catalog's properties (GET /properties)")

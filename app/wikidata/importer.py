@@ -26,7 +26,7 @@ from app.db.models import Fact, PoolValue, Subject, WikidataImport, WikidataProp
 from app.subjects.repository import ensure_properties
 from app.wikidata.dump import MIN_HUMANS_FOR_POOL, DumpHuman, DumpReader, resolve
 from app.wikidata.snaks import ItemRef, Value
-from core.catalog import Catalog, load_catalog
+from core.catalog import Catalog, ValueProblem, load_catalog
 
 BATCH = 500
 
@@ -113,8 +113,10 @@ def _usable_facts(human: DumpHuman, labels: dict[str, str], catalog: Catalog) ->
     facts = []
     for pid, value in resolve(human.facts, labels):
         value = " ".join(value.split())
-        if catalog.get(pid).validate_value(value) is None:
-            facts.append((pid, value))
+        try:
+            facts.append((pid, catalog.get(pid).normalize(value)))
+        except ValueProblem:
+            continue
     return list(dict.fromkeys(facts))
 
 

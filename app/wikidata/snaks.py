@@ -11,19 +11,19 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from core.catalog.values import MONTHS
+from core.catalog.values import MONTHS, ValueProblem, parse_quantity
 
 HUMAN = "Q5"
 INSTANCE_OF = "P31"
 LANGUAGES = ("en", "mul")  # "mul" holds language-independent labels (mostly names) since 2024
 
-# Unit items we convert to the catalog's units (P2048 height in centimetres, P2067 mass in kilograms).
+# Wikidata's unit items, spelled as the catalog's normaliser reads them; it converts to the catalog's unit
+# (P2048 height in centimetres, P2067 mass in kilograms) and refuses units that do not fit the property.
 METRE, CENTIMETRE, KILOGRAM = "Q11573", "Q174728", "Q11570"
-_UNIT_SCALE = {
-    ("quantity:height_cm", METRE): (Decimal(100), "centimetres"),
-    ("quantity:height_cm", CENTIMETRE): (Decimal(1), "centimetres"),
-    ("quantity:mass_kg", KILOGRAM): (Decimal(1), "kilograms"),
-}
+UNIT_WORDS = {
+    METRE: "metres", CENTIMETRE: "centimetres", "Q174789": "millimetres", "Q218593": "inches", "Q3710": "feet",
+    KILOGRAM: "kilograms", "Q41803": "grams", "Q100995": "pounds",
+}  # fmt: skip
 _TIME_RE = re.compile(r"^([+-])(\d+)-(\d{2})-(\d{2})T")
 
 
@@ -117,17 +117,20 @@ def format_time(raw: dict) -> str | None:
 
 
 def format_quantity(raw: dict, value_type: str) -> str | None:
+    """'+1.962' metres for a height -> '196.2 centimetres' (core.catalog.values.parse_quantity, the same
+    normaliser the API uses); None for an amount or unit that does not fit the property."""
     try:
         amount = Decimal(str(raw.get("amount", "")))
     except InvalidOperation:
         return None
     unit_qid = str(raw.get("unit", "1")).rsplit("/", 1)[-1]
-    if value_type == "quantity:count" and unit_qid == "1":
-        return _plain(amount)
-    scale = _UNIT_SCALE.get((value_type, unit_qid))
-    if scale is None:
+    word = "" if unit_qid == "1" else UNIT_WORDS.get(unit_qid)
+    if word is None or (word == "" and value_type != "quantity:count"):
         return None  # a unit we cannot convert would not be type-consistent with the pool
-    return f"{_plain(amount * scale[0])} {scale[1]}"
+    try:
+        return parse_quantity(value_type, f"{_plain(amount)} {word}".strip()).label
+    except ValueProblem:
+        return None
 
 
 def _plain(amount: Decimal) -> str:

@@ -15,8 +15,15 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from core.catalog.pools import generate_pool
-from core.catalog.values import validate_for_datatype
+from core.catalog.pools import generate_pool, native_precision, on_native_grid
+from core.catalog.values import (
+    ValueProblem,
+    normalize_value,
+    parse_quantity,
+    precision_of,
+    validate_for_datatype,
+    value_key,
+)
 
 DATA_DIR = Path(__file__).resolve().parent / "data" / "properties"
 SUBJECT_SLOT = "{subject}"
@@ -53,6 +60,9 @@ class Property:
     templates: tuple[str, ...]
     question: str
     pool: tuple[str, ...]
+    # the generator's parameters when the pool is generated (dates, years, quantities), to redraw it at the
+    # truth's precision; None for listed pools and pools imported from a dump
+    pool_generator: dict | None = field(default=None, repr=False, compare=False)
     _parts: tuple[tuple[str, ...], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -74,6 +84,37 @@ class Property:
     def validate_value(self, value: str) -> str | None:
         """None if ``value`` fits the datatype, else a message for a 422 (never echoes the value)."""
         return validate_for_datatype(self.datatype, self.value_type, value)
+
+    def normalize(self, value: str) -> str:
+        """The catalog's spelling of ``value`` ('1879-03-14' -> '14 March 1879', '196 cm' -> '196 centimetres');
+        raises ValueProblem (a message for a 422) when it does not fit the datatype."""
+        return normalize_value(self.datatype, self.value_type, value)
+
+    def value_key(self, value: str) -> tuple:
+        """What the value means, for equality (a quantity's amount, a date and its precision, a label)."""
+        return value_key(self.datatype, self.value_type, value)
+
+    def pool_for(self, truths: Sequence[str]) -> tuple[str, ...]:
+        """The pool in the format and precision of the (first) true value, for dates and quantities: a generated
+        pool is redrawn at the truth's precision unless the truth lies on its native grid; a listed or imported
+        pool keeps the values of the truth's precision (all of them when none has it). Other datatypes: the pool."""
+        if self.datatype not in ("quantity", "time") or not truths:
+            return self.pool
+        precision = precision_of(self.datatype, self.value_type, truths[0])
+        if precision is None:
+            return self.pool
+        if self.pool_generator is not None:
+            if self._native(truths[0], precision):
+                return self.pool
+            return tuple(dict.fromkeys(generate_pool(self.pool_generator, precision)))
+        same = tuple(v for v in self.pool if precision_of(self.datatype, self.value_type, v) == precision)
+        return same or self.pool
+
+    def _native(self, truth: str, precision: str | int) -> bool:
+        params = self.pool_generator or {}
+        if params.get("kind") == "quantity":
+            return on_native_grid(params, parse_quantity(self.value_type, truth).amount)
+        return precision == native_precision(params)
 
 
 def split_parts(parts: Sequence[str], subject: str, value: str) -> tuple[str, str]:
@@ -159,6 +200,7 @@ def property_from_dict(raw: dict) -> Property:
         templates=tuple(raw["templates"]),
         question=raw["question"],
         pool=pool,
+        pool_generator=None if "pool" in raw else dict(raw["pool_generator"]),
     )
 
 
@@ -178,12 +220,14 @@ def load_catalog() -> Catalog:
 
 
 def counterfactuals(prop: Property, ground_truths: Sequence[str], n: int, seed: int) -> list[str]:
-    """n pool values that are not ground truths (compared case-insensitively); deterministic given seed.
+    """n values of the truth's pool (:meth:`Property.pool_for`) that are not ground truths, compared by what they
+    mean (:meth:`Property.value_key`: '196 cm' excludes '196 centimetres', '1879-03-14' excludes
+    '14 March 1879'; labels case-insensitively); deterministic given seed.
 
     Returns every eligible value (in pool order) when the pool holds n or fewer.
     """
-    truths = {g.strip().casefold() for g in ground_truths}
-    eligible = [v for v in prop.pool if v.strip().casefold() not in truths]
+    truths = {prop.value_key(g) for g in ground_truths}
+    eligible = [v for v in prop.pool_for(ground_truths) if prop.value_key(v) not in truths]
     if n >= len(eligible):
         return eligible
     # Seeded by (seed, pid) so two properties sharing a pool do not draw the same values for one subject.
@@ -196,6 +240,7 @@ __all__ = [
     "CatalogError",
     "Property",
     "UnknownProperty",
+    "ValueProblem",
     "counterfactuals",
     "load_catalog",
     "split_template",

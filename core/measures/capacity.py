@@ -8,7 +8,8 @@ Conventions: NLLs are in bits (``nll_bits``) unless a name says nats; one sample
 - Memorized bits of a dataset: Σ_x mem_U(x); capacity = max over dataset sizes N; bits per parameter.
 - Text mode: mem_U(x) = max(0, NLL₂(x | θ̂_ref) − NLL₂(x | θ)), from H^K(x | θ, θ̂) ≈ −log2 max(p(x|θ̂), p(x|θ)).
 - Loss-threshold membership inference: AUC, and F1 at the break-even threshold (as many samples called members
-  as there are members, so precision = recall and chance gives 0.5, the floor of the paper's scaling law).
+  as there are members, so precision = recall), on balanced member / non-member sets (``balanced_sets``) so that
+  chance gives 0.5, the floor of the paper's scaling law.
 - Scaling law (Sec. 6): F1 = ½ (1 + c1 σ(c2 (x + c3))), c1 = 1.34, c2 = −0.034, c3 = −33.14, with
   x = 1000 · N / P (training samples per thousand parameters); see ``MIA_X_SCALE`` for why.
 """
@@ -16,6 +17,7 @@ Conventions: NLLs are in bits (``nll_bits``) unless a name says nats; one sample
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -83,6 +85,7 @@ class Cell(Protocol):
     n_head: int
     precision: str
     n_samples: int
+    seed: int
     params: int
     memorized_bits: float | None
 
@@ -91,28 +94,47 @@ def architecture_label(n_layer: int, d_model: int, n_head: int) -> str:
     return f"L{n_layer}-d{d_model}-h{n_head}"
 
 
+def _mean_sd(values: Sequence[float]) -> tuple[float, float | None]:
+    mean = statistics.fmean(values)
+    return mean, statistics.stdev(values) if len(values) > 1 else None
+
+
 def capacity_by_architecture(cells: Iterable[Cell]) -> list[dict[str, Any]]:
-    """Per architecture and precision, over the cells done so far: capacity = max memorized bits over N (and
-    seeds), the N reaching it, and bits per parameter (None until a cell is done). Plain dicts out."""
+    """Per architecture and precision, over the cells done so far. Morris et al. take capacity as the max over
+    dataset sizes N of the memorization at saturation; with several seeds each N's memorized bits are averaged
+    over its seeds first and capacity is the max over N of that mean (``capacity_bits``, which bits/param
+    divides): a max over noisy per-seed values would be biased upward. Every seed's own max over N is reported
+    beside it (``seeds``), with their mean ± sd, and each N's mean ± sd (``by_n``). Plain dicts out."""
     groups: dict[tuple[str, str], list[Cell]] = {}
     for c in cells:
         groups.setdefault((architecture_label(c.n_layer, c.d_model, c.n_head), c.precision), []).append(c)
-    out = []
-    for (label, precision), members in groups.items():
-        done = {c.n_samples: c.memorized_bits for c in members if c.memorized_bits is not None}
-        best_n, bits = capacity_bits(done) if done else (None, None)
-        params = members[0].params
-        out.append(
-            {
-                "architecture": label,
-                "precision": precision,
-                "params": params,
-                "capacity_bits": bits,
-                "at_n": best_n,
-                "bits_per_param": None if bits is None else bits_per_parameter(bits, params),
-            }
-        )
-    return out
+    return [_architecture_capacity(label, precision, members) for (label, precision), members in groups.items()]
+
+
+def _architecture_capacity(label: str, precision: str, members: list[Cell]) -> dict[str, Any]:
+    params = members[0].params
+    by_seed: dict[int, dict[int, float]] = {}
+    by_n: dict[int, list[float]] = {}
+    for c in sorted((c for c in members if c.memorized_bits is not None), key=lambda c: (c.seed, c.n_samples)):
+        by_seed.setdefault(c.seed, {})[c.n_samples] = c.memorized_bits
+        by_n.setdefault(c.n_samples, []).append(c.memorized_bits)
+    seeds = []
+    for seed, curve in by_seed.items():
+        n_best, bits = capacity_bits(curve)
+        seeds.append({"seed": seed, "capacity_bits": bits, "at_n": n_best,
+                      "bits_per_param": bits_per_parameter(bits, params)})  # fmt: skip
+    sizes = [{"n_samples": n, "seeds": len(v), "mean_bits": _mean_sd(v)[0], "sd_bits": _mean_sd(v)[1]}
+             for n, v in sorted(by_n.items())]  # fmt: skip
+    best = max(sizes, key=lambda d: d["mean_bits"], default=None)
+    seed_mean, seed_sd = _mean_sd([s["capacity_bits"] for s in seeds]) if seeds else (None, None)
+    return {
+        "architecture": label, "precision": precision, "params": params,
+        "capacity_bits": None if best is None else best["mean_bits"],
+        "capacity_sd_bits": None if best is None else best["sd_bits"],
+        "at_n": None if best is None else best["n_samples"],
+        "bits_per_param": None if best is None else bits_per_parameter(best["mean_bits"], params),
+        "seeds": seeds, "seed_capacity_mean_bits": seed_mean, "seed_capacity_sd_bits": seed_sd, "by_n": sizes,
+    }  # fmt: skip
 
 
 def nats_to_bits(nats: ArrayLike) -> np.ndarray:
@@ -199,6 +221,19 @@ def mia_f1(member_nll: ArrayLike, nonmember_nll: ArrayLike) -> float:
     take = k - below_m - below_h  # how many of the tied samples the attack labels as members
     true_pos = below_m + take * tied_m / (tied_m + tied_h)
     return true_pos / k
+
+
+def balanced_sets(member_nll: ArrayLike, nonmember_nll: ArrayLike, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-sized member and non-member sets for the MIA: the larger set is subsampled (without replacement,
+    seeded) to the size of the smaller. With unequal sets the break-even F1 of a blind attack is
+    |members| / (|members| + |non-members|) — 0.8 with 4,000 members against 1,000 non-members — not the 0.5
+    that the paper's law has as its floor."""
+    m = np.asarray(member_nll, dtype=np.float64)
+    h = np.asarray(nonmember_nll, dtype=np.float64)
+    size = min(m.size, h.size)
+    rng = np.random.default_rng(seed)
+    pick = lambda a: a if a.size == size else a[np.sort(rng.choice(a.size, size, replace=False))]  # noqa: E731
+    return pick(m), pick(h)
 
 
 def predicted_mia_f1(n_params: float, n_samples: float) -> float:

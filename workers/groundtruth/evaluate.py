@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from core.catalog import Catalog, counterfactuals, load_catalog
-from core.measures.wikimem import calibrated_scores, generic_subject, similar_names
+from core.measures.wikimem import calibrated_scores, generic_cancels, generic_subject, similar_names
 from workers.groundtruth.scoring import SentenceScorer, best_truth_rank
 
 HERE = Path(__file__).resolve().parent
@@ -64,7 +64,7 @@ def fact_ranks(scorer: SentenceScorer, catalog: Catalog, name: str, pid: str, tr
             return scorer.nll([prop.render(t, subject, v) for v in candidates])
 
         # with α = 1 the generic subject's NLL cancels out of s(h, v) exactly: skip scoring it
-        nll_h0 = [0.0] * len(candidates) if alpha == 1.0 else nll_for(generic_subject(prop.templates[t]))
+        nll_h0 = None if generic_cancels(alpha, len(variants)) else nll_for(generic_subject(prop.templates[t]))
         scores = calibrated_scores(nll_for(name), nll_h0, [nll_for(v) for v in variants], alpha)
         ranks.append(best_truth_rank(scores, is_truth))
     return tuple(ranks)

@@ -18,8 +18,8 @@ from core.measures.wikimem import ranks
 
 
 def best_truth_rank(scores: Sequence[float], is_truth: Sequence[bool]) -> int:
-    """Rank (1 = best, competition ranking as the service uses) of the best-scoring ground truth."""
-    return min(r for r, t in zip(ranks(scores), is_truth, strict=True) if t)
+    """Rank (1 = best; ties broken against the truths, as the service ranks) of the best-scoring ground truth."""
+    return min(r for r, t in zip(ranks(scores, is_truth), is_truth, strict=True) if t)
 
 
 class SentenceScorer:

@@ -142,12 +142,19 @@ def _store_results(audit_id: str, position: int, trainer: Trainer, tokens: torch
         bits_per_param=cap.bits_per_parameter(memorized, cfg.param_count()),
         train_bits_per_token=float(train_bits.mean()) / cfg.seq_len,
         heldout_bits_per_token=float(held_bits.mean()) / cfg.seq_len,
-        mia_f1=cap.mia_f1(train_bits, held_bits), mia_auc=cap.mia_auc(train_bits, held_bits),
+        **_mia(train_bits, held_bits, cell_seed),
         extraction_rate=float(greedy_extracted(trainer.model, tokens, prefix).float().mean()),
         curve=curve, checkpoint=None,
     )
     with session_scope() as s:
         repository.update_cell(s, audit_id, position, **values)
+
+
+def _mia(train_bits: np.ndarray, held_bits: np.ndarray, cell_seed: int) -> dict[str, float]:
+    """Loss-threshold MIA on balanced sets: min(N, held-out) members drawn with the cell's seed against as many
+    non-members, so that a model that memorizes nothing scores F1 ≈ AUC ≈ 0.5 at every N."""
+    members, nonmembers = cap.balanced_sets(train_bits, held_bits, seed=_data_seed(cell_seed, train_bits.size))
+    return {"mia_f1": cap.mia_f1(members, nonmembers), "mia_auc": cap.mia_auc(members, nonmembers)}
 
 
 def _summary(audit_id: str) -> dict[str, Any]:

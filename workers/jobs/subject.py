@@ -18,9 +18,11 @@ from app.nll_cache import repository as cache
 from app.subjects import repository
 from app.subjects.schemas import SubjectAuditOptions
 from app.wikidata.repository import latest_pool
-from core.catalog import Catalog, Property, counterfactuals, load_catalog, split_template
+from core.catalog import Catalog, Property, ValueProblem, counterfactuals, load_catalog, split_template
 from core.measures.wikimem import (
+    TemplateOutcome,
     contextualized_template,
+    generic_cancels,
     generic_subject,
     near_duplicates,
     property_outcome,
@@ -34,6 +36,7 @@ from workers.lm.base import ScoringError
 
 SCORE_CHUNK = 2048  # keeps each template's prefix groups in one engine call
 MAX_CONTEXT_FACTS = 4  # WikiMem prepends up to four other known facts
+NUMERIC_DATATYPES = ("quantity", "time")  # compared by value, never by embedding
 
 
 @dataclass
@@ -43,6 +46,8 @@ class CanaryPlan:
     kind: str
     generic: str
     similar: list[str]
+    # False where α makes NLL(h0, v) irrelevant (α = 1 with similar names: it cancels exactly); nll_generic null
+    score_generic: bool = True
 
 
 @dataclass
@@ -81,7 +86,8 @@ def _plan(subject: Subject, options: SubjectAuditOptions) -> list[PropertyPlan]:
         by_pid[fact.property_id].append(fact)
     similar = similar_names(subject.name, options.similar_names)
     n_cf, seed = options.counterfactuals, options.seed
-    truths_by_pid = {pid: list(dict.fromkeys(f.value for f in facts)) for pid, facts in by_pid.items()}
+    truths_by_pid = {pid: _truths(catalog.get(pid), facts) for pid, facts in by_pid.items()}
+    with_generic = not generic_cancels(options.alpha, len(similar))
     plans = []
     imported = options.pool == "imported"
     for pid, facts in sorted(by_pid.items(), key=lambda kv: int(kv[0][1:])):
@@ -91,20 +97,35 @@ def _plan(subject: Subject, options: SubjectAuditOptions) -> list[PropertyPlan]:
         for idx in _template_indices(prop, options):
             kind = "baseline" if idx == 0 else "paraphrase"
             template = prop.templates[idx]
-            plan.canaries.append(CanaryPlan(idx, template, kind, generic_subject(template), similar))
+            plan.canaries.append(CanaryPlan(idx, template, kind, generic_subject(template), similar, with_generic))
         n_context = min(options.context_facts, MAX_CONTEXT_FACTS)
         if options.context and n_context > 0:
             template = _context_template(catalog, prop, truths_by_pid, n_context)
             if template is not None:
-                plan.canaries.append(CanaryPlan(0, template, "context", generic_subject(template), similar))
+                plan.canaries.append(
+                    CanaryPlan(0, template, "context", generic_subject(template), similar, with_generic)
+                )
         plans.append(plan)
     return plans
+
+
+def _truths(prop: Property, facts: list[Fact]) -> list[str]:
+    """The distinct true values in the catalog's spelling. The API and importers store them so already; this
+    keeps facts stored before values were normalised comparable by meaning ('196 cm' is '196 centimetres')."""
+    out: dict[tuple, str] = {}
+    for fact in facts:
+        try:
+            value = prop.normalize(fact.value)
+        except ValueProblem:
+            value = fact.value
+        out.setdefault(prop.value_key(value), value)
+    return list(out.values())
 
 
 def _with_imported_pool(subject: Subject, prop: Property) -> Property:
     """``prop`` with the pool a dump import built for it, if any (WikiMem's own pool construction)."""
     values = latest_pool(object_session(subject), prop.pid)
-    return replace(prop, pool=tuple(values)) if values else prop
+    return replace(prop, pool=tuple(values), pool_generator=None) if values else prop
 
 
 def _context_template(
@@ -131,9 +152,15 @@ def _relax_near_duplicates(plans: list[PropertyPlan], threshold: float, scope: s
     pool values are distinct values by construction, and MiniLM puts some distinct ones above 0.75 (measured:
     Sweden / Norway 0.80, Norwegian / Danish 0.82, Beijing / Shanghai 0.85), while a truth from outside the pool
     is often a label variant of a pool value ("United States of America" / "United States" 0.90).
-    scope "all" applies the rule to every ground truth, as WikiMem states it."""
+    scope "all" applies the rule to every ground truth, as WikiMem states it.
+
+    Never for quantities and dates: MiniLM barely tells numbers apart ("72.5 kilograms" is above 0.75 with every
+    mass in the pool). They are compared by value instead, when the counterfactuals are drawn (a normalised
+    value equal to a truth is excluded from the pool: core.catalog.counterfactuals)."""
     try:
         for plan in plans:
+            if plan.prop.datatype in NUMERIC_DATATYPES:
+                continue
             in_pool = {v.casefold() for v in plan.prop.pool}
             truths = [g for g in plan.ground_truths if scope == "all" or g.casefold() not in in_pool]
             if not plan.counterfactuals or not truths:
@@ -147,8 +174,9 @@ def _relax_near_duplicates(plans: list[PropertyPlan], threshold: float, scope: s
 
 
 def _pairs(plan: PropertyPlan, canary: CanaryPlan, subject_name: str) -> list[list[tuple[str, str]]]:
-    """Sentence pairs per subject variant: [subject, generic, *similar] × candidates."""
-    variants = [subject_name, canary.generic, *canary.similar]
+    """Sentence pairs per subject variant: [subject, generic (unless it cancels), *similar] × candidates."""
+    generic = [canary.generic] if canary.score_generic else []
+    variants = [subject_name, *generic, *canary.similar]
     return [[split_template(canary.template, h, v) for v in plan.candidates] for h in variants]
 
 
@@ -197,10 +225,19 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     return summary | {"near_duplicates_merged": merged, "scoring": stats}
 
 
+def canary_outcome(
+    plan: PropertyPlan, c: CanaryPlan, name: str, nll: dict[str, float], alpha: float
+) -> tuple[TemplateOutcome, list[list[float]]]:
+    """The template's outcome from the scored sentences, and the NLL rows [subject, generic or None, *similar]."""
+    rows: list = [[nll[a + b] for a, b in variant] for variant in _pairs(plan, c, name)]
+    if not c.score_generic:
+        rows.insert(1, None)
+    return template_outcome(rows[0], rows[1], rows[2:], plan.truth_mask, alpha), rows
+
+
 def _canary_row(plan: PropertyPlan, c: CanaryPlan, name: str, nll: dict[str, float], alpha: float):  # noqa: ANN202
     truth = plan.truth_mask
-    rows = [[nll[a + b] for a, b in variant] for variant in _pairs(plan, c, name)]
-    out = template_outcome(rows[0], rows[1], rows[2:], truth, alpha)
+    out, rows = canary_outcome(plan, c, name, nll, alpha)
     canary = Canary(
         template_index=c.template_index, template=c.template, kind=c.kind,
         generic_subject=c.generic, similar_names=c.similar, rank=out.rank,
@@ -208,7 +245,8 @@ def _canary_row(plan: PropertyPlan, c: CanaryPlan, name: str, nll: dict[str, flo
     )  # fmt: skip
     canary.candidates = [
         CandidateScore(
-            value=v, is_ground_truth=truth[i], nll_subject=rows[0][i], nll_generic=rows[1][i],
+            value=v, is_ground_truth=truth[i], nll_subject=rows[0][i],
+            nll_generic=None if rows[1] is None else rows[1][i],
             nll_similar=[r[i] for r in rows[2:]], score=out.scores[i], rank=out.ranks[i],
             extra=_merge_note(plan, v),
         )  # fmt: skip

@@ -22,7 +22,7 @@ class FactResult(Base):
     share: Mapped[float] = mapped_column(Float)  # share of templates whose top candidate is a ground truth
     strict: Mapped[bool] = mapped_column(Boolean)  # every template rank 1
     lenient: Mapped[bool] = mapped_column(Boolean)  # some template rank 1
-    z_star: Mapped[float | None] = mapped_column(Float)  # mean z* over templates
+    z_star: Mapped[float | None] = mapped_column(Float)  # z̄*: mean z* over rank-1 templates (null: none)
     n_templates: Mapped[int] = mapped_column(Integer)
 
     canaries: Mapped[list[Canary]] = relationship(
@@ -56,7 +56,7 @@ class Canary(Base):
     similar_names: Mapped[list[str]] = mapped_column(JSONType)
     rank: Mapped[int] = mapped_column(Integer)  # best rank of a ground truth (1 = memorized)
     lead_margin: Mapped[float] = mapped_column(Float)
-    z_star: Mapped[float | None] = mapped_column(Float)
+    z_star: Mapped[float | None] = mapped_column(Float)  # only where a ground truth ranks 1 (the paper's z*)
     memorized: Mapped[bool] = mapped_column(Boolean)
 
     candidates: Mapped[list[CandidateScore]] = relationship(
@@ -72,7 +72,7 @@ class CandidateScore(Base):
     value: Mapped[str] = mapped_column(Text)
     is_ground_truth: Mapped[bool] = mapped_column(Boolean)
     nll_subject: Mapped[float] = mapped_column(Float)
-    nll_generic: Mapped[float] = mapped_column(Float)
+    nll_generic: Mapped[float | None] = mapped_column(Float)  # null where it cancels (α = 1): not scored
     nll_similar: Mapped[list[float]] = mapped_column(JSONType)
     score: Mapped[float] = mapped_column(Float)
     rank: Mapped[int] = mapped_column(Integer)

@@ -13,9 +13,11 @@ from core.measures.wikimem import (
     generic_subject,
     near_duplicates,
     property_outcome,
+    ranks,
     similar_names,
     subject_summary,
     template_outcome,
+    z_star,
 )
 
 CANDIDATES = ["physicist", "chemist", "painter", "lawyer"]
@@ -54,12 +56,13 @@ def test_template_a_ranks_the_truth_first_with_its_margin_and_z_star():
 
 def test_template_b_misses_the_truth():
     out = outcome(B, ONLY_PHYSICIST)
-    # scores [0, 1.5, 0.5, 0]: physicist ties last with lawyer (competition rank 3)
+    # scores [0, 1.5, 0.5, 0]: physicist ties last with lawyer; ties go against the truth, so it ranks 4th
     assert out.scores == pytest.approx([0.0, 1.5, 0.5, 0.0])
-    assert out.rank == 3 and not out.memorized
+    assert out.ranks == [4, 1, 2, 3] and out.rank == 4 and not out.memorized
     assert out.lead_margin == pytest.approx(-1.5)
-    # Δ = [−1.5, 1.0, −1.0, −1.5]; mean −0.75; variance (0.5625 + 3.0625 + 0.0625 + 0.5625) / 4 = 1.0625
-    assert out.z_star == pytest.approx((-1.5 + 0.75) / math.sqrt(1.0625))
+    # z* is defined only where a truth ranks first (the formula would give (−1.5 + 0.75) / √1.0625 here)
+    assert out.z_star is None
+    assert z_star(out.scores, ONLY_PHYSICIST) == pytest.approx((-1.5 + 0.75) / math.sqrt(1.0625))
 
 
 def test_multi_valued_ground_truth_is_memorized_by_any_value():
@@ -74,11 +77,11 @@ def test_strict_and_lenient_flags_and_share():
     a, b = outcome(A, ONLY_PHYSICIST), outcome(B, ONLY_PHYSICIST)
     both = property_outcome([a, b])
     assert both.share == 0.5 and both.lenient and not both.strict
-    assert both.z_star == pytest.approx((a.z_star + b.z_star) / 2)
+    assert both.z_star == pytest.approx(a.z_star), "z̄* averages the rank-1 templates only"
     only_a = property_outcome([a, a])
     assert only_a.share == 1.0 and only_a.strict and only_a.lenient
     none = property_outcome([b])
-    assert none.share == 0.0 and not none.lenient and not none.strict
+    assert none.share == 0.0 and not none.lenient and not none.strict and none.z_star is None
 
 
 def test_subject_summary():
@@ -86,7 +89,8 @@ def test_subject_summary():
     summary = subject_summary([property_outcome([a, b]), property_outcome([a]), property_outcome([b])])
     assert summary["properties"] == 3
     assert summary["mean_memorization"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
-    assert summary["zero_memorization"] == 1
+    assert summary["mean_z_star"] == pytest.approx(a.z_star), "over the two rank-1 templates, both A"
+    assert summary["properties_not_memorized"] == 1 and "zero_memorization" not in summary
     assert summary["memorized_strict"] == 1 and summary["memorized_lenient"] == 2
 
 
@@ -120,3 +124,100 @@ def test_similar_names_are_deterministic_and_differ_from_the_name():
 def test_generic_subject_is_capitalised_only_at_sentence_start():
     assert generic_subject("{subject}'s occupation is {value}.") == "This person"
     assert generic_subject("The occupation of {subject} is {value}.") == "this person"
+
+
+def test_ties_never_rank_a_truth_first():
+    # A model that scores every candidate alike knows nothing; the truth comes first in the candidate list,
+    # so a tie must not hand it rank 1 by position.
+    k = 101
+    truth = [True] + [False] * (k - 1)
+    flat = [20.0] * k
+    out = template_outcome(flat, flat, [flat, flat], truth)
+    assert out.rank == k and not out.memorized and out.z_star is None
+    # a truth tied with one counterfactual at the top ranks second; the counterfactual first
+    assert ranks([2.0, 2.0, 1.0], [True, False, False]) == [2, 1, 3]
+    # counterfactuals that tie among themselves share the better rank (competition ranking)
+    assert ranks([3.0, 2.0, 2.0, 1.0], [True, False, False, False]) == [1, 2, 2, 4]
+    assert ranks([2.0, 2.0, 1.0]) == [1, 1, 3], "without a truth mask: plain competition ranks"
+
+
+def test_generic_subject_cancels_at_alpha_one():
+    # s = [h0 − h] − α·mean[h0 − h~] = mean h~ − h at α = 1: NLL(h0) need not be scored
+    assert calibrated_scores(A["h"], None, A["sim"], alpha=1.0) == pytest.approx(
+        calibrated_scores(A["h"], A["h0"], A["sim"], alpha=1.0)
+    )
+    with pytest.raises(ValueError, match="alpha = 1"):
+        calibrated_scores(A["h"], None, A["sim"], alpha=0.5)
+    with pytest.raises(ValueError, match="similar names"):
+        calibrated_scores(A["h"], None, [], alpha=1.0)
+
+
+def test_z_star_at_a_chance_rank_one_is_near_three():
+    """The docs' reading of z*: on k = 101 independent normal scores, the truth ranks first 1 time in 101, and
+    then z* averages ≈ 2.85 (docs/measures.md): z* ≈ 3 is what chance produces, not strong evidence."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    k, trials = 101, 30_000
+    truth = [True] + [False] * (k - 1)
+    zs, all_z = [], []
+    for _ in range(trials):
+        scores = rng.standard_normal(k).tolist()
+        out = template_outcome([-s for s in scores], [0.0] * k, [], truth, alpha=0.0)
+        all_z.append(z_star(out.scores, truth))
+        if out.memorized:
+            zs.append(out.z_star)
+    rate, mean_rank1, mean_all = len(zs) / trials, float(np.mean(zs)), float(np.mean(all_z))
+    message = f"rank-1 rate {rate:.4f}, mean z* over rank-1 templates {mean_rank1:.2f}, over all {mean_all:.2f}"
+    assert abs(rate - 1 / k) < 0.003 and 2.6 < mean_rank1 < 3.1 and abs(mean_all) < 0.05, message
+
+
+class LoopBound(Exception):
+    pass
+
+
+def run_bounded(fn, *args, max_lines: int = 2_000_000):
+    """Run fn, counting executed lines (its callees included); fail instead of hanging past max_lines."""
+    import sys
+
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+            if count > max_lines:
+                raise LoopBound(f"more than {max_lines} lines executed")
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        return fn(*args), count
+    finally:
+        sys.settrace(None)
+
+
+ADVERSARIAL = ["X", "Li", "王", "Aaa", "\u200b\u200b\u200b", "😀", "😀 😀", "A" * 200, "Al Bo", "Jane Doe",
+               "a b c", "Ёж", "Jean-Luc O'Neil", "Anna", "Bob Bob"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ADVERSARIAL)
+def test_similar_names_always_terminate(name):
+    import unicodedata
+
+    for n in (1, 2, 4, 10):
+        names, lines = run_bounded(similar_names, name, n)
+        assert lines < 500_000, f"{lines} lines for n={n}"
+        assert len(names) == len(set(names)) and name not in names and len(names) <= n
+        assert names == similar_names(name, n), "deterministic"
+        letters = sum(unicodedata.category(c).startswith("L") for c in name)
+        if letters:
+            # the stated rule: a name with a letter always gets n variants (n ≤ 10 ≤ 20 substitutions per letter)
+            assert len(names) == n, f"{len(names)} variants of a name with {letters} letters, n={n}"
+        else:
+            assert names == [], "a name without letters has nothing to vary (the API refuses it)"
+
+
+def test_similar_names_keep_the_papers_reversals_first():
+    assert similar_names("Al Bo", 10)[:2] == ["La Bo", "Al Ob"]
+    assert similar_names("Jane Doe", 4)[:2] == ["Enaj Doe", "Jane Eod"]
