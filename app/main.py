@@ -8,15 +8,18 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.audits.kinds import KINDS
 from app.audits.router import router as audits_router
 from app.capacity.router import router as capacity_router
 from app.coverage.router import router as datasets_router
 from app.dynamics.router import router as dynamics_router
-from app.errors import DomainError
+from app.errors import DomainError, TooManyRequests, error_body
 from app.forget_set.router import router as forget_set_router
+from app.http_errors import http_error
 from app.meta.router import router as meta_router
+from app.middleware import ErrorScrubber, RequestGuard
 from app.settings import get_settings
 from app.subjects.router import router as subjects_router
 
@@ -40,9 +43,10 @@ async def validation_error(_: Request, exc: RequestValidationError) -> JSONRespo
 
 
 async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
-    content = {"detail": [{"field": exc.field, "message": exc.message}] if exc.field else exc.message}
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
-    return JSONResponse(status_code=exc.status_code, content=content, headers=headers)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else {}
+    if isinstance(exc, TooManyRequests):
+        headers["Retry-After"] = str(exc.retry_after)
+    return JSONResponse(status_code=exc.status_code, content=error_body(exc.message, exc.field), headers=headers)
 
 
 @asynccontextmanager
@@ -64,6 +68,9 @@ def create_app() -> FastAPI:
     )
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(DomainError, domain_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_middleware(RequestGuard)  # limits, authentication and rate limits before the body is read
+    app.add_middleware(ErrorScrubber)  # outermost: no exception message (maybe personal data) reaches the log
     app.include_router(meta_router)
     app.include_router(audits_router)
     app.include_router(subjects_router)

@@ -19,7 +19,7 @@ from app.dynamics.schemas import DynamicsAuditCreate
 from app.dynamics.service import prepare_dynamics_audit
 from app.settings import Settings
 from app.subjects.schemas import SubjectAuditCreate
-from app.subjects.service import prepare_subject_audit
+from app.subjects.service import prefetch_subject, prepare_subject_audit
 
 Prepare = Callable[[Session, Any, Audit, Settings], None]
 
@@ -32,6 +32,8 @@ class AuditKind:
     job: str
     # `model` values the kind itself understands besides registered models (e.g. capacity's "scratch").
     own_models: tuple[str, ...] = ()
+    # Work before the request's transaction (outbound calls), so that it holds no database connection.
+    prefetch: Callable[[Any, Settings], None] | None = None
 
 
 KINDS: dict[str, AuditKind] = {}
@@ -41,7 +43,11 @@ def register(kind: AuditKind) -> None:
     KINDS[kind.name] = kind
 
 
-register(AuditKind("subject", SubjectAuditCreate, prepare_subject_audit, "workers.jobs.subject.run"))
+register(
+    AuditKind(
+        "subject", SubjectAuditCreate, prepare_subject_audit, "workers.jobs.subject.run", prefetch=prefetch_subject
+    )
+)
 register(AuditKind("coverage", CoverageAuditCreate, prepare_coverage_audit, "workers.jobs.coverage.run"))
 register(
     AuditKind("capacity", CapacityAuditCreate, prepare_capacity_audit, "workers.jobs.capacity.run", (SCRATCH,))

@@ -30,6 +30,7 @@ def create_audit(
 ) -> AuditCreated:
     """Submit an audit. The same Idempotency-Key with the same body returns the same audit."""
     audit, replayed = service.create_audit(session, settings, principal, body, idempotency_key)
+    session.commit()  # the 202 acknowledges only what is durable: committed, and enqueued by the commit's hook
     response.headers["Location"] = f"/audits/{audit.id}"
     if replayed:
         response.headers["Idempotent-Replayed"] = "true"

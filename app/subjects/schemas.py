@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 
 class FactIn(BaseModel):
@@ -87,6 +87,8 @@ class SubjectAuditCreate(BaseModel):
     model: str = Field(min_length=1, max_length=300, description="A registered model name or hf:<id-or-path>")
     subject: SubjectIn
     options: SubjectAuditOptions = Field(default_factory=SubjectAuditOptions)
+    # Facts fetched for a wikidata_id before the request's transaction (app.subjects.service.prefetch_subject).
+    _fetched: Any = PrivateAttr(default=None)
 
 
 class CandidateRead(BaseModel):

@@ -30,7 +30,7 @@ def test_missing_and_wrong_keys_are_rejected(pg_env, api_factory):
     assert api_factory().post("/audits", json=body()).status_code == 401
     wrong = api_factory(key="mak_deadbeef0000_notasecret")
     r = wrong.get("/audits")
-    assert r.status_code == 401 and "invalid" in r.json()["detail"]
+    assert r.status_code == 401 and "invalid" in r.json()["detail"][0]["message"]
     assert api_factory(key="garbage").get("/audits").status_code == 401
 
 
@@ -95,7 +95,7 @@ def test_idempotency_key_replays_and_conflicts(auditor, pg_env):
     with session_scope() as s:
         assert s.scalar(select(func.count()).select_from(Audit)) == before + 1
     changed = auditor.post("/audits", json=body(name="Someone Else"), headers=headers)
-    assert changed.status_code == 422 and fields(changed) == ["Idempotency-Key"]
+    assert changed.status_code == 409 and fields(changed) == ["Idempotency-Key"]
 
 
 def test_other_principals_get_404(pg_env, api_factory):
