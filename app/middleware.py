@@ -7,7 +7,8 @@
    the bytes of a body sent without one (chunked) as it is read;
 3. authenticates the bearer key or subject token in a short transaction of its own (the request's transaction
    never touches ``api_keys``, so no request waits on a key's row lock) and records the key's use coarsely;
-   a request with a body for a route that takes one (POST/PUT/PATCH) is refused (401) before its body is read;
+   a request that may carry a body (POST/PUT/PATCH, on any path: deny by default) is refused (401) before its
+   body is read;
 4. applies the per-principal rate limits (429 with Retry-After), see ``app.limits``.
 The principal is left in ``request.state.principal`` for the ``CurrentPrincipal`` dependency.
 
@@ -25,9 +26,7 @@ import re
 import traceback
 from urllib.parse import parse_qsl
 
-from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
-from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.auth.keys import MISSING_KEY, Principal, bearer_token, principal_for
@@ -71,16 +70,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def takes_body(scope: Scope) -> bool:
-    """A POST/PUT/PATCH that a route of the app will handle (not a 404 or 405, which read no body)."""
-    if scope["method"] not in BODY_METHODS or "app" not in scope:
-        return False
-    for route in getattr(scope["app"], "routes", []):
-        if isinstance(route, APIRoute) and route.matches(scope)[0] is Match.FULL:
-            return True
-    return False
-
-
 def authenticate_and_limit(settings: Settings, token: str, submits: bool) -> Principal:
     """Runs in the threadpool: a short database transaction, then the rate limiter (maybe Redis)."""
     principal = principal_for(settings, token)
@@ -112,7 +101,7 @@ class RequestGuard:
         if length is not None and length.isdigit() and int(length) > limit:
             await send_error(send, 413, *_too_large(limit))
             return
-        with_body = takes_body(scope)
+        with_body = scope["method"] in BODY_METHODS
         token = bearer_token(_header(scope, b"authorization"))
         state = scope.setdefault("state", {})
         if token is None and with_body:
