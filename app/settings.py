@@ -67,7 +67,8 @@ class Settings(BaseSettings):
     capacity_limits: dict[str, int] = {}  # overrides of app.capacity.service.DEFAULT_LIMITS (grid size, N, steps…)
     max_dynamics_train_tokens: int = 20_000_000  # dynamics audits: tokens trained over all K runs and E epochs
     # request limits (app/middleware.py, app/limits.py); 0 turns a rate limit or quota off
-    max_request_bytes: int = 1024 * 1024  # any request body except a dataset upload (max_dataset_upload_bytes)
+    # any request body but a dataset upload; the largest the schemas allow is a dynamics trajectory file (20 M chars)
+    max_request_bytes: int = 24 * 1024 * 1024
     rate_limit_per_minute: int = 1200  # requests per API key or subject token, bursts up to the same number
     submit_rate_per_minute: int = 60  # POSTs (audits, uploads) per API key
     max_active_audits_per_key: int = 100  # queued + running audits one API key may have

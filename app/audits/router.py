@@ -13,6 +13,7 @@ from app.deps import CurrentPrincipal, SessionDep, SettingsDep
 from app.errors import InvalidInput
 from app.subjects import service as subjects
 from app.subjects.schemas import Detail, FactsPage
+from app.validation import IdFilter, Page
 
 router = APIRouter(prefix="/audits", tags=["audits"])
 AuditCreate = audit_create_type()
@@ -45,8 +46,8 @@ def list_audits(
     model: str | None = None,
     kind: Literal["subject", "coverage", "capacity", "dynamics"] | None = None,
     status_: Annotated[Status | None, Query(alias="status")] = None,
-    subject_id: int | None = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    subject_id: IdFilter = None,
+    page: Page = 1,
     page_size: Annotated[int, Query(ge=1)] = 50,
 ) -> AuditPage:
     if page_size > settings.max_page_size:

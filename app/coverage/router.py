@@ -17,6 +17,7 @@ from app.coverage.upload import read_form
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep
 from app.errors import InvalidInput
 from app.forget_set.service import as_jsonl
+from app.validation import Page
 
 router = APIRouter(tags=["datasets"])
 MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
@@ -89,7 +90,7 @@ def list_datasets(
     session: SessionDep,
     settings: SettingsDep,
     principal: CurrentPrincipal,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Page = 1,
     page_size: Annotated[int, Query(ge=1)] = 50,
 ) -> DatasetPage:
     if page_size > settings.max_page_size:

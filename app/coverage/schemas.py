@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.coverage.formats import Target
+from app.validation import RequestModel
 
 # The paper's released code prompts with three example records (core.measures.coverage.DEFAULT_K;
 # the app does not import workers, a test keeps the two equal).
@@ -53,7 +54,7 @@ class DatasetDeleted(BaseModel):
     records_deleted: int
 
 
-class CoverageOptions(BaseModel):
+class CoverageOptions(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     k: int = Field(
@@ -80,7 +81,7 @@ class CoverageOptions(BaseModel):
     batch_size: int = Field(default=16, ge=1, le=256, description="Prompts generated per batch")
 
 
-class CoverageAuditCreate(BaseModel):
+class CoverageAuditCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["coverage"]

@@ -9,6 +9,7 @@ from app.deps import CurrentPrincipal
 from app.errors import InvalidInput
 from app.forget_set import service
 from app.forget_set.repository import ForgetFilters
+from app.validation import Finite, IdFilter
 
 router = APIRouter(tags=["forget-set"])
 MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv", "tofu": "application/x-ndjson"}
@@ -24,7 +25,7 @@ def export_forget_set(
               "paraphrased_answer / perturbed_answer lines for TOFU-style unlearning (open-unlearning)"),
     ] = "jsonl",
     model: str | None = None,
-    subject_id: int | None = None,
+    subject_id: IdFilter = None,
     audit_id: str | None = None,
     property: str | None = None,
     policy: Annotated[
@@ -33,15 +34,17 @@ def export_forget_set(
               "strict: by every template; share: by at least min_share of templates"),
     ] = "lenient",
     min_share: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
-    min_z: float | None = None,
+    min_z: Finite = None,
 ) -> StreamingResponse:
-    """Export memorized facts as a forget set for an unlearning pipeline (streamed)."""
+    """Export memorized facts as a forget set for an unlearning pipeline (streamed). Every filter is checked before
+    the first byte. `jsonl` ends with the line `{"_end": {"records": N}}`: without it the stream was cut. An error
+    mid-stream aborts the response (no final chunk), which every HTTP client reports."""
     service.check_can_export(principal)
     if policy == "share" and min_share is None:
         raise InvalidInput("min_share", "policy=share needs min_share (0 to 1)")
     filters = ForgetFilters(model, subject_id, audit_id, property, policy, min_share, min_z)
     return StreamingResponse(
-        service.export(principal, filters, format),
+        service.started(service.export(principal, filters, format)),
         media_type=MEDIA[format],
         headers={"Content-Disposition": f'attachment; filename="forget-set.{SUFFIX[format]}"'},
     )

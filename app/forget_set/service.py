@@ -6,6 +6,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 from app.auth.keys import Principal
@@ -19,6 +20,7 @@ CSV_FIELDS = ["subject_id", "subject", "wikidata_id", "property", "property_labe
               "lenient", "z_star", "model", "audit_id", "canaries"]
 TOFU_PERTURBED = 5  # perturbed answers per question, as in TOFU
 FORMATS = ("jsonl", "csv", "tofu")
+END_KEY = "_end"
 
 
 def check_can_export(principal: Principal) -> None:
@@ -97,8 +99,26 @@ def as_csv(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 
 
 def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[str]:
-    """The forget set in one of FORMATS, as a stream of text chunks."""
+    """The forget set in one of FORMATS, as a stream of text chunks; jsonl ends with END_KEY's marker line."""
     if fmt == "tofu":
         return as_tofu(records(principal, filters, perturbed=TOFU_PERTURBED))
     rows = records(principal, filters)
-    return as_csv(rows) if fmt == "csv" else as_jsonl(rows)
+    return as_csv(rows) if fmt == "csv" else with_end_marker(as_jsonl(rows))
+
+
+def with_end_marker(lines: Iterator[str]) -> Iterator[str]:
+    """A last line ``{"_end": {"records": N}}`` once every record is out: a pipeline that does not find it took a
+    cut stream. (tofu and csv carry no marker, so that their loaders read them unchanged: a cut shows as an
+    aborted HTTP response there.)"""
+    n = 0
+    for line in lines:
+        n += 1
+        yield line
+    yield json.dumps({END_KEY: {"records": n}}) + "\n"
+
+
+def started(chunks: Iterator[str]) -> Iterator[str]:
+    """Run the stream up to its first chunk now, so that its query has run (and failed, if it fails) before the
+    answer's status is sent; an error after that cuts the response (app.middleware.ErrorScrubber)."""
+    first = next(chunks, None)
+    return chain(() if first is None else (first,), chunks)

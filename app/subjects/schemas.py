@@ -6,8 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
+from app.validation import RequestModel
 
-class FactIn(BaseModel):
+
+class FactIn(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     property: str = Field(
@@ -16,7 +18,7 @@ class FactIn(BaseModel):
     value: str = Field(min_length=1, max_length=300, description="The true value, e.g. 'physicist'")
 
 
-class SubjectIn(BaseModel):
+class SubjectIn(RequestModel):
     """Either the facts themselves (a person outside Wikidata), or a Wikidata id whose catalog facts are
     fetched (from an imported dump if the person is there, else from the Wikidata API), or both."""
 
@@ -47,7 +49,7 @@ class SubjectIn(BaseModel):
         return facts
 
 
-class SubjectAuditOptions(BaseModel):
+class SubjectAuditOptions(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     alpha: float = Field(default=1.0, ge=0.0, le=10.0, description="Weight of the similar-name calibration term")
@@ -80,7 +82,7 @@ class SubjectAuditOptions(BaseModel):
     )  # fmt: skip
 
 
-class SubjectAuditCreate(BaseModel):
+class SubjectAuditCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["subject"]
