@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Annotated
 
-from fastapi import Depends, Header
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from app.auth.keys import Principal, authenticate
+from app.auth.keys import MISSING_KEY, Principal
 from app.db.engine import session_scope
-from app.errors import Forbidden
+from app.errors import DomainError, Forbidden, Unauthorized
 from app.settings import Settings, get_settings
 
 
@@ -24,16 +25,16 @@ SessionDep = Annotated[Session, Depends(get_db)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-def get_principal(
-    session: SessionDep,
-    settings: SettingsDep,
-    authorization: Annotated[str | None, Header(description="Bearer <API key or data-subject token>")] = None,
-) -> Principal:
-    token = None
-    if authorization:
-        scheme, _, value = authorization.partition(" ")
-        token = value.strip() if scheme.lower() == "bearer" else authorization.strip()
-    return authenticate(session, settings, token)
+# Documents the bearer scheme in OpenAPI; the key itself is read and checked by app.middleware.RequestGuard,
+# before the body, in a transaction of its own.
+bearer = HTTPBearer(auto_error=False, description="An API key (mak_…) or a data subject's token (mas_…)")
+
+
+def get_principal(request: Request, _: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> Principal:
+    found = getattr(request.state, "principal", None)  # set by RequestGuard when a token was sent
+    if isinstance(found, Principal):
+        return found
+    raise found if isinstance(found, DomainError) else Unauthorized(MISSING_KEY)
 
 
 CurrentPrincipal = Annotated[Principal, Depends(get_principal)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 class DomainError(Exception):
     status_code = 400
@@ -37,3 +39,22 @@ class Forbidden(DomainError):
 
 class ServiceUnavailable(DomainError):
     status_code = 503
+
+
+class PayloadTooLarge(DomainError):
+    status_code = 413
+
+
+class TooManyRequests(DomainError):
+    """A rate limit or quota is reached; ``retry_after`` (seconds) becomes the Retry-After header."""
+
+    status_code = 429
+
+    def __init__(self, message: str, *, retry_after: float, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.retry_after = max(1, math.ceil(retry_after))
+
+
+def error_body(message: str, field: str | None = None) -> dict[str, list[dict[str, str | None]]]:
+    """The one error shape of every 4xx/5xx answer: ``{"detail": [{"field": ..., "message": ...}]}``."""
+    return {"detail": [{"field": field, "message": message}]}

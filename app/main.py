@@ -14,9 +14,11 @@ from app.audits.kinds import KindRegistry
 from app.audits.router import router as audits_router
 from app.audits.router import submit_router
 from app.embedded import resume_pending
-from app.errors import DomainError
+from app.errors import DomainError, TooManyRequests, error_body
+from app.http_errors import http_error
 from app.kinds import KINDS
 from app.meta.router import router as meta_router
+from app.middleware import ErrorScrubber, RequestGuard
 from app.settings import get_settings
 
 log = logging.getLogger("memaudit.api")
@@ -39,20 +41,11 @@ async def validation_error(request: Request, exc: RequestValidationError) -> JSO
     return JSONResponse(status_code=422, content={"detail": details})
 
 
-def error_body(message: str, field: str | None = None) -> dict[str, list[dict[str, str | None]]]:
-    """Every 4xx and 5xx answers {"detail": [{"field": ..., "message": ...}]}; field is null when no single
-    request field is at fault (a missing key, a wrong kind, an unknown route)."""
-    return {"detail": [{"field": field, "message": message}]}
-
-
 async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else {}
+    if isinstance(exc, TooManyRequests):
+        headers["Retry-After"] = str(exc.retry_after)
     return JSONResponse(status_code=exc.status_code, content=error_body(exc.message, exc.field), headers=headers)
-
-
-async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-    """Errors raised by the framework itself (unknown route, method not allowed), in the same shape."""
-    return JSONResponse(status_code=exc.status_code, content=error_body(str(exc.detail)), headers=exc.headers)
 
 
 @asynccontextmanager
@@ -75,6 +68,8 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     app.add_exception_handler(DomainError, domain_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.state.kinds = kinds
+    app.add_middleware(RequestGuard)  # limits, authentication and rate limits before the body is read
+    app.add_middleware(ErrorScrubber)  # outermost: no exception message (maybe personal data) reaches the log
     app.include_router(meta_router)
     app.include_router(submit_router(kinds))
     app.include_router(audits_router)

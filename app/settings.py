@@ -65,6 +65,17 @@ class Settings(BaseSettings):
     max_dataset_upload_bytes: int = 256 * 1024 * 1024  # a dataset upload (all its files); MovieLens-1M is 25 MB
     capacity_limits: dict[str, int] = {}  # overrides of app.capacity.service.DEFAULT_LIMITS (grid size, N, steps…)
     max_dynamics_train_tokens: int = 20_000_000  # dynamics audits: tokens trained over all K runs and E epochs
+    # request limits (app/middleware.py, app/limits.py); 0 turns a rate limit or quota off
+    # any request body but a dataset upload; the largest the schemas allow is a dynamics trajectory file (20 M chars)
+    max_request_bytes: int = 24 * 1024 * 1024
+    rate_limit_per_minute: int = 1200  # requests per API key or subject token, bursts up to the same number
+    submit_rate_per_minute: int = 60  # POSTs (audits, uploads) per API key
+    max_active_audits_per_key: int = 100  # queued + running audits one API key may have
+    key_touch_seconds: int = 60  # api_keys.last_used_at is updated at most this often per key
+    # models: `hf:` paths must lie under one of these directories; unset: none in production, any elsewhere
+    model_roots: list[str] | None = None
+    max_loaded_models: int = 2  # a worker keeps at most this many models loaded (least recently used goes)
+    wikidata_timeout_seconds: float = 5.0  # per Wikidata API call; two retries at most
 
     # scoring
     torch_threads: int = 0  # 0: let torch decide

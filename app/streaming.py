@@ -7,10 +7,12 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from fastapi.responses import StreamingResponse
 
+END_KEY = "_end"  # the last line of a complete jsonl export: {"_end": {"records": N}}
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
 
 
@@ -33,7 +35,26 @@ def csv_lines(rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -> Itera
         yield buf.getvalue()
 
 
+def with_end_marker(lines: Iterator[str]) -> Iterator[str]:
+    """A last line ``{"_end": {"records": N}}`` once every record is out: a pipeline that does not find it took a
+    cut stream. (tofu and csv carry no marker, so that their loaders read them unchanged: a cut shows as an
+    aborted HTTP response there.)"""
+    n = 0
+    for line in lines:
+        n += 1
+        yield line
+    yield json.dumps({END_KEY: {"records": n}}) + "\n"
+
+
+def started(chunks: Iterator[str]) -> Iterator[str]:
+    """Run the stream up to its first chunk now, so that its query has run (and failed, if it fails) before the
+    answer's status is sent; an error after that cuts the response (app.middleware.ErrorScrubber)."""
+    first = next(chunks, None)
+    return chain(() if first is None else (first,), chunks)
+
+
 def download(chunks: Iterator[str], media_type: str, filename: str) -> StreamingResponse:
-    """A streamed attachment."""
+    """A streamed attachment whose first chunk is already computed (a failing query is a 4xx/5xx, not a cut
+    200); an error later aborts the response."""
     headers = {"Content-Disposition": f'attachment; filename="{filename}"'}
-    return StreamingResponse(chunks, media_type=media_type, headers=headers)
+    return StreamingResponse(started(chunks), media_type=media_type, headers=headers)

@@ -146,3 +146,21 @@ def rq_worker(pg_env: dict[str, str], worker_log: Path) -> Iterator[subprocess.P
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture
+def live_api(pg_env: dict[str, str], tmp_path: Path):
+    """Start live APIs (uvicorn subprocesses on loopback) on the test Postgres and Redis: `live_api(**settings)`
+    with MEMAUDIT_* overrides, e.g. `live_api(MEMAUDIT_RATE_LIMIT_PER_MINUTE="0")`. Stopped after the test."""
+    from tests.support.live import start_api
+
+    started = []
+
+    def start(**overrides: str):
+        api = start_api({**pg_env, **overrides}, tmp_path / f"api-{len(started)}.log")
+        started.append(api)
+        return api
+
+    yield start
+    for api in started:
+        api.stop()

@@ -51,6 +51,8 @@ class AuditKind:
     own_models: tuple[str, ...] = ()
     # The audit is about one data subject: the submitter gets a token that reads this audit only, to hand over.
     subject_token: bool = False
+    # Work before the request's transaction (outbound calls), so that it holds no database connection.
+    prefetch: Callable[[Any, Settings], None] | None = None
 
 
 class KindRegistry(Mapping[str, AuditKind]):

@@ -12,6 +12,7 @@ from app.audits.schemas import AuditCreated, AuditPage, AuditRead
 from app.db.models.audit import AuditStatus
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
 from app.errors import InvalidInput
+from app.validation import IdFilter, Page
 
 router = APIRouter(prefix="/audits", tags=["audits"])
 
@@ -29,6 +30,7 @@ def submit_router(kinds: KindRegistry) -> APIRouter:
     ) -> AuditCreated:
         """Submit an audit. The same Idempotency-Key with the same body returns the same audit."""
         audit, replayed = service.create_audit(session, settings, principal, body, idempotency_key, kinds)
+        session.commit()  # the 202 acknowledges only what is durable: committed, and enqueued by the commit's hook
         response.headers["Location"] = f"/audits/{audit.id}"
         if replayed:
             response.headers["Idempotent-Replayed"] = "true"
@@ -51,8 +53,8 @@ def list_audits(
     model: str | None = None,
     kind: Annotated[str | None, Query(description="an audit kind (the `kind` of POST /audits)")] = None,
     status_: Annotated[AuditStatus | None, Query(alias="status")] = None,
-    subject_id: int | None = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    subject_id: IdFilter = None,
+    page: Page = 1,
     page_size: Annotated[int, Query(ge=1)] = 50,
 ) -> AuditPage:
     if page_size > settings.max_page_size:

@@ -7,19 +7,24 @@ import json
 from typing import Any
 
 from pydantic import BaseModel
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.audits import repository
-from app.audits.kinds import KindRegistry
+from app.audits.kinds import AuditKind, KindRegistry
 from app.audits.schemas import AuditCreated, AuditRead, Progress
 from app.auth.keys import Principal, subject_token
 from app.db.base import utcnow
+from app.db.engine import session_scope
 from app.db.models import Audit, IdempotencyKey
 from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
 from app.errors import Conflict, InvalidInput, NotFound
+from app.limits import check_active_audits
 from app.queue import enqueue_after_commit, get_dispatcher
 from app.settings import Settings
 from core.models import ModelName, ModelNameError, parse_model_name
+
+IDEMPOTENCY_CONSTRAINT = "uq_idempotency_keys_principal"  # named in migrations/versions/0001_spine.py
 
 
 def check_model(settings: Settings, model: str, field: str = "model") -> ModelName:
@@ -43,31 +48,63 @@ def create_audit(
     idempotency_key: str | None,
     kinds: KindRegistry,
 ) -> tuple[Audit, bool]:
-    """Returns (audit, replayed). The job is enqueued after the caller commits. Roles: the router's (Submitter)."""
+    """Returns (audit, replayed). The job is enqueued after the caller commits. Roles: the router's (Submitter).
+
+    Idempotency rests on the unique (principal, key) constraint: of concurrent requests with one key, the first
+    to commit wins; the others' insert fails and they replay the winner's audit (409 if their body differs).
+    Nothing here locks a row while another request could wait on it."""
     digest = request_hash(body)
     if idempotency_key is not None:
         if not 1 <= len(idempotency_key) <= 200:
             raise InvalidInput("Idempotency-Key", "the Idempotency-Key header must be 1 to 200 characters")
-        seen = repository.find_idempotency(session, principal.id, idempotency_key)
-        if seen is not None:
-            if seen.request_hash != digest:
-                raise InvalidInput(
-                    "Idempotency-Key", "this key was already used with a different request body; use a new key"
-                )
-            return session.get(Audit, seen.audit_id), True
+        with session_scope() as lookup:  # a short read of its own: the request's session holds no connection yet
+            seen = repository.find_idempotency(lookup, principal.id, idempotency_key)
+            seen_audit, seen_hash = (seen.audit_id, seen.request_hash) if seen is not None else (None, None)
+        if seen_audit is not None:
+            return _replay(session, seen_audit, seen_hash, digest), True
     kind = kinds[body.kind]
     if body.model not in kind.own_models:
         check_model(settings, body.model)
-    options = kind.stored_options(body)
-    audit = Audit(kind=kind.name, model=body.model, options=options, owner_key_id=principal.key_id)
+    if kind.prefetch is not None:
+        kind.prefetch(body, settings)  # outbound calls, before this request's transaction takes a connection
+    check_active_audits(session, settings, principal.key_id)
+    try:
+        audit = _insert(session, settings, principal, body, kind, idempotency_key, digest)
+    except IntegrityError as exc:
+        if idempotency_key is None or not _lost_idempotency_race(exc):
+            raise
+        # This unit of work holds this audit's rows only: undo them (no savepoint: pysqlite's are unreliable).
+        session.rollback()
+        winner = repository.find_idempotency(session, principal.id, idempotency_key)
+        return _replay(session, winner.audit_id, winner.request_hash, digest), True
+    enqueue_after_commit(session, kind.job, audit.id)
+    return audit, False
+
+
+def _insert(session: Session, settings: Settings, principal: Principal, body: Any, kind: AuditKind,
+            idempotency_key: str | None, digest: str) -> Audit:  # fmt: skip
+    audit = Audit(kind=kind.name, model=body.model, options=kind.stored_options(body), owner_key_id=principal.key_id)
     session.add(audit)
     session.flush()
     kind.prepare(session, body, audit, settings)
     if idempotency_key is not None:
         session.add(IdempotencyKey(principal=principal.id, key=idempotency_key, request_hash=digest, audit_id=audit.id))
     session.flush()
-    enqueue_after_commit(session, kind.job, audit.id)
-    return audit, False
+    return audit
+
+
+def _lost_idempotency_race(exc: IntegrityError) -> bool:
+    diag = getattr(exc.orig, "diag", None)  # psycopg names the constraint; SQLite names the columns
+    if diag is not None:
+        return diag.constraint_name == IDEMPOTENCY_CONSTRAINT
+    return "idempotency_keys.principal" in str(exc.orig)
+
+
+def _replay(session: Session, audit_id: str, seen_hash: str, digest: str) -> Audit:
+    if seen_hash != digest:
+        message = "this key was already used with a different request body; use a new key"
+        raise Conflict(message, field="Idempotency-Key")
+    return session.get(Audit, audit_id)
 
 
 def get_audit(session: Session, principal: Principal, audit_id: str) -> Audit:

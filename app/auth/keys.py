@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import secrets
+import threading
+import time
 from dataclasses import dataclass
+from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
+from app.db.engine import session_scope
 from app.db.models import ApiKey
 from app.db.models.auth import ROLES
 from app.errors import InvalidInput, Unauthorized
@@ -18,6 +23,7 @@ from app.settings import Settings
 
 KEY_PREFIX = "mak"
 SUBJECT_TOKEN_PREFIX = "mas"
+MISSING_KEY = "missing API key: send 'Authorization: Bearer <key>' (create one with `memaudit keys create`)"
 
 
 @dataclass(frozen=True)
@@ -55,11 +61,16 @@ def subject_token(audit_id: str, settings: Settings) -> str:
     return f"{SUBJECT_TOKEN_PREFIX}_{audit_id}_{mac[:40]}"
 
 
+def bearer_token(authorization: str | None) -> str | None:
+    if not authorization:
+        return None
+    scheme, _, value = authorization.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else authorization.strip()
+
+
 def authenticate(session: Session, settings: Settings, token: str | None) -> Principal:
     if not token:
-        raise Unauthorized(
-            "missing API key: send 'Authorization: Bearer <key>' (create one with `memaudit keys create`)"
-        )
+        raise Unauthorized(MISSING_KEY)
     parts = token.split("_", 2)
     if len(parts) == 3 and parts[0] == SUBJECT_TOKEN_PREFIX:
         if hmac.compare_digest(subject_token(parts[1], settings), token):
@@ -70,8 +81,44 @@ def authenticate(session: Session, settings: Settings, token: str | None) -> Pri
     key = session.scalar(select(ApiKey).where(ApiKey.prefix == parts[1]))
     if key is None or key.revoked or not hmac.compare_digest(key.secret_hash, _hash(parts[2], settings)):
         raise Unauthorized("invalid or revoked API key")
-    key.last_used_at = utcnow()
     return Principal(id=f"key:{key.id}", role=key.role, key_id=key.id)
+
+
+def principal_for(settings: Settings, token: str) -> Principal:
+    """Authenticate in a short transaction of its own (the request's transaction never reads or locks the key's
+    row) and record the key's use; raises Unauthorized."""
+    with session_scope() as session:
+        principal = authenticate(session, settings, token)
+        if principal.key_id is not None:
+            touch_last_used(session, principal.key_id, settings.key_touch_seconds)
+    return principal
+
+
+_touched: dict[int, float] = {}  # key id -> monotonic time of this process's last update of last_used_at
+_touched_lock = threading.Lock()
+
+
+def touch_last_used(session: Session, key_id: int, every_seconds: float) -> bool:
+    """Record that a key was used, coarsely: at most once per ``every_seconds`` per key and process, and never
+    waiting on a row lock (a row another request is updating is skipped: that request records the use).
+    Run it in its own short transaction, not the request's: a request must not hold the key's row lock."""
+    now = time.monotonic()
+    with _touched_lock:
+        if now - _touched.get(key_id, -math.inf) < every_seconds:
+            return False
+        _touched[key_id] = now
+        if len(_touched) > 10_000:  # bounded: forget the oldest half
+            for stale in sorted(_touched, key=_touched.__getitem__)[:5_000]:
+                del _touched[stale]
+    wall = utcnow()
+    free = (
+        select(ApiKey.id)
+        .where(ApiKey.id == key_id)
+        .where(or_(ApiKey.last_used_at.is_(None), ApiKey.last_used_at < wall - timedelta(seconds=every_seconds)))
+        .with_for_update(skip_locked=True)
+    )
+    result = session.execute(update(ApiKey).where(ApiKey.id.in_(free)).values(last_used_at=wall))
+    return bool(result.rowcount)
 
 
 def list_keys(session: Session) -> list[ApiKey]:

@@ -6,13 +6,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.validation import RequestModel
 from core.models import MODEL_HELP
 
 Precision = Literal["fp32", "bf16"]
 SCRATCH = "scratch"  # the `model` of a uniform-mode audit: models trained from scratch by the audit itself
 
 
-class Architecture(BaseModel):
+class Architecture(RequestModel):
     """A GPT-2-style architecture (pre-LN, GELU MLP of 4x width, tied embeddings)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -28,7 +29,7 @@ class Architecture(BaseModel):
         return self
 
 
-class CapacityGrid(BaseModel):
+class CapacityGrid(RequestModel):
     """Every combination of architecture × dataset size × seed × precision is one cell, trained from scratch
     on N sequences of S tokens drawn uniformly from V (regenerated from the seed, never stored)."""
 
@@ -56,7 +57,7 @@ class CapacityGrid(BaseModel):
         return len(self.architectures) * len(self.dataset_sizes) * len(self.seeds) * len(self.precisions)
 
 
-class CapacityOptions(BaseModel):
+class CapacityOptions(RequestModel):
     """Optimisation budget per cell: full-batch Adam by default (the paper trains to convergence)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -74,7 +75,7 @@ class CapacityOptions(BaseModel):
     checkpoint_seconds: float = Field(default=60.0, ge=1.0, description="how often a running cell checkpoints")
 
 
-class TextInput(BaseModel):
+class TextInput(RequestModel):
     """Text mode: per-sample unintended memorization of the audited `model` against a reference model,
     mem_U(x) = max(0, NLL_ref(x) − NLL_model(x)) in bits. Both must share a tokenizer."""
 
@@ -92,7 +93,7 @@ class CapacityAuditOptions(CapacityOptions):
     reference: str | None = None
 
 
-class CapacityAuditCreate(BaseModel):
+class CapacityAuditCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["capacity"]

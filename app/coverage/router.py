@@ -17,6 +17,7 @@ from app.coverage.upload import read_form
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
 from app.errors import InvalidInput
 from app.streaming import MEDIA_TYPES, csv_lines, download, jsonl_lines
+from app.validation import Page
 
 router = APIRouter(tags=["datasets"])
 
@@ -87,7 +88,7 @@ def list_datasets(
     session: SessionDep,
     settings: SettingsDep,
     principal: CurrentPrincipal,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Page = 1,
     page_size: Annotated[int, Query(ge=1)] = 50,
 ) -> DatasetPage:
     if page_size > settings.max_page_size:

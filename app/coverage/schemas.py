@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.coverage.formats import Target
+from app.validation import RequestModel
 from core.measures.coverage import DEFAULT_BUCKETS, DEFAULT_K
 from core.models import MODEL_HELP
 
@@ -50,7 +51,7 @@ class DatasetDeleted(BaseModel):
     records_deleted: int
 
 
-class CoverageOptions(BaseModel):
+class CoverageOptions(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     k: int = Field(
@@ -77,7 +78,7 @@ class CoverageOptions(BaseModel):
     batch_size: int = Field(default=16, ge=1, le=256, description="Prompts generated per batch")
 
 
-class CoverageAuditCreate(BaseModel):
+class CoverageAuditCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["coverage"]

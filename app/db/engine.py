@@ -21,9 +21,10 @@ def _prepare_sqlite(url: str) -> None:
 
 @lru_cache
 def engine_for(url: str) -> Engine:
+    # hide_parameters: a database error's text would otherwise carry the bound values (names, facts) into logs.
     if url.startswith("sqlite"):
         _prepare_sqlite(url)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, hide_parameters=True)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001
@@ -36,7 +37,7 @@ def engine_for(url: str) -> Engine:
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, hide_parameters=True)
 
 
 @lru_cache

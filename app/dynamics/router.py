@@ -16,8 +16,13 @@ from app.streaming import MEDIA_TYPES, csv_lines, download, jsonl_lines
 
 router = APIRouter(prefix="/audits", tags=["dynamics"])
 Measure = Literal["recollection", "counterfactual", "contextual"]
-Tau = Annotated[float | None, Query(gt=0.0, description="Recompute with this recollection threshold (nats/token)")]
-Margin = Annotated[float | None, Query(ge=0.0, description="Recompute with this counterfactual margin")]
+Tau = Annotated[
+    float | None,
+    Query(gt=0.0, allow_inf_nan=False, description="Recompute with this recollection threshold (nats/token)"),
+]
+Margin = Annotated[
+    float | None, Query(ge=0.0, allow_inf_nan=False, description="Recompute with this counterfactual margin")
+]
 
 
 @router.get("/{audit_id}/strings", response_class=StreamingResponse)

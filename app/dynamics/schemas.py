@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.validation import RequestModel
 from core.measures.dynamics import DEFAULT_MARGIN, DEFAULT_TAU
 from core.models import MODEL_HELP
 
@@ -15,7 +16,7 @@ MAX_TRAJECTORY_CHARS = 20_000_000
 MAX_CONTEXT = 1024
 
 
-class StringIn(BaseModel):
+class StringIn(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str | None = Field(default=None, min_length=1, max_length=200, description="Your id; default s<position>")
@@ -23,7 +24,7 @@ class StringIn(BaseModel):
     count: int = Field(default=1, ge=1, le=100_000, description="How often the string occurs in the training set")
 
 
-class PCFGIn(BaseModel):
+class PCFGIn(RequestModel):
     """A generated hierarchical PCFG language (see docs/dynamics.md) and how many strings to draw from it."""
 
     model_config = ConfigDict(extra="forbid")
@@ -41,7 +42,7 @@ class PCFGIn(BaseModel):
     samples: int = Field(default=300, ge=1, le=100_000, description="Strings drawn (with repeats) as the training set")
 
 
-class TrajectoryFileIn(BaseModel):
+class TrajectoryFileIn(RequestModel):
     """Your own per-string losses per epoch; the schema is in docs/dynamics.md (one row per string and epoch)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -50,7 +51,7 @@ class TrajectoryFileIn(BaseModel):
     content: str = Field(min_length=1, max_length=MAX_TRAJECTORY_CHARS)
 
 
-class DynamicsOptions(BaseModel):
+class DynamicsOptions(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     recipe: Literal["scratch", "finetune"] = Field(
@@ -97,7 +98,7 @@ class DynamicsOptions(BaseModel):
         return self
 
 
-class DynamicsAuditCreate(BaseModel):
+class DynamicsAuditCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["dynamics"]

@@ -11,6 +11,7 @@ from app.errors import InvalidInput
 from app.forget_set import service
 from app.forget_set.repository import ForgetFilters
 from app.streaming import MEDIA_TYPES, download
+from app.validation import IdFilter
 
 router = APIRouter(tags=["forget-set"])
 MEDIA = {**MEDIA_TYPES, "tofu": MEDIA_TYPES["jsonl"]}
@@ -26,7 +27,7 @@ def export_forget_set(
               "paraphrased_answer / perturbed_answer lines for TOFU-style unlearning (open-unlearning)"),
     ] = "jsonl",
     model: str | None = None,
-    subject_id: int | None = None,
+    subject_id: IdFilter = None,
     audit_id: str | None = None,
     property: str | None = None,
     policy: Annotated[
@@ -37,11 +38,14 @@ def export_forget_set(
     min_share: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
     min_z: Annotated[
         float | None,
-        Query(description="keep facts whose z̄* (mean z* over the templates that rank a true value first) is at "
+        Query(allow_inf_nan=False,
+              description="keep facts whose z̄* (mean z* over the templates that rank a true value first) is at "
               "least min_z; a chance rank 1 among 101 candidates already gives z* ≈ 2.9 (docs/measures.md)"),
     ] = None,
 ) -> StreamingResponse:
-    """Export memorized facts as a forget set for an unlearning pipeline (streamed)."""
+    """Export memorized facts as a forget set for an unlearning pipeline (streamed). Every filter is checked before
+    the first byte. `jsonl` ends with the line `{"_end": {"records": N}}`: without it the stream was cut. An error
+    mid-stream aborts the response (no final chunk), which every HTTP client reports."""
     if policy == "share" and min_share is None:
         raise InvalidInput("min_share", "policy=share needs min_share (0 to 1)")
     filters = ForgetFilters(model, subject_id, audit_id, property, policy, min_share, min_z)

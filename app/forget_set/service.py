@@ -8,7 +8,7 @@ from typing import Any
 from app.auth.keys import Principal
 from app.db.engine import session_factory
 from app.forget_set.repository import ForgetFilters, memorized, top_counterfactuals
-from app.streaming import csv_lines, jsonl_lines
+from app.streaming import csv_lines, jsonl_lines, with_end_marker
 from core.catalog import load_catalog, split_template
 
 CSV_FIELDS = ["subject_id", "subject", "wikidata_id", "property", "property_label", "value", "share", "strict",
@@ -74,8 +74,8 @@ def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[str]:
-    """The forget set in one of FORMATS, as a stream of text chunks."""
+    """The forget set in one of FORMATS, as a stream of text chunks; jsonl ends with END_KEY's marker line."""
     if fmt == "tofu":
         return jsonl_lines(tofu_records(records(principal, filters, perturbed=TOFU_PERTURBED)))
     rows = records(principal, filters)
-    return csv_lines(map(_csv_row, rows), CSV_FIELDS) if fmt == "csv" else jsonl_lines(rows)
+    return csv_lines(map(_csv_row, rows), CSV_FIELDS) if fmt == "csv" else with_end_marker(jsonl_lines(rows))

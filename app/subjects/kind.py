@@ -7,7 +7,7 @@ from app.db.models import Audit
 from app.forget_set.router import router as forget_set_router
 from app.subjects.router import router
 from app.subjects.schemas import SubjectAuditCreate, SubjectAuditOptions
-from app.subjects.service import prepare_subject_audit
+from app.subjects.service import prefetch_subject, prepare_subject_audit
 
 
 def links(_: Audit) -> dict[str, str]:
@@ -23,4 +23,5 @@ KIND = AuditKind(
     routers=(router, forget_set_router),
     links=links,
     subject_token=True,
+    prefetch=prefetch_subject,
 )

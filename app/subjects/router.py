@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from app.deps import CurrentPrincipal, SessionDep, Submitter
 from app.subjects import service
 from app.subjects.schemas import Detail, FactsPage
+from app.validation import Id
 
 router = APIRouter(tags=["subjects"])
 
@@ -21,7 +22,7 @@ def get_facts(
 
 
 @router.delete("/subjects/{subject_id}")
-def erase_subject(subject_id: int, session: SessionDep, principal: Submitter) -> dict[str, int]:
+def erase_subject(subject_id: Id, session: SessionDep, principal: Submitter) -> dict[str, int]:
     """Erase the service's own copy of a subject's personal data: the subject, facts, audits, results and
     cached sentence scores that name them."""
     return service.erase_subject(session, principal, subject_id)

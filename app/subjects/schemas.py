@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
+from app.validation import RequestModel
 from core.measures.wikimem import NEAR_DUPLICATE_THRESHOLD
 from core.models import MODEL_HELP
 
 
-class FactIn(BaseModel):
+class FactIn(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     property: str = Field(
@@ -19,7 +20,7 @@ class FactIn(BaseModel):
     value: str = Field(min_length=1, max_length=300, description="The true value, e.g. 'physicist'")
 
 
-class SubjectIn(BaseModel):
+class SubjectIn(RequestModel):
     """Either the facts themselves (a person outside Wikidata), or a Wikidata id whose catalog facts are
     fetched (from an imported dump if the person is there, else from the Wikidata API), or both."""
 
@@ -50,7 +51,7 @@ class SubjectIn(BaseModel):
         return facts
 
 
-class SubjectAuditOptions(BaseModel):
+class SubjectAuditOptions(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     alpha: float = Field(default=1.0, ge=0.0, le=10.0, description="Weight of the similar-name calibration term")
@@ -84,13 +85,15 @@ class SubjectAuditOptions(BaseModel):
     )  # fmt: skip
 
 
-class SubjectAuditCreate(BaseModel):
+class SubjectAuditCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["subject"]
     model: str = Field(min_length=1, max_length=300, description=MODEL_HELP.capitalize())
     subject: SubjectIn
     options: SubjectAuditOptions = Field(default_factory=SubjectAuditOptions)
+    # Facts fetched for a wikidata_id before the request's transaction (app.subjects.service.prefetch_subject).
+    _fetched: Any = PrivateAttr(default=None)
 
 
 class CandidateRead(BaseModel):

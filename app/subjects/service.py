@@ -60,13 +60,22 @@ def _validate_facts(body: SubjectAuditCreate, settings: Settings) -> list[tuple[
     return values
 
 
+def prefetch_subject(body: SubjectAuditCreate, settings: Settings) -> None:
+    """Before the request's transaction: a subject given by Wikidata id alone gets its facts from an imported dump
+    or the Wikidata API here, so that the outbound call holds no database connection."""
+    if not body.subject.facts and body.subject.wikidata_id is not None:
+        body._fetched = fetch_facts(body.subject.wikidata_id, settings)
+
+
 def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Audit, settings: Settings) -> None:
     """Facts come from the request (a person outside Wikidata) or, when only a Wikidata id is given, from an
     imported dump or the Wikidata API. Either way the audit gets its own copy of the subject."""
     facts = _validate_facts(body, settings)
     name, source = body.subject.name, "request"
     if not facts:
-        found = fetch_facts(session, body.subject.wikidata_id, settings)
+        if body._fetched is None:
+            prefetch_subject(body, settings)
+        found = body._fetched
         facts, source, name = found.facts, found.source, name or found.name
     name = _validate_name(name or "", settings)
     repository.ensure_properties(session, {pid for pid, _ in facts})

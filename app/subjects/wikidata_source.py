@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.db.engine import session_scope
 from app.db.models import Fact, Subject
 from app.errors import InvalidInput, ServiceUnavailable
 from app.settings import Settings
@@ -37,13 +38,17 @@ def imported_subject(session: Session, qid: str) -> Subject | None:
     return session.scalars(stmt).first()
 
 
-def fetch_facts(session: Session, qid: str, settings: Settings) -> SourcedFacts:
-    imported = imported_subject(session, qid)
-    if imported is not None:
-        facts = [(f.property_id, f.value) for f in imported.facts]
-        return _usable(SourcedFacts(imported.name, facts, "dump"), qid, settings)
+def fetch_facts(qid: str, settings: Settings) -> SourcedFacts:
+    """Called before the request's transaction opens: the dump lookup runs in a short transaction of its own and
+    the Wikidata call holds no database connection (a slow Wikidata must not starve the pool)."""
+    with session_scope() as session:
+        imported = imported_subject(session, qid)
+        dumped = None if imported is None else (imported.name, [(f.property_id, f.value) for f in imported.facts])
+    if dumped is not None:
+        return _usable(SourcedFacts(dumped[0], dumped[1], "dump"), qid, settings)
+    timeout = settings.wikidata_timeout_seconds
     try:
-        with WikidataClient(settings.wikidata_api_url, timeout=10.0, retries=2, backoff=0.5) as client:
+        with WikidataClient(settings.wikidata_api_url, timeout=timeout, retries=2, backoff=0.5) as client:
             subject = client.fetch_subject(qid)
     except NotHuman:
         message = f"Wikidata entity {qid} is not a human (instance of Q5); audits probe people"

@@ -96,7 +96,7 @@ def test_idempotency_key_replays_and_conflicts(auditor, pg_env):
     with session_scope() as s:
         assert s.scalar(select(func.count()).select_from(Audit)) == before + 1
     changed = auditor.post("/audits", json=body(name="Someone Else"), headers=headers)
-    assert changed.status_code == 422 and fields(changed) == ["Idempotency-Key"]
+    assert changed.status_code == 409 and fields(changed) == ["Idempotency-Key"]
 
 
 def test_other_principals_get_404(pg_env, api_factory):

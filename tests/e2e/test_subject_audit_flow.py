@@ -76,7 +76,8 @@ def test_forget_set_and_erasure(rq_worker, api_factory):
     person = people("trained", 8)[7]
     aid = run_audits(api, [person])[0]
     exported = api_factory("pipeline").get("/forget-set", params={"audit_id": aid})
-    rows = [json.loads(line) for line in exported.text.splitlines()]
+    *rows, end = [json.loads(line) for line in exported.text.splitlines()]
+    assert end == {"_end": {"records": len(rows)}}
     assert rows and all(r["subject"] == person["name"] and r["audit_id"] == aid for r in rows)
     csv_text = api_factory("pipeline").get("/forget-set", params={"audit_id": aid, "format": "csv"}).text
     assert len(csv_text.strip().splitlines()) == len(rows) + 1
@@ -85,7 +86,7 @@ def test_forget_set_and_erasure(rq_worker, api_factory):
     erased = api.delete(f"/subjects/{subject_id}")
     assert erased.status_code == 200 and erased.json()["cached_sentences"] > 0, erased.text
     assert api.get(f"/audits/{aid}").status_code == 404
-    assert api_factory("pipeline").get("/forget-set", params={"audit_id": aid}).text == ""
+    assert api_factory("pipeline").get("/forget-set", params={"audit_id": aid}).text == '{"_end": {"records": 0}}\n'
     assert api.delete(f"/subjects/{subject_id}").status_code == 404
 
 

@@ -72,9 +72,16 @@ def export(api, audit_id: str, **params):
     return r
 
 
+def jsonl_records(text: str) -> list[dict]:
+    """The records of a jsonl forget set, after checking its end marker (the last line) counts them."""
+    *rows, end = [json.loads(x) for x in text.splitlines()]
+    assert end == {"_end": {"records": len(rows)}}, end
+    return rows
+
+
 def test_policies_select_the_memorized_facts(exported_audit):
     api, aid = exported_audit
-    rows = lambda **p: [json.loads(x) for x in export(api, aid, **p).text.splitlines()]  # noqa: E731
+    rows = lambda **p: jsonl_records(export(api, aid, **p).text)  # noqa: E731
     assert {r["property"] for r in rows()} == {"P106", "P27"}, "lenient (default): retrieved by some template"
     assert {r["property"] for r in rows(policy="strict")} == {"P106"}, "strict: by every template"
     assert {r["property"] for r in rows(policy="share", min_share=0.2)} == {"P106", "P27"}
@@ -85,6 +92,12 @@ def test_policies_select_the_memorized_facts(exported_audit):
     assert first["subject"] == "Ada Lovelace" and first["wikidata_id"] == "Q7259" and first["value"] == "mathematician"
     assert first["canaries"] == ["Ada Lovelace's occupation is {value}."] and first["audit_id"] == aid
     assert first["model"] == "groundtruth-tiny" and first["share"] == 1.0 and first["z_star"] == 2.5
+
+
+def test_jsonl_ends_with_a_record_count_even_when_empty(exported_audit):
+    api, aid = exported_audit
+    assert len(jsonl_records(export(api, aid).text)) == 2
+    assert export(api, aid, property="P1412").text == '{"_end": {"records": 0}}\n'
 
 
 def test_share_policy_needs_a_minimum(exported_audit):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
@@ -13,18 +14,21 @@ SUBJECTS = {"Q42": DOUGLAS_ADAMS, "Q64": BERLIN}
 
 
 class FakeWikidata:
-    """Serves /w/api.php; ``fail_next`` requests answer 503 first (to exercise retries)."""
+    """Serves /w/api.php; ``fail_next`` requests answer 503 first (to exercise retries); every answer waits
+    ``delay`` seconds (a slow Wikidata)."""
 
     def __init__(self) -> None:
         self.requests: list[dict] = []
         self.fail_next = 0
         self.fail_status = 503
+        self.delay = 0.0
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 query = {k: v[0] for k, v in parse_qs(urlparse(self.path).query).items()}
                 owner.requests.append({"query": query, "user_agent": self.headers.get("User-Agent")})
+                time.sleep(owner.delay)
                 if owner.fail_next > 0:
                     owner.fail_next -= 1
                     self._send(owner.fail_status, {"error": "overloaded"})

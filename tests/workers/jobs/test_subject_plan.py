@@ -42,7 +42,7 @@ FACTS = [("P106", "mathematician"), ("P27", "United Kingdom"), ("P19", "London")
 
 def test_every_fact_gets_the_baseline_and_all_paraphrases_by_default(db):
     plans = {p.prop.pid: p for p in plan_for(FACTS, {})}
-    assert [len(plans[pid].canaries) for pid in ("P106", "P27")] == [11, 11], "every property has 11 templates (P106 too)"
+    assert [len(plans[pid].canaries) for pid in ("P106", "P27")] == [11, 11], "11 templates each"
     assert plans["P1412"].ground_truths == ["English", "French"], "a multi-valued ground truth"
     assert len(plans["P106"].counterfactuals) == 100 and "mathematician" not in plans["P106"].counterfactuals
     assert len(plans["P21"].counterfactuals) == 14, "sex or gender: every other value there is"

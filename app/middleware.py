@@ -1,0 +1,197 @@
+"""ASGI middleware that does its work before a request's body is read, and keeps errors out of the log.
+
+``RequestGuard``, for every HTTP request, in this order:
+1. refuses NUL characters in the path and the query string (422 naming the parameter): PostgreSQL cannot store
+   them and every handler would otherwise have to check;
+2. refuses a body larger than the limit (413): from Content-Length before reading a byte, and by counting
+   the bytes of a body sent without one (chunked) as it is read;
+3. authenticates the bearer key or subject token in a short transaction of its own (the request's transaction
+   never touches ``api_keys``, so no request waits on a key's row lock) and records the key's use coarsely;
+   a request that may carry a body (POST/PUT/PATCH, on any path: deny by default) is refused (401) before its
+   body is read;
+4. applies the per-principal rate limits (429 with Retry-After), see ``app.limits``.
+The principal is left in ``request.state.principal`` for the ``CurrentPrincipal`` dependency.
+
+``ErrorScrubber`` (outermost) answers an unhandled exception with a 500 in the standard error shape and logs
+its type and where it was raised, never its message: a database error's message carries the row it refused
+(``Failing row contains (…)``), i.e. a subject's name or facts. An error once the answer has started
+(a stream) closes the connection without the final chunk, so that every HTTP client reports the cut.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import traceback
+from urllib.parse import parse_qsl
+
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.auth.keys import MISSING_KEY, Principal, bearer_token, principal_for
+from app.errors import TooManyRequests, Unauthorized, error_body
+from app.limits import check_rate
+from app.settings import Settings, get_settings
+
+log = logging.getLogger("memaudit.api")
+BODY_METHODS = {"POST", "PUT", "PATCH"}
+# Routes whose body may exceed max_request_bytes: (method, path) -> the setting that bounds it.
+BODY_LIMITS = {("POST", "/datasets"): "max_dataset_upload_bytes"}
+PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")
+
+
+async def send_error(send: Send, status: int, message: str, field: str | None = None,
+                     headers: dict[str, str] | None = None) -> None:  # fmt: skip
+    body = json.dumps(error_body(message, field)).encode()
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+def nul_field(scope: Scope) -> str | None:
+    """The name of the path or query parameter holding a NUL character (a generic name if that name is odd)."""
+    if "\x00" in scope.get("path", ""):
+        return "path"
+    query = scope.get("query_string", b"").decode("latin-1")
+    if "%00" not in query and "\x00" not in query:
+        return None
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if "\x00" in name or "\x00" in value:
+            return name if PARAM_NAME.match(name) else "query"  # never echo an odd parameter name
+    return None
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def authenticate_and_limit(settings: Settings, token: str, submits: bool) -> Principal:
+    """Runs in the threadpool: a short database transaction, then the rate limiter (maybe Redis)."""
+    principal = principal_for(settings, token)
+    check_rate(settings, principal.id, "requests", settings.rate_limit_per_minute)
+    if submits:
+        check_rate(settings, principal.id, "submissions", settings.submit_rate_per_minute)
+    return principal
+
+
+class BodyTooLarge(Exception):
+    """Raised from `receive` when a body passes its limit; the guard answers 413 whatever the app made of it."""
+
+
+class RequestGuard:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        settings = get_settings()
+        field = nul_field(scope)
+        if field is not None:
+            await send_error(send, 422, "NUL characters (\\0) are not allowed; remove them", field)
+            return
+        limit = getattr(settings, BODY_LIMITS.get((scope["method"], scope["path"]), "max_request_bytes"))
+        length = _header(scope, b"content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await send_error(send, 413, *_too_large(limit))
+            return
+        with_body = scope["method"] in BODY_METHODS
+        token = bearer_token(_header(scope, b"authorization"))
+        state = scope.setdefault("state", {})
+        if token is None and with_body:
+            await send_error(send, 401, MISSING_KEY, headers={"WWW-Authenticate": "Bearer"})
+            return
+        if token is not None:
+            try:
+                state["principal"] = await run_in_threadpool(authenticate_and_limit, settings, token, with_body)
+            except TooManyRequests as exc:
+                await send_error(send, 429, exc.message, exc.field, {"Retry-After": str(exc.retry_after)})
+                return
+            except Unauthorized as exc:
+                if with_body:
+                    await send_error(send, 401, exc.message, exc.field, {"WWW-Authenticate": "Bearer"})
+                    return
+                state["principal"] = exc  # a route without a body may be public: the dependency decides
+        await self._guarded(scope, receive, send, limit)
+
+    async def _guarded(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        seen, over, started = 0, False, False
+
+        async def counting_receive() -> Message:
+            nonlocal seen, over
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    over = True
+                    raise BodyTooLarge
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal started
+            if over:  # whatever the app answers to the interrupted body, the answer is 413
+                if not started:
+                    started = True
+                    await send_error(send, 413, *_too_large(limit))
+                return
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, guarded_send)
+        except BodyTooLarge:
+            if not started:
+                await send_error(send, 413, *_too_large(limit))
+
+
+def _too_large(limit: int) -> tuple[str, str]:
+    return f"the request body is larger than the limit of {limit} bytes", "body"
+
+
+class ErrorScrubber:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watching_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watching_send)
+        except Exception as exc:  # noqa: BLE001 - every error: its message may hold personal data
+            log.error("%s %s failed: %s", scope["method"], _route_path(scope), describe(exc))
+            if not started:
+                await send_error(send, 500, "internal error: the request was not completed; it is in the server log")
+            # Started: return without the final chunk; the server closes the connection (the client sees the cut).
+
+
+def _route_path(scope: Scope) -> str:
+    route = scope.get("route")
+    return getattr(route, "path", None) or "(no route)"
+
+
+def describe(exc: BaseException) -> str:
+    """An exception without its message: type, database error code and constraint, and where it was raised."""
+    inner = getattr(exc, "orig", None)  # SQLAlchemy's DBAPIError wraps the driver's error
+    diag = getattr(inner, "diag", None)
+    parts = [type(exc).__name__]
+    if inner is not None:
+        parts.append(type(inner).__name__)
+    if diag is not None:
+        parts += [f"sqlstate={diag.sqlstate}", f"constraint={diag.constraint_name}", f"table={diag.table_name}"]
+    frames = traceback.extract_tb(exc.__traceback__)[-3:]
+    where = " <- ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno} {f.name}" for f in reversed(frames))
+    return f"{' '.join(parts)} at {where}"
