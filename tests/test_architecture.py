@@ -6,6 +6,7 @@ ones included) and, for the API process, from a fresh interpreter's sys.modules:
 - workers import app's db, settings, repositories and schemas (and the pure coverage file formats), never app
   services or routers; the worker process's entry point (workers/worker.py) may also use the queue and the
   composition root of kinds;
+- the generic audits package (app/audits) imports no kind: only the app's shared layers;
 - importing app.main loads no torch, transformers, vllm or sentence-transformers.
 
 Each checker is also run on planted violations, so a rule that stopped catching anything would fail here."""
@@ -25,6 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 CORE_MAY_IMPORT = {"numpy", "core"}
 WORKERS_MAY_IMPORT_FROM_APP = re.compile(r"^app\.(db(\..*)?|settings|\w+\.repository|\w+\.schemas|coverage\.formats)$")
 WORKER_ENTRY_MAY_ALSO_IMPORT = {"app.kinds", "app.queue"}
+AUDITS_MAY_IMPORT_FROM_APP = re.compile(r"^app\.(audits|auth|db|deps|errors|queue|settings)(\..*)?$")
 HEAVY = ("torch", "transformers", "vllm", "sentence_transformers")
 
 
@@ -77,6 +79,15 @@ def workers_violations(root: Path) -> list[str]:
     return out
 
 
+def audits_violations(root: Path) -> list[str]:
+    return [
+        f"{path.relative_to(root)} imports {module}"
+        for path in sorted((root / "app" / "audits").rglob("*.py"))
+        for module in imports(path, root)
+        if module.split(".")[0] == "app" and not AUDITS_MAY_IMPORT_FROM_APP.match(module)
+    ]
+
+
 def heavy_modules_after_importing(module: str, root: Path) -> list[str]:
     code = f"import sys, {module}; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
@@ -93,6 +104,10 @@ def test_app_never_imports_workers_outside_the_cli_worker_command() -> None:
 
 def test_workers_use_app_data_layers_only() -> None:
     assert workers_violations(REPO) == []
+
+
+def test_the_generic_audits_package_names_no_kind() -> None:
+    assert audits_violations(REPO) == []
 
 
 def test_the_api_process_loads_no_model_code() -> None:
@@ -115,6 +130,7 @@ def planted(tmp_path: Path) -> Path:
         "app/subjects/schemas.py": "",
         "app/cli/worker_command.py": "from workers.worker import run_worker\n",
         "app/bad.py": "import workers.jobs.subject\n",
+        "app/audits/service.py": "from app.db import engine\nfrom app.capacity.schemas import SCRATCH\n",
         "workers/ok.py": "from app.capacity import repository\nfrom app.capacity.repository import cells\n"
         "from app.subjects.schemas import SubjectAuditOptions\nfrom app.db.engine import session_scope\n",
         "workers/worker.py": "from app.kinds import KINDS\n",
@@ -130,6 +146,7 @@ def planted(tmp_path: Path) -> Path:
 def test_each_rule_catches_a_planted_violation(planted: Path) -> None:
     assert core_violations(planted) == ["core/bad.py imports sqlalchemy"]
     assert app_violations(planted) == ["app/bad.py imports workers.jobs.subject"]
+    assert audits_violations(planted) == ["app/audits/service.py imports app.capacity.schemas"]
     assert workers_violations(planted) == [
         "workers/jobs/bad.py imports app.capacity.service",
         "workers/jobs/bad.py imports app.kinds",
