@@ -29,7 +29,8 @@ def requeue_orphans() -> int:
         pending = [(a.kind, a.id, a.status) for a in queued_or_running(s)]
     sent = 0
     for kind, audit_id, status in pending:
-        if status == AuditStatus.QUEUED and not Job.exists(job_id(audit_id), connection=dispatcher.redis):
+        orphan = status == AuditStatus.QUEUED and not Job.exists(job_id(audit_id), connection=dispatcher.redis)
+        if orphan and kind in KINDS:
             dispatcher.send(KINDS[kind].job, audit_id)
             sent += 1
     if sent:

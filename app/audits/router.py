@@ -21,7 +21,7 @@ def submit_router(kinds: KindRegistry) -> APIRouter:
     """POST /audits. Its body is the union of the registered kinds' schemas, so it is built with the registry."""
 
     def create_audit(
-        body,  # noqa: ANN001 (the union of the kinds' schemas, set below)
+        body,  # the union of the kinds' create schemas: annotated below, once the registry is known
         session: SessionDep,
         settings: SettingsDep,
         principal: Submitter,

@@ -82,7 +82,7 @@ class CoverageAuditCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["coverage"]
-    model: str = Field(min_length=1, max_length=300, description=MODEL_HELP.capitalize())
+    model: str = Field(min_length=1, max_length=300, description=f"The audited model: {MODEL_HELP}")
     dataset_id: str = Field(min_length=1, max_length=32, description="From POST /datasets")
     target: Target = Field(description="items | users | interactions: which file of the dataset to probe")
     options: CoverageOptions = Field(default_factory=CoverageOptions)

@@ -105,7 +105,7 @@ class DynamicsAuditCreate(RequestModel):
     model: str = Field(
         min_length=1,
         max_length=300,
-        description=f"{MODEL_HELP.capitalize()}. finetune: the model to fine-tune. scratch and imported "
+        description=f"The model: {MODEL_HELP}. finetune: the model to fine-tune. scratch and imported "
         "trajectories: the model the audit is about (recorded, not loaded unless tokenizer=model)",
     )
     strings: list[StringIn] | None = Field(default=None, max_length=MAX_STRINGS, description="Your strings")

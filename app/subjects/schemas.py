@@ -89,7 +89,7 @@ class SubjectAuditCreate(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["subject"]
-    model: str = Field(min_length=1, max_length=300, description=MODEL_HELP.capitalize())
+    model: str = Field(min_length=1, max_length=300, description=f"The audited model: {MODEL_HELP}")
     subject: SubjectIn
     options: SubjectAuditOptions = Field(default_factory=SubjectAuditOptions)
     # Facts fetched for a wikidata_id before the request's transaction (app.subjects.service.prefetch_subject).

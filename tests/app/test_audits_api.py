@@ -37,6 +37,8 @@ def test_roles_that_may_not_submit(pg_env, api_factory):
     for role in ("regulator", "pipeline"):
         r = api_factory(role).post("/audits", json=body())
         assert r.status_code == 403, (role, r.text)
+        assert "you are " + role in r.json()["detail"][0]["message"]
+    assert api_factory("regulator").post("/audits", json={"kind": "subject"}).status_code == 403, "role before body"
 
 
 @pytest.mark.parametrize(

@@ -30,4 +30,3 @@ def test_names_that_name_no_model_are_refused_with_the_fix(name: str, words: str
     with pytest.raises(ModelNameError, match=words) as caught:
         parse_model_name(name, REGISTERED)
     assert "groundtruth-tiny" in str(caught.value) or "hf:" in str(caught.value)
-
