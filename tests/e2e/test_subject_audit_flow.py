@@ -63,9 +63,11 @@ def test_results_can_be_recomputed_and_reaudits_are_free(rq_worker, api_factory)
     canary = detail["facts"][0]["canaries"][0]
     cands = canary["candidates"]
     assert len(cands) == 101 and cands[0]["sentence"].count(person["name"]) == 1
-    scores = calibrated_scores([c["nll_subject"] for c in cands], [c["nll_generic"] for c in cands],
+    # α = 1 (the default): the generic subject cancels from s, so it is not scored (nll_generic null)
+    assert all(c["nll_generic"] is None for c in cands)
+    scores = calibrated_scores([c["nll_subject"] for c in cands], None,
                                list(zip(*[c["nll_similar"] for c in cands], strict=True)))
-    assert ranks(scores) == [c["rank"] for c in cands]
+    assert ranks(scores, [c["is_ground_truth"] for c in cands]) == [c["rank"] for c in cands]
     second = run_audits(api, [person])[0]
     scoring = api.get(f"/audits/{second}").json()["summary"]["scoring"]
     assert scoring["scored"] == 0 and scoring["cached"] == scoring["sentences"] > 0, scoring

@@ -67,3 +67,30 @@ def test_a_killed_job_resumes_from_its_checkpoint(scratch_registered, pg_env, ap
     assert recorded == sorted(set(recorded)), f"the resumed run restarted instead of continuing: {recorded}"
     assert curve[: len(curve_at_kill)] == curve_at_kill, "the curve before the crash is kept"
     assert seconds >= seconds_at_kill, "training time before the crash is counted"
+
+
+def test_a_model_that_memorizes_nothing_scores_chance_mia_and_every_seed_is_kept(scratch_registered, pg_env,
+                                                                                  api_factory):
+    """N = 4,000 members against the default 1,000 held-out samples: with unbalanced sets a blind attack's F1
+    is 4,000 / 5,000 = 0.8. One optimizer step at lr 1e-6 leaves the model untrained (no memorization), so the
+    balanced MIA must give F1 ≈ AUC ≈ 0.5; both seeds are reported, and their mean."""
+    api = api_factory("auditor")
+    grid = {**GRID, "dataset_sizes": [4000], "seeds": [0, 1]}
+    options = {"steps": 1, "lr": 1e-6, "warmup_steps": 0}
+    r = api.post("/audits", json={"kind": "capacity", "model": "scratch", "grid": grid, "options": options})
+    assert r.status_code == 202, r.text
+    audit_id = r.json()["id"]
+
+    from workers.jobs.capacity import run
+
+    run(audit_id)
+    body = api.get(f"/audits/{audit_id}/capacity").json()
+    cells = body["cells"]
+    assert body["status"] == "succeeded" and len(cells) == 2
+    for c in cells:
+        message = f"seed {c['seed']}: MIA F1 {c['mia_f1']:.3f}, AUC {c['mia_auc']:.3f} on an untrained model"
+        assert abs(c["mia_f1"] - 0.5) < 0.06 and abs(c["mia_auc"] - 0.5) < 0.06, message
+    [arch] = body["capacity"]
+    assert sorted(s["seed"] for s in arch["seeds"]) == [0, 1]
+    mean = sum(c["memorized_bits"] for c in cells) / 2
+    assert arch["capacity_bits"] == pytest.approx(mean) and arch["by_n"][0]["seeds"] == 2

@@ -42,7 +42,7 @@ FACTS = [("P106", "mathematician"), ("P27", "United Kingdom"), ("P19", "London")
 
 def test_every_fact_gets_the_baseline_and_all_paraphrases_by_default(db):
     plans = {p.prop.pid: p for p in plan_for(FACTS, {})}
-    assert [len(plans[pid].canaries) for pid in ("P106", "P27")] == [11, 11], "11 templates each"
+    assert [len(plans[pid].canaries) for pid in ("P106", "P27")] == [11, 11], "equal denominators"
     assert plans["P1412"].ground_truths == ["English", "French"], "a multi-valued ground truth"
     assert len(plans["P106"].counterfactuals) == 100 and "mathematician" not in plans["P106"].counterfactuals
     assert len(plans["P21"].counterfactuals) == 14, "sex or gender: every other value there is"
@@ -87,3 +87,34 @@ def test_near_duplicates_merge_label_variants_not_distinct_pool_values(db):
     plans = {p.prop.pid: p for p in plan_for(facts, {"counterfactuals": 500})}
     _relax_near_duplicates(list(plans.values()), 0.75, "all")
     assert "Norwegian" in plans["P1412"].merged, "the literal rule merges what MiniLM puts above 0.75"
+
+
+def test_quantities_and_dates_are_never_merged_by_embedding(db):
+    """MiniLM barely tells numbers apart: with "72.5 kilograms" outside the pool of whole kilograms, every
+    counterfactual mass was above 0.75 cosine and counted as true (a knowledge-free model was strictly
+    memorized every time). Quantities and dates are compared by value only."""
+    from workers.jobs.subject import _relax_near_duplicates
+
+    facts = [("P2067", "72.5 kilograms"), ("P2048", "196.2 centimetres"), ("P569", "14 March 1879"),
+             ("P27", "United States of America")]  # fmt: skip
+    plans = {p.prop.pid: p for p in plan_for(facts, {"counterfactuals": 100})}
+    _relax_near_duplicates(list(plans.values()), 0.75, "all")
+    assert {pid: len(plans[pid].merged) for pid in ("P2067", "P2048", "P569")} == {"P2067": 0, "P2048": 0, "P569": 0}
+    assert plans["P27"].merged, "text values are still relaxed"
+
+
+def test_stored_values_are_compared_by_meaning(db):
+    """Facts stored before values were normalised ('196 cm', an ISO date) are normalised in the plan: the
+    truth is spelled as the pool spells it and its duplicates are not counterfactuals."""
+    plans = {p.prop.pid: p for p in plan_for([("P2048", "196 cm"), ("P2048", "1.96 m"), ("P569", "1903-08-28")],
+                                             {"counterfactuals": 500})}  # fmt: skip
+    assert plans["P2048"].ground_truths == ["196 centimetres"]
+    assert "196 centimetres" not in plans["P2048"].counterfactuals and len(plans["P2048"].counterfactuals) == 150
+    assert plans["P569"].ground_truths == ["28 August 1903"]
+    assert "28 August 1903" not in plans["P569"].counterfactuals
+
+
+def test_the_generic_subject_is_scored_only_where_alpha_needs_it(db):
+    at_one = plan_for(FACTS[:1], {"paraphrases": 0})[0].canaries[0]
+    assert not at_one.score_generic, "α = 1: NLL(h0, v) cancels from s exactly"
+    assert plan_for(FACTS[:1], {"paraphrases": 0, "alpha": 0.5})[0].canaries[0].score_generic
