@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -34,12 +36,27 @@ RESULT_LINKS = {
 
 
 def check_model(settings: Settings, model: str) -> None:
-    if model in settings.models or (model.startswith("hf:") and len(model) > 3):
+    """A registered model, or `hf:<path>` where the settings allow it. The message never repeats the value, and
+    says the same whether a path exists or not (the API does not look: the worker's disk is not the API's)."""
+    if model in settings.models:
         return
+    roots = settings.hf_roots()
     names = ", ".join(sorted(settings.models))
-    raise InvalidInput(
-        "model", f"unknown model {model!r}: use one of {names} (GET /models) or 'hf:<local path or hub id>'"
-    )
+    if model.startswith("hf:") and len(model) > 3:
+        if roots is None or hf_path_under(model[3:], roots):
+            return
+        where = "under the server's model roots (MEMAUDIT_MODEL_ROOTS)" if roots else "on this server (no model roots)"
+        raise InvalidInput("model", f"hf: models are accepted only {where}; use one of {names} (GET /models)")
+    hf = "" if roots == [] else " or 'hf:<local path or cached hub id>'" if roots is None else " or 'hf:<path>'"
+    raise InvalidInput("model", f"unknown model: use one of {names} (GET /models){hf}")
+
+
+def hf_path_under(target: str, roots: list[Path]) -> bool:
+    """An absolute path that stays under a root once `..` and `.` are resolved (the worker also resolves links)."""
+    if not os.path.isabs(target) or "\x00" in target:
+        return False
+    path = os.path.normpath(target)
+    return any(path == str(root) or path.startswith(str(root).rstrip(os.sep) + os.sep) for root in roots)
 
 
 def request_hash(body: BaseModel) -> str:
@@ -115,7 +132,7 @@ def _replay(session: Session, audit_id: str, seen_hash: str, digest: str) -> Aud
 def get_audit(session: Session, principal: Principal, audit_id: str) -> Audit:
     audit = repository.get_visible(session, principal, audit_id)
     if audit is None:
-        raise NotFound(f"no audit with id {audit_id!r}")
+        raise NotFound("no audit with this id (among those you may see)")
     return audit
 
 
@@ -124,7 +141,7 @@ def cancel_audit(session: Session, principal: Principal, audit_id: str) -> Audit
     if principal.role not in SUBMITTERS:
         raise Forbidden("cancelling an audit needs the role admin or the auditor who submitted it")
     if audit.status not in ("queued", "running"):
-        raise Conflict(f"audit {audit_id} is already {audit.status}; only queued or running audits can be cancelled")
+        raise Conflict(f"this audit is already {audit.status}; only queued or running audits can be cancelled")
     audit.status, audit.finished_at = "cancelled", utcnow()
     get_dispatcher().cancel(audit.id)
     return audit

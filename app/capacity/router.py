@@ -20,7 +20,7 @@ router = APIRouter(tags=["capacity"])
 def _capacity_audit(session: SessionDep, principal: CurrentPrincipal, audit_id: str, mode: str) -> Audit:
     audit = get_audit(session, principal, audit_id)
     if audit.kind != "capacity" or (audit.options or {}).get("mode", "uniform") != mode:
-        raise NotFound(f"audit {audit_id!r} is not a {mode}-mode capacity audit")
+        raise NotFound(f"this audit is not a {mode}-mode capacity audit")
     return audit
 
 

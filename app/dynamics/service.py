@@ -178,10 +178,10 @@ def _string_row(audit_id: str, position: int, row: _Row) -> dict[str, Any]:
 def dynamics_audit(session: Session, principal: Principal, audit_id: str) -> tuple[Audit, DynamicsAudit]:
     audit = audits.get_visible(session, principal, audit_id)
     if audit is None:
-        raise NotFound(f"no audit with id {audit_id!r}")
+        raise NotFound("no audit with this id (among those you may see)")
     link = repository.link(session, audit.id)
     if audit.kind != "dynamics" or link is None:
-        raise NotFound(f"audit {audit_id} is not a dynamics audit")
+        raise NotFound("this audit is not a dynamics audit")
     return audit, link
 
 
@@ -249,7 +249,7 @@ def series(session: Session, audit: Audit, link: DynamicsAudit, string_ids: list
     from core.measures.dynamics import counterfactual_score, optimal_contextual_threshold
 
     if not link.epochs or audit.status != "succeeded":
-        raise NotFound(f"audit {audit.id} has no results yet (status {audit.status})")
+        raise NotFound(f"this audit has no results yet (status {audit.status})")
     tau_, margin_ = thresholds(audit, tau, margin)
     per_epoch = _per_epoch(audit, link, tau_, margin_)
     chosen = (list(repository.stream_strings(session, audit.id, string_ids)) if string_ids

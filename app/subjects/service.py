@@ -45,7 +45,7 @@ def _validate_facts(body: SubjectAuditCreate, settings: Settings) -> list[tuple[
             prop = catalog.get(fact.property)
         except UnknownProperty:
             raise InvalidInput(
-                f"{field}.property", f"unknown property {fact.property!r}: use a property id from GET /properties"
+                f"{field}.property", "unknown property id: use a property id from GET /properties"
             ) from None
         if not fact.value.strip():
             raise InvalidInput(f"{field}.value", "the value is empty")
@@ -113,9 +113,9 @@ def _candidates(canary, name: str) -> list[CandidateRead]:  # noqa: ANN001
 def read_facts(session: Session, principal: Principal, audit_id: str, detail: Detail) -> FactsPage:
     audit = get_visible(session, principal, audit_id)
     if audit is None:
-        raise NotFound(f"no audit with id {audit_id!r}")
+        raise NotFound("no audit with this id (among those you may see)")
     if audit.kind != "subject":
-        raise InvalidInput("audit_id", f"audit {audit_id} is a {audit.kind} audit; facts exist for subject audits")
+        raise InvalidInput("audit_id", f"this audit is a {audit.kind} audit; facts exist for subject audits")
     with_candidates = detail == "candidates"
     results = repository.results_for_audit(session, audit_id, with_candidates)
     facts = repository.facts_by_id(session, [i for r in results for i in r.fact_ids])
@@ -166,7 +166,7 @@ def erase_subject(session: Session, principal: Principal, subject_id: int) -> di
         raise Forbidden("erasing a subject needs the role admin or the auditor who submitted it")
     subject = repository.get_subject(session, subject_id)
     if subject is None or (principal.role == "auditor" and subject.owner_key_id != principal.key_id):
-        raise NotFound(f"no subject with id {subject_id}")
+        raise NotFound("no subject with this id (among those you may erase)")
     n_audits = len(repository.audits_of_subject(session, subject_id))
     removed = cache.forget(session, _sentence_hashes(session, subject))
     n_facts = len(subject.facts)
