@@ -37,8 +37,38 @@ def _field(loc: tuple, kinds: KindRegistry) -> str:
 async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     # Never echo the rejected input: it may be a name or a fact.
     kinds = request.app.state.kinds
-    details = [{"field": _field(tuple(e["loc"]), kinds), "message": e["msg"]} for e in exc.errors()]
+    details = [_detail(e, kinds) for e in exc.errors()]
     return JSONResponse(status_code=422, content={"detail": details})
+
+
+def _detail(error: dict) -> dict[str, str]:
+    loc = tuple(error["loc"])
+    if error["type"] == "extra_forbidden":  # the unknown field's name is the client's input: name its parent
+        parent = loc[:-1]
+        if len(parent) == 2 and parent[0] == "body" and parent[1] in KINDS:
+            parent = ("body",)  # the union member's tag, not a field
+        return {"field": _field(parent), "message": "unknown field: send only the fields the schema lists"}
+    if error["type"] == "union_tag_invalid":
+        return {"field": "kind", "message": f"kind must be one of {error['ctx']['expected_tags']}"}
+    value, message = error.get("input"), error["msg"]
+    if isinstance(value, str) and len(value) >= 3 and value in message:  # a message quoting the input: say less
+        message = f"invalid value ({error['type']})"
+    return {"field": _field(loc), "message": message}
+
+
+def _detail(error: dict, kinds: KindRegistry) -> dict[str, str]:
+    loc = tuple(error["loc"])
+    if error["type"] == "extra_forbidden":  # the unknown field's name is the client's input: name its parent
+        parent = loc[:-1]
+        if len(parent) == 2 and parent[0] == "body" and parent[1] in kinds:
+            parent = ("body",)  # the union member's tag, not a field
+        return {"field": _field(parent, kinds), "message": "unknown field: send only the fields the schema lists"}
+    if error["type"] == "union_tag_invalid":
+        return {"field": "kind", "message": f"kind must be one of {error['ctx']['expected_tags']}"}
+    value, message = error.get("input"), error["msg"]
+    if isinstance(value, str) and len(value) >= 3 and value in message:  # a message quoting the input: say less
+        message = f"invalid value ({error['type']})"
+    return {"field": _field(loc, kinds), "message": message}
 
 
 async def domain_error(_: Request, exc: DomainError) -> JSONResponse:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -74,7 +75,7 @@ class Settings(BaseSettings):
     key_touch_seconds: int = 60  # api_keys.last_used_at is updated at most this often per key
     # models: `hf:` paths must lie under one of these directories; unset: none in production, any elsewhere
     model_roots: list[str] | None = None
-    max_loaded_models: int = 2  # a worker keeps at most this many models loaded (least recently used goes)
+    max_loaded_models: int = 3  # a worker keeps at most this many models loaded (least recently used goes)
     wikidata_timeout_seconds: float = 5.0  # per Wikidata API call; two retries at most
 
     # scoring
@@ -85,6 +86,13 @@ class Settings(BaseSettings):
     # secrets / keys
     key_pepper: str = "dev-pepper-change-me"
     wikidata_api_url: str = "https://www.wikidata.org/w/api.php"
+
+    def hf_roots(self) -> list[Path] | None:
+        """Where `hf:` models may be loaded from: None means anywhere (development and test without model_roots),
+        an empty list nowhere (production without model_roots: registered models only)."""
+        if self.model_roots is None:
+            return [] if self.env == "production" else None
+        return [Path(os.path.normpath(os.path.expanduser(root))) for root in self.model_roots]
 
     @model_validator(mode="after")
     def _no_placeholder_secrets(self) -> Settings:

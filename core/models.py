@@ -5,8 +5,10 @@ with the same function, so a name the API accepts is never one the job rejects b
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import os
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 HF_PREFIX = "hf:"
 MODEL_HELP = "a registered model name (GET /models) or 'hf:<local path or hub id>'"
@@ -26,15 +28,29 @@ class ModelName:
         return self.hf_target is None
 
 
-def parse_model_name(name: str, registered: Collection[str]) -> ModelName:
-    """``hf:<target>`` (target not blank) or one of ``registered``; else ModelNameError."""
+def hf_path_under(target: str, roots: Sequence[Path]) -> bool:
+    """An absolute path that stays under a root once `..` and `.` are resolved (lexically: the worker also
+    resolves links on its own disk before loading)."""
+    if not os.path.isabs(target) or "\x00" in target:
+        return False
+    path = os.path.normpath(target)
+    return any(path == str(root) or path.startswith(str(root).rstrip(os.sep) + os.sep) for root in roots)
+
+
+def parse_model_name(name: str, registered: Collection[str], hf_roots: Sequence[Path] | None = None) -> ModelName:
+    """``hf:<target>`` (target not blank, and under one of ``hf_roots`` unless they are None: anywhere; an empty
+    list allows no ``hf:`` model) or one of ``registered``; else ModelNameError. Messages never repeat the name
+    (it is user input) and say the same whether a path exists or not."""
+    known = ", ".join(sorted(registered)) or "none"
     if name.startswith(HF_PREFIX):
         target = name[len(HF_PREFIX) :].strip()
         if not target:
-            raise ModelNameError(f"model {name!r}: 'hf:' must be followed by a local path or a hub id")
+            raise ModelNameError("'hf:' must be followed by a local path or a hub id")
+        if hf_roots is not None and not hf_path_under(target, hf_roots):
+            where = "under the server's model roots (MEMAUDIT_MODEL_ROOTS)" if hf_roots else "on this server (no model roots)"
+            raise ModelNameError(f"hf: models are accepted only {where}; use one of {known} (GET /models)")
         return ModelName(name, target)
     if name not in registered:
-        known = ", ".join(sorted(registered)) or "none"
-        hint = f"use one of {known} (GET /models) or 'hf:<local path or hub id>'"
-        raise ModelNameError(f"model {name!r} is not registered: {hint}")
+        hf = "" if hf_roots == [] else " or 'hf:<local path or hub id>'"
+        raise ModelNameError(f"unknown model: use one of {known} (GET /models){hf}")
     return ModelName(name)

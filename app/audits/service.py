@@ -28,9 +28,10 @@ IDEMPOTENCY_CONSTRAINT = "uq_idempotency_keys_principal"  # named in migrations/
 
 
 def check_model(settings: Settings, model: str, field: str = "model") -> ModelName:
-    """The name parsed as the worker will parse it: anything a job would reject by name is a 422 here."""
+    """The name parsed as the worker will parse it: anything a job would reject by name is a 422 here. The API
+    does not look at the disk (the worker's disk is not the API's)."""
     try:
-        return parse_model_name(model, settings.models)
+        return parse_model_name(model, settings.models, settings.hf_roots())
     except ModelNameError as exc:
         raise InvalidInput(field, str(exc)) from None
 
@@ -110,7 +111,7 @@ def _replay(session: Session, audit_id: str, seen_hash: str, digest: str) -> Aud
 def get_audit(session: Session, principal: Principal, audit_id: str) -> Audit:
     audit = repository.get_visible(session, principal, audit_id)
     if audit is None:
-        raise NotFound(f"no audit with id {audit_id!r}")
+        raise NotFound("no audit with this id (among those you may see)")
     return audit
 
 
@@ -118,14 +119,14 @@ def visible_audit_of_kind(session: Session, principal: Principal, audit_id: str,
     """The audit if the principal may see it and it is of ``kind``; else 404 (a kind's result pages only)."""
     audit = get_audit(session, principal, audit_id)
     if audit.kind != kind:
-        raise NotFound(f"audit {audit_id} is a {audit.kind} audit; this page shows the results of {kind} audits")
+        raise NotFound(f"this audit is a {audit.kind} audit; this page shows the results of {kind} audits")
     return audit
 
 
 def cancel_audit(session: Session, principal: Principal, audit_id: str) -> Audit:
     audit = get_audit(session, principal, audit_id)
     if audit.status not in ACTIVE_STATUSES:
-        raise Conflict(f"audit {audit_id} is already {audit.status}; only queued or running audits can be cancelled")
+        raise Conflict(f"this audit is already {audit.status}; only queued or running audits can be cancelled")
     audit.status, audit.finished_at = AuditStatus.CANCELLED, utcnow()
     get_dispatcher().cancel(audit.id)
     return audit

@@ -20,7 +20,7 @@ router = APIRouter(tags=["capacity"])
 def _capacity_audit(session: SessionDep, principal: CurrentPrincipal, audit_id: str, mode: str) -> Audit:
     audit = visible_audit_of_kind(session, principal, audit_id, "capacity")
     if CapacityAuditOptions.model_validate(audit.options).mode != mode:
-        raise NotFound(f"audit {audit_id} is not a {mode}-mode capacity audit; its links name its result pages")
+        raise NotFound(f"this audit is not a {mode}-mode capacity audit; its links name its result pages")
     return audit
 
 

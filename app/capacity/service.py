@@ -93,7 +93,7 @@ def prepare_capacity_audit(session: Session, body: CapacityAuditCreate, audit: A
     if tokenizer_identity(body.model, settings) != tokenizer_identity(body.text.reference, settings):
         raise InvalidInput(
             "text.reference",
-            f"the reference model {body.text.reference!r} uses another tokenizer than {body.model!r}; "
+            "the reference model uses another tokenizer than the audited model; "
             "mem_U compares code lengths of the same tokens: pick a reference with the same tokenizer",
         )
     session.add_all(CapacityText(audit_id=audit.id, position=i, text=t) for i, t in enumerate(body.text.texts))

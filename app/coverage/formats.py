@@ -100,7 +100,7 @@ def validate_mapping(target: Target, mapping: ColumnMapping, header: tuple[str, 
     if unknown_roles:
         raise DatasetError(
             "mapping.roles",
-            f"unknown role(s) {sorted(unknown_roles)} for {target}; allowed: {sorted(ALLOWED_ROLES[target])}",
+            f"{len(unknown_roles)} unknown role(s) for {target}; allowed: {sorted(ALLOWED_ROLES[target])}",
         )
     missing = [r for r in REQUIRED_ROLES[target] if r not in mapping.roles]
     if missing:
@@ -109,14 +109,15 @@ def validate_mapping(target: Target, mapping: ColumnMapping, header: tuple[str, 
         raise DatasetError("mapping.columns", "a column is named twice")
     for role, column in mapping.roles.items():
         if column not in mapping.columns:
-            raise DatasetError("mapping.roles", f"role {role} names {column!r}, not one of the columns")
+            raise DatasetError("mapping.roles", f"role {role} names a column that is not one of the columns")
     key_column = mapping.roles[REQUIRED_ROLES[target][0]]
     if mapping.columns[0] != key_column:
-        raise DatasetError("mapping.columns", f"the id column {key_column!r} must come first in columns")
+        role = REQUIRED_ROLES[target][0]
+        raise DatasetError("mapping.columns", f"the id column (role {role}) must come first in columns")
     if header is not None:
         absent = [c for c in mapping.columns if c not in header]
         if absent:
-            raise DatasetError("mapping.columns", f"column(s) {absent} are not in the header {list(header)}")
+            raise DatasetError("mapping.columns", f"{len(absent)} column(s) of the mapping are not in the header row")
 
 
 _ROLE_GUESSES: dict[Role, tuple[str, ...]] = {

@@ -41,7 +41,8 @@ UPLOAD_SCHEMA: dict[str, Any] = {
 def _sources(form: FormData) -> tuple[str, list[service.SourceFile]]:
     unknown = set(form.keys()) - {"name", "mapping", *TARGETS, *(f"{t}_format" for t in TARGETS)}
     if unknown:
-        raise InvalidInput(sorted(unknown)[0], f"unknown form field(s) {sorted(unknown)}")
+        fields = ", ".join(["name", "mapping", *TARGETS, *(f"{t}_format" for t in TARGETS)])
+        raise InvalidInput("form", f"unknown form field(s): the form takes {fields}")
     try:
         mappings = json.loads(str(form.get("mapping") or "{}"))
     except json.JSONDecodeError:

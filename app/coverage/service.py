@@ -153,7 +153,7 @@ def _row(dataset_id: str, target: str, fmt: FileFormat, record: Record, populari
 def get_dataset(session: Session, principal: Principal, dataset_id: str) -> Dataset:
     dataset = repository.get_visible(session, principal, dataset_id)
     if dataset is None:
-        raise NotFound(f"no dataset with id {dataset_id!r}")
+        raise NotFound("no dataset with this id (among those you may see)")
     return dataset
 
 
@@ -198,12 +198,12 @@ def prepare_coverage_audit(session: Session, body: CoverageAuditCreate, audit: A
     """Check the dataset is the submitter's and has the target file with enough records; link them."""
     dataset = repository.get_visible(session, _owner(session, audit), body.dataset_id)
     if dataset is None:
-        raise InvalidInput("dataset_id", f"no dataset with id {body.dataset_id!r} (POST /datasets first)")
+        raise InvalidInput("dataset_id", "no dataset of yours has this id (POST /datasets first)")
     file = repository.get_file(session, dataset.id, body.target)
     if file is None:
         have = [f.target for f in repository.files_of(session, [dataset.id])[dataset.id]]
         raise InvalidInput(
-            "target", f"dataset {dataset.id} has no {body.target} file (it has: {', '.join(have) or 'none'})"
+            "target", f"the dataset has no {body.target} file (it has: {', '.join(have) or 'none'})"
         )
     k = body.options.k
     if body.target != "interactions" and file.rows <= k:

@@ -44,7 +44,7 @@ def dynamics_strings(
         raise InvalidInput("flagged", "measure and flagged go together (e.g. measure=contextual&flagged=true)")
     audit, link = service.dynamics_audit(session, principal, audit_id)
     if not link.epochs or (link.source != "imported" and audit.status != AuditStatus.SUCCEEDED):
-        raise NotFound(f"audit {audit_id} has no results yet (status {audit.status})")
+        raise NotFound(f"this audit has no results yet (status {audit.status})")
     tau_, margin_ = service.thresholds(audit, tau, margin)
     rows = service.result_rows(audit.id, list(link.epochs), tau_, margin_, measure, flagged, text)
     body = jsonl_lines(rows) if format == "jsonl" else csv_lines(map(service.csv_row, rows), service.CSV_FIELDS)

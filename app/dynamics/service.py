@@ -176,7 +176,7 @@ def dynamics_audit(session: Session, principal: Principal, audit_id: str) -> tup
     audit = visible_audit_of_kind(session, principal, audit_id, "dynamics")
     link = repository.link(session, audit.id)
     if link is None:
-        raise NotFound(f"audit {audit_id} has no strings (was it created by another version?)")
+        raise NotFound("this audit has no strings (was it created by another version?)")
     return audit, link
 
 
@@ -234,7 +234,7 @@ def series(session: Session, audit: Audit, link: DynamicsAudit, string_ids: list
     """Plot-ready series: per-epoch shares and mean losses over all strings (from the job's summary, or recomputed
     when tau/margin differ), and the loss curves of selected strings with their three thresholds."""
     if not link.epochs or audit.status != AuditStatus.SUCCEEDED:
-        raise NotFound(f"audit {audit.id} has no results yet (status {audit.status})")
+        raise NotFound(f"this audit has no results yet (status {audit.status})")
     tau_, margin_ = thresholds(audit, tau, margin)
     per_epoch = _per_epoch(audit, link, tau_, margin_)
     chosen = (list(repository.stream_strings(session, audit.id, string_ids)) if string_ids

@@ -49,7 +49,7 @@ def _validate_facts(body: SubjectAuditCreate, settings: Settings) -> list[tuple[
             prop = catalog.get(fact.property)
         except UnknownProperty:
             raise InvalidInput(
-                f"{field}.property", f"unknown property {fact.property!r}: use a property id from GET /properties"
+                f"{field}.property", "unknown property id: use a property id from GET /properties"
             ) from None
         if not fact.value.strip():
             raise InvalidInput(f"{field}.value", "the value is empty")
@@ -165,7 +165,7 @@ def erase_subject(session: Session, principal: Principal, subject_id: int) -> di
     Generic-subject sentences ("This person …") name nobody and stay cached."""
     subject = repository.get_subject(session, subject_id)
     if subject is None or (principal.role == "auditor" and subject.owner_key_id != principal.key_id):
-        raise NotFound(f"no subject with id {subject_id}")
+        raise NotFound("no subject with this id (among those you may erase)")
     n_audits = len(repository.audits_of_subject(session, subject_id))
     removed = cache.forget(session, _sentence_hashes(session, subject))
     n_facts = len(subject.facts)

@@ -54,7 +54,7 @@ def fetch_facts(qid: str, settings: Settings) -> SourcedFacts:
         message = f"Wikidata entity {qid} is not a human (instance of Q5); audits probe people"
         raise InvalidInput(FIELD, message) from None
     except EntityNotFound:
-        raise InvalidInput(FIELD, f"Wikidata has no entity {qid}; check the id") from None
+        raise InvalidInput(FIELD, "Wikidata has no entity with this id; check it") from None
     except WikidataUnavailable as exc:
         raise ServiceUnavailable(f"{exc}; retry later, or send the facts in the request", field=FIELD) from None
     return _usable(SourcedFacts(subject.name, list(subject.facts), "wikidata"), qid, settings)
@@ -73,5 +73,6 @@ def _usable(found: SourcedFacts, qid: str, settings: Settings) -> SourcedFacts:
             continue
     facts = list(dict.fromkeys(facts))[: settings.max_facts_per_subject]
     if not facts:
-        raise InvalidInput(FIELD, f"Wikidata holds no facts about {qid} for the catalog's properties (GET /properties)")
+        message = "Wikidata holds no facts about this entity for the catalog's properties (GET /properties)"
+        raise InvalidInput(FIELD, message)
     return SourcedFacts(found.name, facts, found.source)

@@ -54,7 +54,7 @@ def test_roles_that_may_not_submit(pg_env, api_factory):
         (body(model="hf:"), "model"),
         (body(facts=[]), "subject.facts"),
         ({"kind": "subject", "model": "groundtruth-tiny"}, "subject"),
-        ({**body(), "unexpected": 1}, "unexpected"),
+        ({**body(), "unexpected": 1}, "body"),  # the unknown name is not repeated: its parent is named
         (body(counterfactuals=0), "options.counterfactuals"),
     ],
 )

@@ -24,7 +24,7 @@ def test_registered_names_and_hf_targets(name: str, parsed: ModelName) -> None:
 
 @pytest.mark.parametrize(
     ("name", "words"),
-    [("hf:", "must be followed"), ("hf:   ", "must be followed"), ("gpt-99", "not registered"), ("", "not registered")],
+    [("hf:", "must be followed"), ("hf:   ", "must be followed"), ("gpt-99", "unknown model"), ("", "unknown model")],
 )
 def test_names_that_name_no_model_are_refused_with_the_fix(name: str, words: str) -> None:
     with pytest.raises(ModelNameError, match=words) as caught:

@@ -6,16 +6,21 @@ Backends are registered by dotted path and imported only when a model of that ba
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
+import logging
+import os
+import sys
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
 from huggingface_hub import snapshot_download
 
 from app.settings import ModelSpec, Settings, get_settings
-from core.models import ModelNameError, parse_model_name
+from core.models import HF_PREFIX, ModelNameError, parse_model_name
 from workers.lm.base import ModelLoadError, Scorer
 
 __all__ = ["BACKENDS", "ModelLoadError", "ModelSource", "get_scorer", "load_scorer", "resolve_source", "resolve_spec"]
@@ -24,6 +29,7 @@ BACKENDS: dict[str, str] = {
     "hf": "workers.lm.hf:HFScorer",
     "vllm": "workers.lm.vllm:VLLMScorer",
 }
+log = logging.getLogger("memaudit.models")
 
 
 @dataclass(frozen=True)
@@ -36,11 +42,24 @@ class ModelSource:
 
 
 def resolve_spec(name: str, settings: Settings) -> ModelSpec:
+    roots = settings.hf_roots()
     try:
-        parsed = parse_model_name(name, settings.models)
+        parsed = parse_model_name(name, settings.models, roots)
     except ModelNameError as exc:
         raise ModelLoadError(str(exc)) from None
-    return settings.models[name] if parsed.registered else ModelSpec(path=parsed.hf_target)
+    if parsed.registered:
+        return settings.models[name]
+    if roots is not None and not _under_roots(parsed.hf_target, roots):  # links resolved on this disk
+        raise ModelLoadError("hf: model not under the model roots (MEMAUDIT_MODEL_ROOTS)")
+    return ModelSpec(path=parsed.hf_target)
+
+
+def _under_roots(target: str, roots: list[Path]) -> bool:
+    """An absolute path whose real location (links followed) lies under a root's real location."""
+    if not target.startswith("/"):
+        return False  # hub ids and relative paths: only without configured roots
+    real = Path(os.path.realpath(target))
+    return any(real == (r := Path(os.path.realpath(root))) or r in real.parents for root in roots)
 
 
 def _package_dir(name: str, package: str) -> Path:
@@ -108,15 +127,53 @@ def load_scorer(name: str, settings: Settings | None = None) -> Scorer:
     return cls.load(name, spec, source, settings)
 
 
-_CACHE: dict[str, Scorer] = {}
+HF_UNAVAILABLE = (
+    "the hf: model could not be loaded: there is no loadable model at that location, or it lies outside the"
+    " server's model roots (MEMAUDIT_MODEL_ROOTS); the worker's log says which"
+)
+_CACHE: OrderedDict[str, Scorer] = OrderedDict()  # least recently used first
 _CACHE_LOCK = threading.Lock()
 
 
 def get_scorer(name: str) -> Scorer:
-    """Process-wide cache: a worker keeps its loaded models across jobs (loading SmolLM2 takes ~30 s)."""
+    """Process-wide cache: a worker keeps its loaded models across jobs (loading SmolLM2 takes ~30 s), at most
+    ``max_loaded_models`` of them, the least recently used going first. Spellings of one hf: path share an entry.
+
+    This is the jobs' entry point: an hf: model that cannot be loaded gets one message whatever the reason (a
+    missing path, a file, a directory that is no model, a refused root), so that an auditor cannot probe the
+    worker's filesystem; the reason goes to the worker's log."""
+    settings = get_settings()
+    key = _cache_key(name)
     with _CACHE_LOCK:
-        scorer = _CACHE.get(name)
-        if scorer is None:
-            scorer = load_scorer(name)
-            _CACHE[name] = scorer
+        scorer = _CACHE.get(key)
+        if scorer is not None:
+            _CACHE.move_to_end(key)
+            return scorer
+        try:
+            scorer = load_scorer(name, settings)
+        except ModelLoadError as exc:
+            if not name.startswith(HF_PREFIX):
+                raise
+            log.warning("hf: model refused or not loadable: %s", exc)
+            raise ModelLoadError(HF_UNAVAILABLE) from None
+        _CACHE[key] = scorer
+        if len(_CACHE) > max(1, settings.max_loaded_models):
+            while len(_CACHE) > max(1, settings.max_loaded_models):
+                evicted, _ = _CACHE.popitem(last=False)
+                log.info("unloading model %s (max_loaded_models=%d)", evicted, settings.max_loaded_models)
+            _release_memory()
         return scorer
+
+
+def _cache_key(name: str) -> str:
+    target = name[len(HF_PREFIX) :].strip() if name.startswith(HF_PREFIX) else None
+    if target and target.startswith(("/", ".", "~")):
+        return HF_PREFIX + os.path.realpath(os.path.expanduser(target))
+    return name
+
+
+def _release_memory() -> None:
+    gc.collect()
+    torch = sys.modules.get("torch")  # never imported here: only when a backend has loaded it
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()

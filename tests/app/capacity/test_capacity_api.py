@@ -51,7 +51,7 @@ def fields(response) -> list[str]:
         ({"kind": "capacity", "model": "groundtruth-tiny", "mode": "text",
           "text": {"texts": ["a text"], "reference": "smollm2-135m"}}, "text.reference", "another tokenizer"),
         ({"kind": "capacity", "model": "groundtruth-tiny", "mode": "text",
-          "text": {"texts": ["a text"], "reference": "no-such-model"}}, "text.reference", "not registered"),
+          "text": {"texts": ["a text"], "reference": "no-such-model"}}, "text.reference", "unknown model"),
         ({"kind": "capacity", "model": "groundtruth-tiny", "mode": "text",
           "text": {"texts": ["a text"], "reference": "hf:  "}}, "text.reference", "must be followed"),
         ({"kind": "capacity", "model": "groundtruth-tiny", "mode": "text",
