@@ -3,10 +3,13 @@
 Conventions: NLLs are in bits (``nll_bits``) unless a name says nats; one sample is a sequence of S tokens.
 
 - Dataset entropy of N uniform sequences over V tokens: H(D) = N · S · log2 V                  (Sec. 3)
-- Unintended memorization of a uniform sample: mem_U(x) = max(0, S · log2 V − NLL₂(x | θ))       (Eq. 6)
-  (the true distribution is uniform, so H^K(x | θ_true) = S · log2 V exactly; the model's code length is its NLL)
+- Notation as the paper's: θ the true data-generating process (or a reference model for it), θ̂ the trained model;
+  mem_U(x, θ, θ̂) = H^K(x | θ) − H^K(x | θ, θ̂).
+- Unintended memorization of a uniform sample: mem_U(x) = max(0, S · log2 V − NLL₂(x | θ̂))      (Eq. 6)
+  (θ is uniform, so H^K(x | θ) = S · log2 V exactly; the trained model's code length is its NLL)
 - Memorized bits of a dataset: Σ_x mem_U(x); capacity = max over dataset sizes N; bits per parameter.
-- Text mode: mem_U(x) = max(0, NLL₂(x | θ̂_ref) − NLL₂(x | θ)), from H^K(x | θ, θ̂) ≈ −log2 max(p(x|θ̂), p(x|θ)).
+- Text mode: mem_U(x) = max(0, NLL₂(x | θ) − NLL₂(x | θ̂)) with θ a reference model, from
+  H^K(x | θ, θ̂) ≈ −log2 max(p(x|θ), p(x|θ̂)).
 - Loss-threshold membership inference: AUC, and F1 at the break-even threshold (as many samples called members
   as there are members, so precision = recall), on balanced member / non-member sets (``balanced_sets``) so that
   chance gives 0.5, the floor of the paper's scaling law.
@@ -53,7 +56,7 @@ def dataset_entropy_bits(n_samples: int, seq_len: int, vocab_size: int) -> float
 
 
 def memorized_bits_per_sample(nll_bits: ArrayLike, seq_len: int, vocab_size: int) -> np.ndarray:
-    """mem_U(x) = max(0, S · log2 V − NLL₂(x | θ)) for each uniform sample (Eq. 6 with a uniform θ_true)."""
+    """mem_U(x) = max(0, S · log2 V − NLL₂(x | θ̂)) for each uniform sample (Eq. 6 with a uniform θ)."""
     nll = np.asarray(nll_bits, dtype=np.float64)
     return np.maximum(0.0, seq_len * math.log2(vocab_size) - nll)
 
@@ -142,9 +145,9 @@ def nats_to_bits(nats: ArrayLike) -> np.ndarray:
 
 
 def text_memorization_bits(nll_ref_bits: ArrayLike, nll_target_bits: ArrayLike) -> np.ndarray:
-    """Text-mode mem_U(x) = max(0, NLL₂(x | θ̂_ref) − NLL₂(x | θ)), per sample, in bits.
+    """Text-mode mem_U(x) = max(0, NLL₂(x | θ) − NLL₂(x | θ̂)), per sample, in bits (θ the reference, θ̂ the model).
 
-    H^K(x | θ̂) is estimated by the reference's code length and H^K(x | θ, θ̂) by −log2 max(p(x|θ̂), p(x|θ)),
+    H^K(x | θ) is estimated by the reference's code length and H^K(x | θ, θ̂) by −log2 max(p(x|θ), p(x|θ̂)),
     i.e. the shorter of the two code lengths; their difference is the reference NLL minus the smaller NLL.
     """
     ref = np.asarray(nll_ref_bits, dtype=np.float64)
