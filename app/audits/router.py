@@ -11,6 +11,7 @@ from app.audits.kinds import audit_create_type
 from app.audits.schemas import AuditCreated, AuditPage, AuditRead
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep
 from app.errors import InvalidInput
+from app.privacy import access_log
 from app.subjects import service as subjects
 from app.subjects.schemas import Detail, FactsPage
 
@@ -30,6 +31,7 @@ def create_audit(
 ) -> AuditCreated:
     """Submit an audit. The same Idempotency-Key with the same body returns the same audit."""
     audit, replayed = service.create_audit(session, settings, principal, body, idempotency_key)
+    session.commit()  # the 202 acknowledges only what is durable: committed, and enqueued by the commit's hook
     response.headers["Location"] = f"/audits/{audit.id}"
     if replayed:
         response.headers["Idempotent-Replayed"] = "true"
@@ -63,7 +65,9 @@ def get_audit(audit_id: str, session: SessionDep, principal: CurrentPrincipal) -
 @router.delete("/{audit_id}", response_model=AuditRead)
 def cancel_audit(audit_id: str, session: SessionDep, principal: CurrentPrincipal) -> AuditRead:
     """Cancel a queued or running audit (a running job stops at its next progress report)."""
-    return service.to_read(service.cancel_audit(session, principal, audit_id))
+    audit = service.cancel_audit(session, principal, audit_id)
+    session.commit()  # cancelled before the answer says so
+    return service.to_read(audit)
 
 
 @router.get("/{audit_id}/facts", response_model=FactsPage)
@@ -72,4 +76,7 @@ def get_facts(
 ) -> FactsPage:
     """Per fact: rank per template, share of templates at rank 1, strict/lenient, z*. With
     `detail=candidates`, every candidate's sentences, NLLs and score, so the ranking can be recomputed."""
-    return subjects.read_facts(session, principal, audit_id, detail)
+    facts = subjects.read_facts(session, principal, audit_id, detail)
+    access_log.record(session, principal, "read_facts", subject_id=facts.subject_id, audit_id=audit_id)
+    session.commit()  # logged before the data leaves
+    return facts

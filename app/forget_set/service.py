@@ -12,6 +12,7 @@ from app.auth.keys import Principal
 from app.db.engine import session_factory
 from app.errors import Forbidden
 from app.forget_set.repository import ForgetFilters, memorized, top_counterfactuals
+from app.privacy.access_log import logged_export
 from core.catalog import load_catalog, split_template
 
 EXPORTERS = ("admin", "auditor", "pipeline")
@@ -19,6 +20,7 @@ CSV_FIELDS = ["subject_id", "subject", "wikidata_id", "property", "property_labe
               "lenient", "z_star", "model", "audit_id", "canaries"]
 TOFU_PERTURBED = 5  # perturbed answers per question, as in TOFU
 FORMATS = ("jsonl", "csv", "tofu")
+EXPORTED = "export_forget_set"  # access-log action
 
 
 def check_can_export(principal: Principal) -> None:
@@ -99,6 +101,6 @@ def as_csv(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
 def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[str]:
     """The forget set in one of FORMATS, as a stream of text chunks."""
     if fmt == "tofu":
-        return as_tofu(records(principal, filters, perturbed=TOFU_PERTURBED))
-    rows = records(principal, filters)
+        return as_tofu(logged_export(records(principal, filters, perturbed=TOFU_PERTURBED), principal, EXPORTED))
+    rows = logged_export(records(principal, filters), principal, EXPORTED)
     return as_csv(rows) if fmt == "csv" else as_jsonl(rows)
