@@ -30,7 +30,9 @@ TOUCHED_TABLES = ("subjects", "facts", "audits", "idempotency_keys", "fact_resul
                   "counterfactual_values", "nll_cache", "revoked_subject_tokens")  # fmt: skip
 
 
-def erase(session: Session, settings: Settings, principal: Principal, subject_id: int) -> dict[str, int]:
+def erase(
+    session: Session, settings: Settings, principal: Principal, subject_id: int, *, vacuum_after: bool = True
+) -> dict[str, int]:
     """Erase a subject (see app.subjects.service.erase_subject) and what refers to it outside its rows.
     Commits: the job records and the VACUUM come after the erasure is durable."""
     audit_ids = [a.id for a in subjects_repository.audits_of_subject(session, subject_id)]
@@ -40,7 +42,8 @@ def erase(session: Session, settings: Settings, principal: Principal, subject_id
     access_log.record(session, principal, "erase_subject", subject_id=subject_id)
     session.commit()
     jobs = get_dispatcher().discard(audit_ids) if audit_ids else 0
-    vacuum(settings)
+    if vacuum_after:
+        vacuum(settings)
     return counts | {"idempotency_keys": keys, "job_records": jobs}
 
 

@@ -27,6 +27,7 @@ from app.audits.kinds import KINDS
 from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Audit
+from app.privacy.retention import purge
 from app.queue import Dispatcher
 from app.reliability import leases
 from app.settings import Settings, get_settings
@@ -128,8 +129,5 @@ class Reconciler:
             self._stop.wait(self.settings.reconcile_interval_seconds * random.uniform(0.8, 1.2))
 
     def _maintain(self) -> None:
-        if self.settings.retention_days is None:
-            return
-        from app.reliability.retention import purge
-
-        purge(self.settings, self.dispatcher)
+        if self.settings.retention_days is not None:
+            purge(self.settings, self.dispatcher)
