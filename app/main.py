@@ -18,6 +18,7 @@ from app.errors import DomainError
 from app.forget_set.router import router as forget_set_router
 from app.meta.router import router as meta_router
 from app.privacy.router import router as privacy_router
+from app.reliability.admission import Admission
 from app.settings import get_settings
 from app.subjects.router import router as subjects_router
 
@@ -74,6 +75,8 @@ def create_app() -> FastAPI:
     app.include_router(dynamics_router)
     app.include_router(privacy_router)
     # Further feature routers are included here, one line each.
+    # Added last, so outermost: bounds whatever holds threads and database connections (app/reliability/admission).
+    app.add_middleware(Admission, limit=get_settings().max_concurrent_requests)
     return app
 
 

@@ -83,6 +83,7 @@ class Settings(BaseSettings):
     retention_days: int | None = None  # purge finished audits and subjects older than this (None: keep)
     maintenance_interval_seconds: float = 3600.0  # how often the reconciler runs the retention purge
     erasure_vacuum: Literal["off", "vacuum", "full"] = "off"  # Postgres: VACUUM the erased tables afterwards
+    max_concurrent_requests: int = 10  # requests inside the API at once (0: no limit); keep under the DB pool (20)
 
     # secrets / keys
     key_pepper: str = "dev-pepper-change-me"
