@@ -19,6 +19,8 @@ from app.http_errors import http_error
 from app.kinds import KINDS
 from app.meta.router import router as meta_router
 from app.middleware import ErrorScrubber, RequestGuard
+from app.privacy.router import router as privacy_router
+from app.reliability.admission import Admission
 from app.settings import get_settings
 
 log = logging.getLogger("memaudit.api")
@@ -106,6 +108,9 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     for router in kinds.routers():
         app.include_router(router)
     # Routers of features that are not audit kinds are included here, one line each.
+    app.include_router(privacy_router)
+    # Added last, so outermost: bounds whatever holds threads and database connections (app/reliability/admission).
+    app.add_middleware(Admission, limit=get_settings().max_concurrent_requests)
     return app
 
 

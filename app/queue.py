@@ -1,7 +1,9 @@
 """Job dispatch: RQ on Redis in production, an in-process worker thread when no Redis URL is set.
 
 Jobs are enqueued by dotted path with the audit id only (never personal data), and only after the
-transaction that created the audit has committed: a rolled-back request enqueues nothing.
+transaction that created the audit has committed: a rolled-back request enqueues nothing. The database is the
+record of what must run: if the queue cannot take a job (Redis down, or lost without persistence), the audit
+stays `queued` in the database and the reconciler (app/reliability/reconciler.py) enqueues it again.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from functools import lru_cache
 from typing import Protocol
 
 from redis import Redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry as RedisRetry
 from rq import Queue, Retry
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
@@ -31,6 +35,12 @@ PENDING = "memaudit_pending_jobs"
 class Dispatcher(Protocol):
     def send(self, job_path: str, audit_id: str) -> None: ...
     def cancel(self, audit_id: str) -> None: ...
+    def missing(self, audit_ids: list[str]) -> list[str]:
+        """Those of ``audit_ids`` that no job will run (never enqueued, lost, or ended)."""
+        ...
+    def discard(self, audit_ids: list[str]) -> int:
+        """Delete the job records of these audits (erasure; a dead worker's job); returns how many existed."""
+        ...
 
 
 def import_path(path: str) -> Callable[[str], None]:
@@ -45,7 +55,11 @@ def job_id(audit_id: str) -> str:
 class RQDispatcher:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.redis = Redis.from_url(settings.redis_url)
+        # Fail fast (one immediate retry for a connection dropped by a Redis restart): a request must not hang
+        # on a dead Redis; what is not enqueued now is enqueued by the reconciler.
+        timeout = settings.redis_timeout_seconds
+        self.redis = Redis.from_url(settings.redis_url, socket_connect_timeout=timeout, socket_timeout=timeout,
+                                    retry=RedisRetry(NoBackoff(), 1))  # fmt: skip
         self.queue = Queue(settings.queue_name, connection=self.redis, serializer=JSONSerializer)
 
     def send(self, job_path: str, audit_id: str) -> None:
@@ -69,7 +83,39 @@ class RQDispatcher:
             return
         if job.get_status() in ("queued", "deferred", "scheduled"):
             job.cancel()
-        # A running job sees the audit's `cancelled` status between chunks and stops itself.
+        # A running job's heartbeat sees the audit's `cancelled` status and stops the job.
+
+    def missing(self, audit_ids: list[str]) -> list[str]:
+        from datetime import timedelta
+
+        from rq.job import Job
+        from rq.serializers import JSONSerializer
+
+        from app.db.base import utcnow
+
+        jobs = Job.fetch_many([job_id(a) for a in audit_ids], connection=self.redis, serializer=JSONSerializer)
+        # A job `started` long ago for an audit still queued lost its worker before the worker claimed it.
+        stale = utcnow() - timedelta(seconds=self.settings.lease_ttl_seconds)
+        out = []
+        for audit_id, job in zip(audit_ids, jobs, strict=True):
+            status = job.get_status(refresh=False) if job is not None else None
+            started = job.started_at if job is not None else None
+            if status in ("queued", "deferred", "scheduled"):
+                continue
+            if status == "started" and (started is None or started.replace(tzinfo=stale.tzinfo) > stale):
+                continue
+            out.append(audit_id)
+        return out
+
+    def discard(self, audit_ids: list[str]) -> int:
+        from rq.job import Job
+        from rq.serializers import JSONSerializer
+
+        jobs = Job.fetch_many([job_id(a) for a in audit_ids], connection=self.redis, serializer=JSONSerializer)
+        for job in jobs:
+            if job is not None:
+                job.delete()
+        return sum(job is not None for job in jobs)
 
 
 class EmbeddedDispatcher:
@@ -79,13 +125,25 @@ class EmbeddedDispatcher:
         self._jobs: stdlib_queue.Queue[tuple[str, str]] = stdlib_queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._held: set[str] = set()  # audits sent and not yet finished in this process
 
     def send(self, job_path: str, audit_id: str) -> None:
         self._ensure_thread()
+        with self._lock:
+            if audit_id in self._held:
+                return
+            self._held.add(audit_id)
         self._jobs.put((job_path, audit_id))
 
     def cancel(self, audit_id: str) -> None:
         """Nothing to do: the job checks the audit row before and while it runs."""
+
+    def missing(self, audit_ids: list[str]) -> list[str]:
+        with self._lock:
+            return [a for a in audit_ids if a not in self._held]
+
+    def discard(self, audit_ids: list[str]) -> int:
+        return 0  # nothing is recorded outside the database
 
     def _ensure_thread(self) -> None:
         with self._lock:
@@ -101,6 +159,8 @@ class EmbeddedDispatcher:
             except Exception:  # the job records its own failure; never let the thread die
                 log.exception("embedded job %s failed for audit %s", job_path, audit_id)
             finally:
+                with self._lock:
+                    self._held.discard(audit_id)
                 self._jobs.task_done()
 
     def join(self) -> None:
@@ -125,7 +185,11 @@ def enqueue_after_commit(session: Session, job_path: str, audit_id: str) -> None
 def _send_pending(session: Session) -> None:
     pending = session.info.pop(PENDING, [])
     for job_path, audit_id in pending:
-        get_dispatcher().send(job_path, audit_id)
+        try:
+            get_dispatcher().send(job_path, audit_id)
+        except Exception as exc:  # the audit is committed: queued durably, the reconciler enqueues it
+            log.warning("audit %s is stored but not enqueued (%s); the reconciler will enqueue it",
+                        audit_id, type(exc).__name__)  # fmt: skip
 
 
 @event.listens_for(Session, "after_soft_rollback")

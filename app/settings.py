@@ -83,6 +83,19 @@ class Settings(BaseSettings):
     device: Literal["auto", "cpu", "cuda"] = "auto"
     score_batch_tokens: int = 8192
 
+    # reliability: leases, heartbeats and the reconciler (README "Reliability"), and privacy (erasure, retention)
+    lease_ttl_seconds: float = 30.0  # a running audit whose lease is this old has lost its worker
+    heartbeat_seconds: float = 2.0  # how often a job renews its lease and sees a cancellation
+    cancel_grace_seconds: float = 5.0  # after this, a job that has not stopped by itself is interrupted
+    reconcile_interval_seconds: float = 10.0
+    reconcile_grace_seconds: float = 5.0  # a queued audit younger than this is left to the API's own enqueue
+    max_attempts: int = 3  # an audit whose worker died this often is failed, not run again
+    redis_timeout_seconds: float = 3.0  # connect/read timeout of the API's enqueue (Redis down: queue durably)
+    retention_days: int | None = None  # purge finished audits and subjects older than this (None: keep)
+    maintenance_interval_seconds: float = 3600.0  # how often the reconciler runs the retention purge
+    erasure_vacuum: Literal["off", "vacuum", "full"] = "off"  # Postgres: VACUUM the erased tables afterwards
+    max_concurrent_requests: int = 10  # requests inside the API at once (0: no limit); keep under the DB pool (20)
+
     # secrets / keys
     key_pepper: str = "dev-pepper-change-me"
     wikidata_api_url: str = "https://www.wikidata.org/w/api.php"

@@ -47,7 +47,9 @@ def parse_model_name(name: str, registered: Collection[str], hf_roots: Sequence[
         if not target:
             raise ModelNameError("'hf:' must be followed by a local path or a hub id")
         if hf_roots is not None and not hf_path_under(target, hf_roots):
-            where = "under the server's model roots (MEMAUDIT_MODEL_ROOTS)" if hf_roots else "on this server (no model roots)"
+            where = "on this server (no model roots)"
+            if hf_roots:
+                where = "under the server's model roots (MEMAUDIT_MODEL_ROOTS)"
             raise ModelNameError(f"hf: models are accepted only {where}; use one of {known} (GET /models)")
         return ModelName(name, target)
     if name not in registered:

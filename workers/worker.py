@@ -1,41 +1,28 @@
 """`memaudit worker`: an RQ worker that runs jobs in its own process (SimpleWorker), so models loaded for
-one job stay in memory for the next. Before taking jobs it re-enqueues audits that are queued in the
-database but missing from Redis (e.g. Redis was down when they were submitted): nothing is lost."""
+one job stay in memory for the next. Beside it runs the reconciler (app/reliability/reconciler.py): audits
+queued in the database but missing from Redis are enqueued, and audits whose worker died are run again.
+If Redis goes away the worker waits for it and carries on; nothing is lost, the database being the record."""
 
 from __future__ import annotations
 
 import logging
+import signal
+import threading
+import time
 
 import torch
 from redis import Redis
+from redis.exceptions import RedisError
 from rq import Queue, SimpleWorker
-from rq.job import Job
 from rq.serializers import JSONSerializer
 
-from app.audits.repository import queued_or_running
-from app.db.engine import session_scope
-from app.db.models.audit import AuditStatus
-from app.kinds import KINDS
-from app.queue import get_dispatcher, job_id
+from app.queue import get_dispatcher
+from app.reliability.reconciler import Reconciler, reconcile_once
 from app.settings import get_settings
 from workers.lm.registry import get_scorer
 
 log = logging.getLogger("memaudit.worker")
-
-
-def requeue_orphans() -> int:
-    dispatcher = get_dispatcher()
-    with session_scope() as s:
-        pending = [(a.kind, a.id, a.status) for a in queued_or_running(s)]
-    sent = 0
-    for kind, audit_id, status in pending:
-        orphan = status == AuditStatus.QUEUED and not Job.exists(job_id(audit_id), connection=dispatcher.redis)
-        if orphan and kind in KINDS:
-            dispatcher.send(KINDS[kind].job, audit_id)
-            sent += 1
-    if sent:
-        log.info("re-enqueued %d queued audits that Redis did not hold", sent)
-    return sent
+MAX_BACKOFF = 30.0
 
 
 def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
@@ -47,9 +34,41 @@ def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
     for name in preload or []:
         log.info("preloading model %s", name)
         get_scorer(name)
-    requeue_orphans()
+    if burst:
+        reconcile_once(settings, get_dispatcher())
+        return _work(burst=True)
+    reconciler = Reconciler(settings, get_dispatcher()).start()
+    try:
+        return _work_forever()
+    finally:
+        reconciler.stop()
+
+
+def _work(*, burst: bool) -> bool:
+    """One RQ work loop; True when it ended because it was asked to stop (or ran out of work in burst mode)."""
+    settings = get_settings()
     redis = Redis.from_url(settings.redis_url)
     queue = Queue(settings.queue_name, connection=redis, serializer=JSONSerializer)
     worker = SimpleWorker([queue], connection=redis, serializer=JSONSerializer)
     worker.work(burst=burst, logging_level="INFO", with_scheduler=True)
-    return 0
+    return burst or worker._shutdown_requested_date is not None
+
+
+def _work_forever() -> int:
+    """RQ's loop ends on a Redis error it does not retry (e.g. Redis restarting while a job finishes):
+    start it again, with backoff, until a signal asks the worker to stop."""
+    stop = threading.Event()
+    backoff = 1.0
+    while True:
+        started = time.monotonic()
+        try:
+            if _work(burst=False):
+                return 0
+            log.warning("worker loop ended without a stop request (Redis trouble?); starting again")
+        except RedisError as exc:
+            log.warning("worker lost Redis (%s); starting again", type(exc).__name__)
+        for sig in (signal.SIGTERM, signal.SIGINT):  # RQ's handlers belong to the loop that ended
+            signal.signal(sig, lambda *_: stop.set())
+        backoff = 1.0 if time.monotonic() - started > 60 else min(backoff * 2, MAX_BACKOFF)
+        if stop.wait(backoff):
+            return 0

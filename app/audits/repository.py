@@ -3,14 +3,12 @@ a data-subject token sees its one audit; anyone else sees nothing (404, never 40
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Select, false, func, select, update
 from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
 from app.db.models import Audit, IdempotencyKey
-from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
+from app.db.models.audit import ACTIVE_STATUSES
 
 
 def visible(stmt: Select, principal: Principal) -> Select:
@@ -65,8 +63,3 @@ def status_of(session: Session, audit_id: str) -> str | None:
 
 def set_progress(session: Session, audit_id: str, done: int, total: int) -> None:
     session.execute(update(Audit).where(Audit.id == audit_id).values(progress_done=done, progress_total=total))
-
-
-def update_if_running(session: Session, audit_id: str, **values: Any) -> None:
-    """Write ``values`` only while the audit is running: never overwrite a cancellation that arrived meanwhile."""
-    session.execute(update(Audit).where(Audit.id == audit_id, Audit.status == AuditStatus.RUNNING).values(**values))

@@ -74,5 +74,7 @@ def get_audit(audit_id: str, session: SessionDep, principal: CurrentPrincipal, k
 @router.delete("/{audit_id}", response_model=AuditRead)
 def cancel_audit(audit_id: str, session: SessionDep, principal: Submitter, kinds: KindsDep) -> AuditRead:
     """Cancel a queued or running audit (a running job stops at its next progress report)."""
-    return service.to_read(service.cancel_audit(session, principal, audit_id), kinds)
+    audit = service.cancel_audit(session, principal, audit_id)
+    session.commit()  # cancelled before the answer says so
+    return service.to_read(audit, kinds)
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.engine import session_scope
-from app.db.models import ApiKey
+from app.db.models import ApiKey, RevokedSubjectToken
 from app.db.models.auth import ROLES
 from app.errors import InvalidInput, Unauthorized
 from app.settings import Settings
@@ -74,6 +74,8 @@ def authenticate(session: Session, settings: Settings, token: str | None) -> Pri
     parts = token.split("_", 2)
     if len(parts) == 3 and parts[0] == SUBJECT_TOKEN_PREFIX:
         if hmac.compare_digest(subject_token(parts[1], settings), token):
+            if session.get(RevokedSubjectToken, parts[1]) is not None:
+                raise Unauthorized("this data-subject token was revoked; ask the auditor for the audit's results")
             return Principal(id=f"subject:{parts[1]}", role="subject", audit_scope=parts[1])
         raise Unauthorized("invalid token")
     if len(parts) != 3 or parts[0] != KEY_PREFIX:

@@ -40,6 +40,11 @@ def engine_for(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10, hide_parameters=True)
 
 
+def get_engine() -> Engine:
+    """The engine of the configured database (maintenance statements such as VACUUM run on it)."""
+    return engine_for(get_settings().database_url)
+
+
 @lru_cache
 def _factory(url: str) -> sessionmaker[Session]:
     return sessionmaker(bind=engine_for(url), expire_on_commit=False)

@@ -8,6 +8,7 @@ from typing import Any
 from app.auth.keys import Principal
 from app.db.engine import session_factory
 from app.forget_set.repository import ForgetFilters, memorized, top_counterfactuals
+from app.privacy.access_log import logged_export
 from app.streaming import csv_lines, jsonl_lines, with_end_marker
 from core.catalog import load_catalog, split_template
 
@@ -15,6 +16,7 @@ CSV_FIELDS = ["subject_id", "subject", "wikidata_id", "property", "property_labe
               "lenient", "z_star", "model", "audit_id", "canaries"]
 TOFU_PERTURBED = 5  # perturbed answers per question, as in TOFU
 FORMATS = ("jsonl", "csv", "tofu")
+EXPORTED = "export_forget_set"  # access-log action
 
 
 def records(principal: Principal, filters: ForgetFilters, *, perturbed: int = 0) -> Iterator[dict[str, Any]]:
@@ -76,6 +78,7 @@ def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
 def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[str]:
     """The forget set in one of FORMATS, as a stream of text chunks; jsonl ends with END_KEY's marker line."""
     if fmt == "tofu":
-        return jsonl_lines(tofu_records(records(principal, filters, perturbed=TOFU_PERTURBED)))
-    rows = records(principal, filters)
+        rows = logged_export(records(principal, filters, perturbed=TOFU_PERTURBED), principal, EXPORTED)
+        return jsonl_lines(tofu_records(rows))
+    rows = logged_export(records(principal, filters), principal, EXPORTED)
     return csv_lines(map(_csv_row, rows), CSV_FIELDS) if fmt == "csv" else with_end_marker(jsonl_lines(rows))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.models import Audit, Canary, Fact, FactResult, PropertyRow, Subject, Template
@@ -17,7 +18,11 @@ def ensure_properties(session: Session, pids: set[str]) -> None:
         prop = catalog.get(pid)
         row = PropertyRow(pid=pid, label=prop.label, datatype=prop.datatype, value_type=prop.value_type)
         row.templates = [Template(index=i, text=t) for i, t in enumerate(prop.templates)]
-        session.add(row)
+        try:
+            with session.begin_nested():  # concurrent first uses of a property: one insert wins, the rest skip
+                session.add(row)
+        except IntegrityError:
+            pass
     session.flush()
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import CurrentPrincipal, SessionDep, Submitter
+from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
+from app.privacy import access_log, erasure
 from app.subjects import service
 from app.subjects.schemas import Detail, FactsPage
 from app.validation import Id
@@ -18,11 +19,14 @@ def get_facts(
 ) -> FactsPage:
     """Per fact: rank per template, share of templates at rank 1, strict/lenient, z*. With
     `detail=candidates`, every candidate's sentences, NLLs and score, so the ranking can be recomputed."""
-    return service.read_facts(session, principal, audit_id, detail)
+    facts = service.read_facts(session, principal, audit_id, detail)
+    access_log.record(session, principal, "read_facts", subject_id=facts.subject_id, audit_id=audit_id)
+    session.commit()  # logged before the data leaves
+    return facts
 
 
 @router.delete("/subjects/{subject_id}")
-def erase_subject(subject_id: Id, session: SessionDep, principal: Submitter) -> dict[str, int]:
-    """Erase the service's own copy of a subject's personal data: the subject, facts, audits, results and
-    cached sentence scores that name them."""
-    return service.erase_subject(session, principal, subject_id)
+def erase_subject(subject_id: Id, session: SessionDep, settings: SettingsDep, principal: Submitter) -> dict[str, int]:
+    """Erase the service's own copy of a subject's personal data: the subject, facts, audits, results, cached
+    sentence scores that name them, the audits' idempotency keys and job records (README "Erasure")."""
+    return erasure.erase(session, settings, principal, subject_id)

@@ -66,25 +66,32 @@ class Postgres:
             c.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
-    def stop(self) -> None:
+    def start(self) -> None:
+        opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        subprocess.run(_as_db_user([_pg_bin("pg_ctl"), "-D", str(self.root / "data"), "-o", opts, "-l",
+                                    str(self.root / "log"), "-w", "start"]), check=True, capture_output=True)
+        _wait_port(self.port)
+
+    def kill(self) -> None:
+        """Stop at once, as a crash would (no checkpoint; connections drop); ``start`` recovers."""
         subprocess.run(_as_db_user([_pg_bin("pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"]),
                        capture_output=True)
+
+    def stop(self) -> None:
+        self.kill()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
 def start_postgres() -> Postgres:
     root = Path(tempfile.mkdtemp(prefix="memaudit-pg-"))
     data = root / "data"
-    port = free_port()
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
     subprocess.run(_as_db_user([_pg_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8"]),
                    check=True, capture_output=True)
-    opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-    subprocess.run(_as_db_user([_pg_bin("pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w",
-                                "start"]), check=True, capture_output=True)
-    _wait_port(port)
-    return Postgres(root, port)
+    pg = Postgres(root, free_port())
+    pg.start()
+    return pg
 
 
 @dataclass
@@ -97,21 +104,35 @@ class Redis:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def kill(self) -> None:
+        """Stop at once; with no persistence configured, everything Redis held is lost."""
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+
+    def start(self) -> None:
+        """(Re)start on the same port, empty."""
+        self.proc = _redis_process(self.port, self.root)
+        _wait_port(self.port)
+
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_redis() -> Redis:
+def _redis_process(port: int, root: Path) -> subprocess.Popen:
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     if not Path(binary).exists():
         raise RuntimeError("redis-server not found: install Debian's redis-server package")
-    root = Path(tempfile.mkdtemp(prefix="memaudit-redis-"))
-    port = free_port()
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(root)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
+
+
+def start_redis() -> Redis:
+    root = Path(tempfile.mkdtemp(prefix="memaudit-redis-"))
+    port = free_port()
+    proc = _redis_process(port, root)
     _wait_port(port)
     return Redis(proc, port, root)

@@ -1,22 +1,32 @@
-"""What every job shares: load the audit, mark it running, hand the job its typed options, report progress,
-honour cancellation, and end in `succeeded`, `failed` (with a readable reason) or `cancelled`. Jobs receive an
-audit id only. A model that cannot be loaded is a user-facing failure here, in one place, for every job."""
+"""What every job shares: claim the audit (a lease: one worker at a time), hand the job its typed options, report
+progress, honour cancellation, and end in `succeeded`, `failed` (with a readable reason) or `cancelled`. Jobs
+receive an audit id only. A model that cannot be loaded is a user-facing failure here, in one place, for every job.
+
+While the job body runs, a heartbeat renews the lease and notices a cancellation; every commit of the job's
+thread is fenced by the lease, so a run that lost its audit (cancelled, erased, or taken over after this worker
+stalled) writes nothing. A lost database connection hands the audit back to the queue instead of failing it."""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from app.audits import repository
 from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Audit
 from app.db.models.audit import FINAL_STATUSES, AuditStatus
+from app.reliability import leases
+from app.reliability.leases import LeaseLost
+from app.settings import get_settings
+from workers.jobs.heartbeat import CANCELLED, Heartbeat, Interrupted
 from workers.lm.base import ModelLoadError, Scorer
 from workers.lm.registry import get_scorer
 
@@ -44,10 +54,14 @@ class JobContext(Generic[Options]):
     _last_write: float = field(default=0.0)
     _done: int = 0
     _total: int = 0
+    _beat: Heartbeat | None = None
 
     def progress(self, done: int, total: int, *, force: bool = False) -> None:
-        """Record progress (throttled) and stop if the audit has been cancelled."""
+        """Record progress (throttled) and stop if the audit has been cancelled or this run lost its lease.
+        Cheap enough to call per engine batch: between writes it only reads a flag set by the heartbeat."""
         self._done, self._total = done, total
+        if self._beat is not None and self._beat.stop_reason is not None:
+            raise Cancelled if self._beat.stop_reason == CANCELLED else LeaseLost(self.audit_id)
         now = time.monotonic()
         if not force and now - self._last_write < self.min_interval:
             return
@@ -68,7 +82,7 @@ class JobContext(Generic[Options]):
 JobBody = Callable[[JobContext[Options]], dict[str, Any]]
 
 
-def _start(audit_id: str, kind: str, options_type: type[Options]) -> JobContext[Options] | None:
+def _start(audit_id: str, kind: str, options_type: type[Options], owner: str) -> JobContext[Options] | None:
     with session_scope() as s:
         audit = s.get(Audit, audit_id)
         if audit is None:
@@ -86,39 +100,91 @@ def _start(audit_id: str, kind: str, options_type: type[Options]) -> JobContext[
             audit.status, audit.finished_at = AuditStatus.FAILED, utcnow()
             audit.error = f"the audit's stored options do not fit this version of the {kind} job"
             return None
-        audit.status, audit.started_at, audit.error = AuditStatus.RUNNING, utcnow(), None
-        audit.attempts += 1
-        return JobContext(audit_id, audit.kind, audit.model, options)
+        ctx = JobContext(audit_id, audit.kind, audit.model, options)
+        if not leases.claim(s, audit_id, owner, get_settings().lease_ttl_seconds):
+            log.info("audit %s is running under another worker's live lease; not running it twice", audit_id)
+            return None
+        return ctx
 
 
-def _finish(audit_id: str, status: str, *, summary: dict[str, Any] | None = None, error: str | None = None) -> None:
+def _finish(audit_id: str, owner: str, status: str, **values: Any) -> bool:
+    """End this run (only if it still holds the lease: never overwrite a cancellation or another run)."""
     with session_scope() as s:
-        values: dict[str, Any] = {"status": status, "finished_at": utcnow(), "error": error}
-        if summary is not None:
-            values["summary"] = summary
-        repository.update_if_running(s, audit_id, **values)
+        return leases.release(s, audit_id, owner, status=status, finished_at=utcnow(), **values)
+
+
+def _hand_back(audit_id: str, owner: str) -> None:
+    """The database went away mid-run: give the audit back to the queue (the reconciler re-enqueues it), or,
+    if the database is still down, let the lease expire so that the reconciler does it later."""
+    try:
+        with session_scope() as s:
+            leases.release(s, audit_id, owner, status=AuditStatus.QUEUED)
+    except (OperationalError, InterfaceError):
+        log.warning("audit %s: database unreachable; the reconciler retries it once its lease expires", audit_id)
+
+
+def _transient(exc: BaseException) -> bool:
+    return isinstance(exc, OperationalError | InterfaceError) or (
+        isinstance(exc, DBAPIError) and exc.connection_invalidated
+    )
+
+
+def _call_fenced(ctx: JobContext, owner: str, body: JobBody) -> dict[str, Any]:
+    leases.fence_commits(ctx.audit_id, owner, get_settings().lease_ttl_seconds)
+    try:
+        return body(ctx)
+    finally:
+        leases.unfence_commits()  # what follows (_finish) is itself conditional on the lease
+
+
+def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
+    try:
+        summary = _call_fenced(ctx, owner, body)
+    except LeaseLost:
+        log.warning("audit %s: this run lost its lease (taken over or erased); it stops, writing nothing", ctx.audit_id)
+        return
+    except Cancelled:
+        log.info("audit %s cancelled", ctx.audit_id)
+        return
+    except (JobError, ModelLoadError) as exc:  # messages that are safe and useful to show the user
+        log.warning("audit %s failed: %s", ctx.audit_id, exc)
+        _finish(ctx.audit_id, owner, AuditStatus.FAILED, error=str(exc))
+        return
+    except Exception as exc:  # a bug or an environment problem: keep the worker alive, say what happened
+        if _transient(exc):
+            log.warning("audit %s: database connection lost (%s); handing it back", ctx.audit_id, type(exc).__name__)
+            _hand_back(ctx.audit_id, owner)
+            return
+        log.exception("audit %s failed with an unexpected error", ctx.audit_id)
+        error = f"internal error ({type(exc).__name__}); see the worker log"
+        _finish(ctx.audit_id, owner, AuditStatus.FAILED, error=error)
+        return
+    done = ctx._total or ctx._done
+    if _finish(ctx.audit_id, owner, AuditStatus.SUCCEEDED, summary=summary, error=None, progress_done=done,
+               progress_total=ctx._total):  # fmt: skip
+        log.info("audit %s succeeded", ctx.audit_id)
+    else:
+        log.info("audit %s finished, but was cancelled or taken over meanwhile: result not recorded", ctx.audit_id)
 
 
 def run_audit_job(audit_id: str, kind: str, options_type: type[Options], body: JobBody[Options]) -> None:
     """Run ``body`` for the audit: ``options_type`` is the kind's options model (AuditKind.options)."""
-    ctx = _start(audit_id, kind, options_type)
+    owner = leases.new_owner_id()
+    ctx = _start(audit_id, kind, options_type, owner)
     if ctx is None:
         return
     log.info("audit %s (%s) started", audit_id, kind)
+    beat = Heartbeat(audit_id, owner, get_settings(), threading.get_ident())
+    ctx._beat = beat
+    beat.start()
     try:
-        summary = body(ctx)
-    except Cancelled:
-        log.info("audit %s cancelled", audit_id)
-        return
-    except (JobError, ModelLoadError) as exc:  # messages that are safe and useful to show the user
-        log.warning("audit %s failed: %s", audit_id, exc)
-        _finish(audit_id, AuditStatus.FAILED, error=str(exc))
-        return
-    except Exception as exc:  # a bug or an environment problem: keep the worker alive, say what happened
-        log.exception("audit %s failed with an unexpected error", audit_id)
-        _finish(audit_id, AuditStatus.FAILED, error=f"internal error ({type(exc).__name__}); see the worker log")
-        return
-    with session_scope() as s:
-        repository.update_if_running(s, audit_id, progress_done=ctx._total or ctx._done, progress_total=ctx._total)
-    _finish(audit_id, AuditStatus.SUCCEEDED, summary=summary)
-    log.info("audit %s succeeded", audit_id)
+        _run_body(ctx, owner, body)
+    except Interrupted:
+        log.warning("audit %s: job interrupted (%s)", audit_id, beat.stop_reason)
+    finally:
+        while True:  # an Interrupted may still arrive while we close: close again (idempotent)
+            try:
+                beat.close()
+                break
+            except Interrupted:
+                continue

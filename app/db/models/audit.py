@@ -49,6 +49,9 @@ class Audit(CreatedAtMixin, Base):
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # The worker running the audit and until when its heartbeat vouches for it (app/reliability/leases.py).
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_expires_at: Mapped[datetime | None]
 
 
 class IdempotencyKey(CreatedAtMixin, Base):

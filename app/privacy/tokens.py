@@ -1,0 +1,32 @@
+"""Revocation of data-subject tokens. A token is derived from its audit id and the pepper (nothing is stored
+when it is issued), so revoking one records the audit id; authentication refuses tokens of revoked audits."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from app.audits.repository import get_visible
+from app.auth.keys import Principal
+from app.db.models import RevokedSubjectToken
+from app.errors import Forbidden, InvalidInput, NotFound
+from app.privacy import access_log
+
+REVOKERS = ("admin", "auditor")
+
+
+def revoke(session: Session, principal: Principal, audit_id: str) -> None:
+    """Idempotent: revoking a revoked token again changes nothing (and still answers 204)."""
+    audit = get_visible(session, principal, audit_id)
+    if audit is None:
+        raise NotFound(f"no audit with id {audit_id!r}")
+    if principal.role not in REVOKERS:
+        raise Forbidden("revoking a data-subject token needs the role admin or the auditor who submitted the audit")
+    if audit.kind != "subject":
+        raise InvalidInput("audit_id", f"audit {audit_id} is a {audit.kind} audit; only subject audits have tokens")
+    if session.get(RevokedSubjectToken, audit_id) is None:
+        session.add(RevokedSubjectToken(audit_id=audit_id, revoked_by=principal.id[:64]))
+    access_log.record(session, principal, "revoke_token", subject_id=audit.subject_id, audit_id=audit_id)
+
+
+def is_revoked(session: Session, audit_id: str) -> bool:
+    return session.get(RevokedSubjectToken, audit_id) is not None

@@ -1,0 +1,129 @@
+"""Helpers of the fault-injection suite (tests/faults): processes started with the suite's environment, and
+reads of what the database holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from tests.support.servers import Postgres, Redis
+
+REPO = Path(__file__).resolve().parents[2]
+MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
+TIMINGS = {
+    "MEMAUDIT_LEASE_TTL_SECONDS": "3",
+    "MEMAUDIT_HEARTBEAT_SECONDS": "0.5",
+    "MEMAUDIT_CANCEL_GRACE_SECONDS": "2",
+    "MEMAUDIT_RECONCILE_INTERVAL_SECONDS": "1",
+    "MEMAUDIT_RECONCILE_GRACE_SECONDS": "1",
+}
+LEASE_TTL, RECONCILE_INTERVAL = 3.0, 1.0
+
+
+@dataclass
+class FaultEnv:
+    env: dict[str, str]
+    pg: Postgres
+    redis: Redis
+    logs: Path
+    procs: list[subprocess.Popen] = field(default_factory=list)
+
+    def _spawn(self, args: list[str], name: str) -> subprocess.Popen:
+        log = (self.logs / f"{name}.log").open("a")
+        proc = subprocess.Popen([sys.executable, "-m", "app.cli", *args], env={**os.environ, **self.env}, cwd=REPO,
+                                stdout=log, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        self.procs.append(proc)
+        return proc
+
+    def worker(self, name: str = "worker") -> subprocess.Popen:
+        return self._spawn(["worker"], name)
+
+    def api(self, port: int) -> subprocess.Popen:
+        proc = self._spawn(["serve", "--port", str(port), "--log-level", "warning"], f"api-{port}")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    return proc
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None, f"the API exited: {self.log(f'api-{port}')[-2000:]}"
+            time.sleep(0.2)
+        raise AssertionError("the API did not answer /health within 120 s")
+
+    def log(self, name: str) -> str:
+        path = self.logs / f"{name}.log"
+        return path.read_text() if path.exists() else ""
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def person(i: int = 0) -> dict:
+    return json.loads(MANIFEST.read_text())["trained"][i]
+
+
+def subject_body(i: int = 0, *, counterfactuals: int = 10, paraphrases: int = 0, similar_names: int = 1) -> dict:
+    """A subject audit on the ground-truth model; its size (and so its run time) is set by the options."""
+    p = person(i)
+    facts = [{"property": pid, "value": v} for pid, values in p["facts"].items() for v in values]
+    options = {"counterfactuals": counterfactuals, "paraphrases": paraphrases, "similar_names": similar_names,
+               "near_duplicates": False}  # fmt: skip
+    return {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": p["name"], "facts": facts},
+            "options": options}  # fmt: skip
+
+
+def audit_row(audit_id: str):  # noqa: ANN201
+    from app.db.engine import session_scope
+    from app.db.models import Audit
+
+    with session_scope() as s:
+        audit = s.get(Audit, audit_id)
+        if audit is not None:
+            s.expunge(audit)
+        return audit
+
+
+def wait_until(check: Callable[[], object], timeout: float, what: str, poll: float = 0.1) -> float:
+    """Seconds until ``check()`` is truthy; fails the test after ``timeout`` (database errors count as no)."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        try:
+            if check():
+                return time.monotonic() - start
+        except Exception:  # noqa: BLE001 — the database may be restarting
+            pass
+        time.sleep(poll)
+    raise AssertionError(f"{what}: not within {timeout:.0f} s")
+
+
+def result_shape(audit_id: str) -> tuple[int, int, int]:
+    """(fact results, canaries, candidate scores) stored for an audit: a rerun must replace, never add."""
+    from sqlalchemy import func, select
+
+    from app.db.engine import session_scope
+    from app.db.models import Canary, CandidateScore, FactResult
+
+    with session_scope() as s:
+        results = s.scalar(select(func.count()).select_from(FactResult).where(FactResult.audit_id == audit_id))
+        canaries = s.scalar(select(func.count()).select_from(Canary).join(FactResult)
+                            .where(FactResult.audit_id == audit_id))  # fmt: skip
+        scores = s.scalar(select(func.count()).select_from(CandidateScore).join(Canary).join(FactResult)
+                          .where(FactResult.audit_id == audit_id))  # fmt: skip
+    return results, canaries, scores
