@@ -20,6 +20,8 @@ from app.forget_set.router import router as forget_set_router
 from app.http_errors import http_error
 from app.meta.router import router as meta_router
 from app.middleware import ErrorScrubber, RequestGuard
+from app.openapi import ERROR_RESPONSES
+from app.openapi import install as install_openapi
 from app.settings import get_settings
 from app.subjects.router import router as subjects_router
 
@@ -80,6 +82,7 @@ def create_app() -> FastAPI:
         version="0.1.0",
         summary="Audit language models for memorized personal data and datasets (GDPR Art. 17); export forget sets.",
         lifespan=lifespan,
+        responses=ERROR_RESPONSES,  # every route may answer these, all in the one error shape
     )
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(DomainError, domain_error)
@@ -94,6 +97,7 @@ def create_app() -> FastAPI:
     app.include_router(capacity_router)
     app.include_router(dynamics_router)
     # Further feature routers are included here, one line each.
+    install_openapi(app, {kind.schema.__name__: kind.own_models for kind in KINDS.values()})
     return app
 
 

@@ -10,10 +10,9 @@ from app.audits import repository, service
 from app.audits.kinds import audit_create_type
 from app.audits.schemas import AuditCreated, AuditPage, AuditRead
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep
-from app.errors import InvalidInput
 from app.subjects import service as subjects
 from app.subjects.schemas import Detail, FactsPage
-from app.validation import IdFilter, Page
+from app.validation import IdFilter, Page, PageSize
 
 router = APIRouter(prefix="/audits", tags=["audits"])
 AuditCreate = audit_create_type()
@@ -27,7 +26,7 @@ def create_audit(
     settings: SettingsDep,
     principal: CurrentPrincipal,
     response: Response,
-    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)] = None,
 ) -> AuditCreated:
     """Submit an audit. The same Idempotency-Key with the same body returns the same audit."""
     audit, replayed = service.create_audit(session, settings, principal, body, idempotency_key)
@@ -41,17 +40,14 @@ def create_audit(
 @router.get("", response_model=AuditPage)
 def list_audits(
     session: SessionDep,
-    settings: SettingsDep,
     principal: CurrentPrincipal,
     model: str | None = None,
     kind: Literal["subject", "coverage", "capacity", "dynamics"] | None = None,
     status_: Annotated[Status | None, Query(alias="status")] = None,
     subject_id: IdFilter = None,
     page: Page = 1,
-    page_size: Annotated[int, Query(ge=1)] = 50,
+    page_size: PageSize = 50,
 ) -> AuditPage:
-    if page_size > settings.max_page_size:
-        raise InvalidInput("page_size", f"page_size must be between 1 and {settings.max_page_size}")
     filters = {"model": model, "kind": kind, "status": status_, "subject_id": subject_id}
     rows, total = repository.page(session, principal, filters=filters, page=page, page_size=page_size)
     return AuditPage(items=[service.to_read(a) for a in rows], page=page, page_size=page_size, total=total)

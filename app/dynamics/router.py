@@ -12,6 +12,7 @@ from app.dynamics import service
 from app.dynamics.schemas import DynamicsSeries
 from app.errors import InvalidInput, NotFound
 from app.forget_set.service import as_jsonl
+from app.validation import LIMIT_KEY
 
 router = APIRouter(prefix="/audits", tags=["dynamics"])
 MEDIA = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
@@ -62,7 +63,11 @@ def dynamics_series(
     settings: SettingsDep,
     principal: CurrentPrincipal,
     string_id: Annotated[list[str] | None, Query(description="Strings whose curves to return (repeatable)")] = None,
-    limit: Annotated[int, Query(ge=0, description="Without string_id: the first strings (most frequent)")] = 5,
+    limit: Annotated[
+        int,
+        Query(ge=0, description="Without string_id: the first strings (most frequent)",
+              json_schema_extra={LIMIT_KEY: {"maximum": "max_page_size"}}),  # fmt: skip
+    ] = 5,
     tau: Tau = None,
     margin: Margin = None,
 ) -> DynamicsSeries:

@@ -115,7 +115,7 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
     if audit is None:
         raise NotFound("no audit with this id (among those you may see)")
     if audit.kind != "subject":
-        raise InvalidInput("audit_id", f"this audit is a {audit.kind} audit; facts exist for subject audits")
+        raise NotFound(f"this audit is a {audit.kind} audit; facts exist for subject audits")
     with_candidates = detail == "candidates"
     results = repository.results_for_audit(session, audit_id, with_candidates)
     facts = repository.facts_by_id(session, [i for r in results for i in r.fact_ids])
