@@ -19,6 +19,8 @@ from app.http_errors import http_error
 from app.kinds import KINDS
 from app.meta.router import router as meta_router
 from app.middleware import ErrorScrubber, RequestGuard
+from app.openapi import ERROR_RESPONSES
+from app.openapi import install as install_openapi
 from app.privacy.router import router as privacy_router
 from app.reliability.admission import Admission
 from app.settings import get_settings
@@ -95,6 +97,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
         version="0.1.0",
         summary="Audit language models for memorized personal data and datasets (GDPR Art. 17); export forget sets.",
         lifespan=lifespan,
+        responses=ERROR_RESPONSES,  # every route may answer these, all in the one error shape
     )
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(DomainError, domain_error)
@@ -111,6 +114,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     app.include_router(privacy_router)
     # Added last, so outermost: bounds whatever holds threads and database connections (app/reliability/admission).
     app.add_middleware(Admission, limit=get_settings().max_concurrent_requests)
+    install_openapi(app, {kind.create.__name__: kind.own_models for kind in kinds.values()}, tuple(kinds))
     return app
 
 

@@ -12,7 +12,9 @@ import math
 from typing import Annotated, Any
 
 from fastapi import Path, Query
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, field_validator
+
+from app.settings import get_settings
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1
@@ -46,10 +48,12 @@ def unstorable(value: Any) -> str | None:
 
 
 class RequestModel(BaseModel):
-    """The base of every request body: unknown fields are refused, and every field (nested ones included) must be
-    storable: no NUL characters, finite numbers, 64-bit integers. The 422 names the field, never the value."""
+    """The base of every request body: unknown fields are refused, values must have the JSON type the document
+    states, and every field (nested ones included) must be storable: no NUL characters, finite numbers, 64-bit
+    integers. The 422 names the field, never the value."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    # strict: JSON types as the document states them (pydantic would otherwise read "4" or true as 4, 0 as false).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
     @field_validator("*", mode="after")
     @classmethod
@@ -67,3 +71,18 @@ Id = Annotated[int, Path(ge=1, le=INT32_MAX, description="a positive 32-bit inte
 IdFilter = Annotated[int | None, Query(ge=1, le=INT32_MAX, description="a positive 32-bit integer id")]
 Page = Annotated[int, Query(ge=1, le=INT32_MAX, description="1-based page number")]
 Finite = Annotated[float | None, Query(allow_inf_nan=False)]
+LIMIT_KEY = "x-limit-from"  # in a JSON schema: {"maximum": "max_page_size"}, filled in by app.openapi
+
+
+def _page_size(value: int) -> int:
+    limit = get_settings().max_page_size
+    if value > limit:
+        raise ValueError(f"page_size must be between 1 and {limit} (MEMAUDIT_MAX_PAGE_SIZE)")
+    return value
+
+
+PageSize = Annotated[
+    int,
+    Query(ge=1, description="Items per page", json_schema_extra={LIMIT_KEY: {"maximum": "max_page_size"}}),
+    AfterValidator(_page_size),
+]

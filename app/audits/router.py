@@ -12,7 +12,7 @@ from app.audits.schemas import AuditCreated, AuditPage, AuditRead
 from app.db.models.audit import AuditStatus
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
 from app.errors import InvalidInput
-from app.validation import IdFilter, Page
+from app.validation import IdFilter, Page, PageSize
 
 router = APIRouter(prefix="/audits", tags=["audits"])
 
@@ -26,7 +26,7 @@ def submit_router(kinds: KindRegistry) -> APIRouter:
         settings: SettingsDep,
         principal: Submitter,
         response: Response,
-        idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+        idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)] = None,
     ) -> AuditCreated:
         """Submit an audit. The same Idempotency-Key with the same body returns the same audit."""
         audit, replayed = service.create_audit(session, settings, principal, body, idempotency_key, kinds)
@@ -47,7 +47,6 @@ def submit_router(kinds: KindRegistry) -> APIRouter:
 @router.get("", response_model=AuditPage)
 def list_audits(
     session: SessionDep,
-    settings: SettingsDep,
     principal: CurrentPrincipal,
     kinds: KindsDep,
     model: str | None = None,
@@ -55,10 +54,8 @@ def list_audits(
     status_: Annotated[AuditStatus | None, Query(alias="status")] = None,
     subject_id: IdFilter = None,
     page: Page = 1,
-    page_size: Annotated[int, Query(ge=1)] = 50,
+    page_size: PageSize = 50,
 ) -> AuditPage:
-    if page_size > settings.max_page_size:
-        raise InvalidInput("page_size", f"page_size must be between 1 and {settings.max_page_size}")
     if kind is not None and kind not in kinds:
         raise InvalidInput("kind", f"kind must be one of {', '.join(kinds)}")
     filters = {"model": model, "kind": kind, "status": status_, "subject_id": subject_id}

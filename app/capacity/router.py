@@ -12,7 +12,7 @@ from app.capacity import service
 from app.capacity.schemas import CapacityAuditOptions, CapacityGridRead, CapacitySeries, Prediction, TextResultsRead
 from app.db.models import Audit
 from app.deps import CurrentPrincipal, SessionDep
-from app.errors import InvalidInput, NotFound
+from app.errors import NotFound
 
 router = APIRouter(tags=["capacity"])
 
@@ -49,11 +49,9 @@ def get_texts(
 @router.get("/capacity/predict", response_model=Prediction)
 def predict(
     principal: CurrentPrincipal,
-    params: Annotated[float, Query(gt=0, description="model parameters P")],
-    samples: Annotated[float, Query(gt=0, description="training-set size N (samples)")],
+    params: Annotated[float, Query(ge=1, le=1e15, allow_inf_nan=False, description="model parameters P")],
+    samples: Annotated[float, Query(ge=1, le=1e18, allow_inf_nan=False, description="training-set size N (samples)")],
 ) -> Prediction:
     """Loss-based membership-inference F1 predicted by Morris et al.'s scaling law,
     F1 = ½ (1 + c1 σ(c2 (x + c3))), x = 1000 · N / P (docs/capacity.md explains x)."""
-    if params > 1e15 or samples > 1e18:
-        raise InvalidInput("params" if params > 1e15 else "samples", "value out of range")
     return service.predict(params, samples)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Query, Request, status
+from fastapi import APIRouter, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from starlette.datastructures import FormData, UploadFile
@@ -17,7 +17,7 @@ from app.coverage.upload import read_form
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
 from app.errors import InvalidInput
 from app.streaming import MEDIA_TYPES, csv_lines, download, jsonl_lines
-from app.validation import Page
+from app.validation import Page, PageSize
 
 router = APIRouter(tags=["datasets"])
 
@@ -26,7 +26,7 @@ UPLOAD_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["name"],
     "properties": {
-        "name": {"type": "string", "maxLength": 200},
+        "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": "\\S", "example": "movielens-sample"},
         **{t: {**_FILE, "description": f"the {t} file (.dat MovieLens '::', .csv or .tsv)"} for t in TARGETS},
         **{f"{t}_format": {"type": "string", "enum": ["movielens", "csv", "tsv"]} for t in TARGETS},
         "mapping": {
@@ -87,13 +87,10 @@ async def upload_dataset(
 @router.get("/datasets", response_model=DatasetPage)
 def list_datasets(
     session: SessionDep,
-    settings: SettingsDep,
     principal: CurrentPrincipal,
     page: Page = 1,
-    page_size: Annotated[int, Query(ge=1)] = 50,
+    page_size: PageSize = 50,
 ) -> DatasetPage:
-    if page_size > settings.max_page_size:
-        raise InvalidInput("page_size", f"page_size must be between 1 and {settings.max_page_size}")
     rows, total = repository.page(session, principal, page=page, page_size=page_size)
     files = repository.files_of(session, [d.id for d in rows])
     items = [service.to_read(d, files[d.id]) for d in rows]

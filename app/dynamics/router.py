@@ -13,6 +13,7 @@ from app.dynamics import service
 from app.dynamics.schemas import DynamicsSeries
 from app.errors import InvalidInput, NotFound
 from app.streaming import MEDIA_TYPES, csv_lines, download, jsonl_lines
+from app.validation import LIMIT_KEY
 
 router = APIRouter(prefix="/audits", tags=["dynamics"])
 Measure = Literal["recollection", "counterfactual", "contextual"]
@@ -58,7 +59,11 @@ def dynamics_series(
     settings: SettingsDep,
     principal: CurrentPrincipal,
     string_id: Annotated[list[str] | None, Query(description="Strings whose curves to return (repeatable)")] = None,
-    limit: Annotated[int, Query(ge=0, description="Without string_id: the first strings (most frequent)")] = 5,
+    limit: Annotated[
+        int,
+        Query(ge=0, description="Without string_id: the first strings (most frequent)",
+              json_schema_extra={LIMIT_KEY: {"maximum": "max_page_size"}}),  # fmt: skip
+    ] = 5,
     tau: Tau = None,
     margin: Margin = None,
 ) -> DynamicsSeries:

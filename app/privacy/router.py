@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
 
-from fastapi import APIRouter, Query, Response, status
+from fastapi import APIRouter, Response, status
 from pydantic import BaseModel
 
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep
-from app.errors import Forbidden, InvalidInput
+from app.errors import Forbidden
 from app.privacy import access_log, tokens
+from app.validation import IdFilter, Page, PageSize
 
 router = APIRouter(tags=["privacy"])
 LOG_READERS = ("admin", "regulator")
@@ -45,16 +45,14 @@ def read_access_log(
     session: SessionDep,
     settings: SettingsDep,
     principal: CurrentPrincipal,
-    subject_id: int | None = None,
+    subject_id: IdFilter = None,
     audit_id: str | None = None,
-    page: Annotated[int, Query(ge=1)] = 1,
-    page_size: Annotated[int, Query(ge=1)] = 50,
+    page: Page = 1,
+    page_size: PageSize = 50,
 ) -> AccessLogPage:
     """Who read, exported, erased or revoked which subject's data, newest first (admin and regulator)."""
     if principal.role not in LOG_READERS:
         raise Forbidden("reading the access log needs the role admin or regulator")
-    if page_size > settings.max_page_size:
-        raise InvalidInput("page_size", f"page_size must be between 1 and {settings.max_page_size}")
     rows = access_log.page(session, subject_id=subject_id, audit_id=audit_id, page=page, page_size=page_size)
     items = [AccessLogEntry.model_validate(r, from_attributes=True) for r in rows]
     return AccessLogPage(items=items, page=page, page_size=page_size)

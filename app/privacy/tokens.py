@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from app.audits.repository import get_visible
 from app.auth.keys import Principal
 from app.db.models import RevokedSubjectToken
-from app.errors import Forbidden, InvalidInput, NotFound
+from app.errors import Forbidden, NotFound
 from app.privacy import access_log
 
 REVOKERS = ("admin", "auditor")
@@ -18,11 +18,11 @@ def revoke(session: Session, principal: Principal, audit_id: str) -> None:
     """Idempotent: revoking a revoked token again changes nothing (and still answers 204)."""
     audit = get_visible(session, principal, audit_id)
     if audit is None:
-        raise NotFound(f"no audit with id {audit_id!r}")
+        raise NotFound("no audit with this id (among those you may see)")
     if principal.role not in REVOKERS:
         raise Forbidden("revoking a data-subject token needs the role admin or the auditor who submitted the audit")
-    if audit.kind != "subject":
-        raise InvalidInput("audit_id", f"audit {audit_id} is a {audit.kind} audit; only subject audits have tokens")
+    if audit.subject_id is None:  # only an audit about one data subject hands out a token
+        raise NotFound(f"this {audit.kind} audit has no data-subject token; only subject audits have one")
     if session.get(RevokedSubjectToken, audit_id) is None:
         session.add(RevokedSubjectToken(audit_id=audit_id, revoked_by=principal.id[:64]))
     access_log.record(session, principal, "revoke_token", subject_id=audit.subject_id, audit_id=audit_id)

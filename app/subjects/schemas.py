@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
-from app.validation import RequestModel
+from app.validation import LIMIT_KEY, RequestModel
+from core.catalog import load_catalog
 from core.measures.wikimem import NEAR_DUPLICATE_THRESHOLD
 from core.models import MODEL_HELP
 
@@ -15,7 +16,8 @@ class FactIn(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     property: str = Field(
-        description="Wikidata property id from the catalog, e.g. P106 (occupation)", examples=["P106"]
+        description="Wikidata property id from the catalog, e.g. P106 (occupation)", examples=["P106"],
+        json_schema_extra=lambda schema: schema.update(enum=sorted(load_catalog().pids)),  # the document lists them
     )
     value: str = Field(min_length=1, max_length=300, description="The true value, e.g. 'physicist'")
 
@@ -24,15 +26,20 @@ class SubjectIn(RequestModel):
     """Either the facts themselves (a person outside Wikidata), or a Wikidata id whose catalog facts are
     fetched (from an imported dump if the person is there, else from the Wikidata API), or both."""
 
-    model_config = ConfigDict(extra="forbid")
+    # The document says what the validators below enforce: a wikidata_id, or a name and facts.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
+        {"required": ["wikidata_id"], "properties": {"wikidata_id": {"type": "string"}}},
+        {"required": ["name", "facts"], "properties": {"name": {"type": "string"}, "facts": {"minItems": 1}}},
+    ]})  # fmt: skip
 
-    wikidata_id: str | None = Field(default=None, pattern=r"^Q[1-9][0-9]*$", description="e.g. Q937")
+    wikidata_id: str | None = Field(default=None, pattern=r"^Q[1-9][0-9]{0,11}$", description="e.g. Q937")
     name: str | None = Field(
-        default=None, min_length=1, max_length=200, validate_default=True,
+        default=None, min_length=1, max_length=200, pattern=r"\S", validate_default=True,
         description="The person's name as the model would see it (default with wikidata_id: the English label)",
     )  # fmt: skip
     facts: list[FactIn] = Field(
         default_factory=list, validate_default=True,
+        json_schema_extra={LIMIT_KEY: {"maxItems": "max_facts_per_subject"}},
         description="The facts to probe (property + value); empty with a wikidata_id: fetched from Wikidata",
     )  # fmt: skip
 

@@ -31,10 +31,21 @@ BAD_BODIES = [
     {"kind": "capacity", "model": "groundtruth-tiny", "mode": "text", "text": {"texts": ["a b c"], "reference": MARK}},
 ]
 BAD_READS = [
-    f"/audits/{LONG_ID}", f"/audits/{MARK}/facts", f"/audits/{MARK}/records", f"/audits/{MARK}/capacity",
-    f"/audits/{MARK}/capacity/texts", f"/audits/{MARK}/strings", f"/audits/{MARK}/series", f"/datasets/{MARK}",
-    f"/datasets/{MARK}/coverage", f"/audits?kind={MARK}", f"/audits?status={MARK}", f"/audits?page={MARK}",
-    f"/forget-set?format={MARK}", f"/forget-set?policy={MARK}", f"/forget-set?min_z={MARK}",
+    f"/audits/{LONG_ID}",
+    f"/audits/{MARK}/facts",
+    f"/audits/{MARK}/records",
+    f"/audits/{MARK}/capacity",
+    f"/audits/{MARK}/capacity/texts",
+    f"/audits/{MARK}/strings",
+    f"/audits/{MARK}/series",
+    f"/datasets/{MARK}",
+    f"/datasets/{MARK}/coverage",
+    f"/audits?kind={MARK}",
+    f"/audits?status={MARK}",
+    f"/audits?page={MARK}",
+    f"/forget-set?format={MARK}",
+    f"/forget-set?policy={MARK}",
+    f"/forget-set?min_z={MARK}",
 ]
 
 

@@ -40,9 +40,17 @@ def create_large_audit(key: str) -> str:
             result = FactResult(audit_id=audit.id, property_id="P106", fact_ids=[f.id for f in facts], share=1.0,
                                 strict=True, lenient=True, z_star=1.0, n_templates=CANARIES)  # fmt: skip
             result.canaries = [
-                Canary(template_index=t, template="{subject} worked as {value} " + "t" * 100, kind="paraphrase",
-                       generic_subject="This person", similar_names=["A", "B"], rank=1, lead_margin=1.0,
-                       z_star=1.0, memorized=True)  # fmt: skip
+                Canary(
+                    template_index=t,
+                    template="{subject} worked as {value} " + "t" * 100,
+                    kind="paraphrase",
+                    generic_subject="This person",
+                    similar_names=["A", "B"],
+                    rank=1,
+                    lead_margin=1.0,
+                    z_star=1.0,
+                    memorized=True,
+                )  # fmt: skip
                 for t in range(CANARIES)
             ]
             s.add(result)
