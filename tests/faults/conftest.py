@@ -38,6 +38,9 @@ def fault_env(fault_servers, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
         "MEMAUDIT_ENV": "test",
         "MEMAUDIT_QUEUE_NAME": f"faults-{uuid.uuid4().hex[:6]}",
         "MEMAUDIT_TORCH_THREADS": "1",
+        # The faults submit bursts of hundreds of audits on one key: the per-key limits are not under test here.
+        "MEMAUDIT_SUBMIT_RATE_PER_MINUTE": "0",
+        "MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY": "0",
         **TIMINGS,
     }
     for key, value in env.items():
