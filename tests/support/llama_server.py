@@ -207,3 +207,21 @@ def smollm2_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("smollm2-tokenizer")
     AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True).save_pretrained(out)
     return out
+
+
+def llama_cpp_nlls(seqs: list[list[int]]) -> list[float]:
+    """Summed NLL after the first token of each token-id sequence, from llama.cpp's own logits (llama-cpp-python in
+    process, the same GGUF, every position, a fresh context per sequence): what the served NLLs must equal."""
+    import llama_cpp
+    import numpy as np
+
+    model = llama_cpp.Llama(str(smollm2_gguf()), logits_all=True, n_ctx=256, n_threads=1, verbose=False)
+    out = []
+    for seq in seqs:
+        model.reset()
+        model.eval(seq)
+        logits = np.asarray(model.scores[: len(seq)], dtype=np.float64)
+        top = logits.max(axis=-1, keepdims=True)
+        logprobs = logits - top - np.log(np.exp(logits - top).sum(axis=-1, keepdims=True))
+        out.append(-float(sum(logprobs[i - 1, seq[i]] for i in range(1, len(seq)))))
+    return out

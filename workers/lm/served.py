@@ -99,8 +99,8 @@ class ServedScorer:
         self.max_length = self._context_length(spec)
         probes = self._ids([p + c for p, c in PROBE_PAIRS])
         texts = [self.prompt_prefix + p + c for p, c in PROBE_PAIRS]
-        try:  # the first prompt-log-prob request: a server that cannot answer it fails here, not on every retry
-            first = self._echo(texts[:1], retry=False)
+        try:  # the first prompt-log-prob request: a server that refuses it (HTTP 4xx/5xx) is told why
+            first = self._echo(texts[:1])
         except ServerUnavailable as exc:
             if not exc.status.startswith("HTTP"):
                 raise

@@ -19,9 +19,7 @@ import httpx
 
 from workers.lm.base import ServerUnavailable
 
-log = logging.getLogger(__name__)
-# httpx logs every request at INFO; a scoring run sends thousands. Warnings and errors still come through.
-logging.getLogger("httpx").setLevel(logging.WARNING)
+log = logging.getLogger(__name__)  # (the CLI keeps httpx's one-line-per-request INFO log quiet)
 
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_BACKOFF_S = 30.0

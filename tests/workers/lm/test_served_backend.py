@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from app.settings import ModelSpec, Settings, default_models
-from tests.support.llama_server import SERVED_NAME, LlamaServer, Proxy, smollm2_gguf, start_llama_server
+from tests.support.llama_server import SERVED_NAME, LlamaServer, Proxy, llama_cpp_nlls, start_llama_server
 from workers.lm import ModelLoadError, SentenceTooLong, load_scorer
 from workers.lm.base import PROBE_PAIRS, EmptySentence, ServerUnavailable
 from workers.lm.served import ServedScorer
+from workers.lm.served_client import ServedClient
 
 pytestmark = pytest.mark.slow
 
@@ -92,23 +93,6 @@ def test_nlls_match_the_hf_backend_on_the_same_gguf(llama_server, smollm2):
             assert group_mine.index(min(group_mine)) == group_reference.index(first), pairs[i]
 
 
-def llama_cpp_nlls(seqs: list[list[int]]) -> list[float]:
-    """Summed NLL after the first token, from llama.cpp's own logits (in process, every position, fresh context)."""
-    import llama_cpp
-    import numpy as np
-
-    model = llama_cpp.Llama(str(smollm2_gguf()), logits_all=True, n_ctx=256, n_threads=1, verbose=False)
-    out = []
-    for seq in seqs:
-        model.reset()
-        model.eval(seq)
-        logits = np.asarray(model.scores[: len(seq)], dtype=np.float64)
-        top = logits.max(axis=-1, keepdims=True)
-        logprobs = logits - top - np.log(np.exp(logits - top).sum(axis=-1, keepdims=True))
-        out.append(-float(sum(logprobs[i - 1, seq[i]] for i in range(1, len(seq)))))
-    return out
-
-
 def test_nlls_equal_llama_cpp_in_process(served):
     pairs = audit_pairs()
     mine = served.score(pairs)
@@ -146,15 +130,17 @@ def test_retries_on_503_then_scores(llama_server, smollm2_tokenizer_dir, proxy):
 
 
 def test_slow_server_times_out_with_a_readable_error(llama_server, smollm2_tokenizer_dir, proxy):
-    scorer = load(spec_for(proxy.url, smollm2_tokenizer_dir, api_key=llama_server.api_key, timeout=1, retries=1))
-    proxy.delay = 0.4  # slow but within the timeout: answers
+    scorer = load(spec_for(proxy.url, smollm2_tokenizer_dir, api_key=llama_server.api_key, timeout=120, retries=1))
+    proxy.delay = 1.0  # slow but within the timeout: answers
     assert len(scorer.score(list(PROBE_PAIRS[:1]))) == 1
-    proxy.delay = 3.0
+    # the same loaded scorer with a 1 s timeout (loading itself needs the shared machine's pace) and a stalled server
+    scorer.client = ServedClient("served", proxy.url, llama_server.api_key, timeout=1, retries=1, concurrency=1)
+    proxy.delay = 5.0
     started = time.monotonic()
     with pytest.raises(ServerUnavailable, match=r"did not answer /completions \(ReadTimeout\) after 2 attempt"):
         scorer.score(list(PROBE_PAIRS[:1]))
     print(f"\ngave up after {time.monotonic() - started:.1f} s (timeout 1 s, one retry)")
-    with pytest.raises(ModelLoadError, match="ReadTimeout"):
+    with pytest.raises(ModelLoadError, match=r"did not answer /models \(ReadTimeout\)"):
         load(spec_for(proxy.url, smollm2_tokenizer_dir, api_key=llama_server.api_key, timeout=1, retries=0))
 
 
@@ -169,7 +155,7 @@ def test_misaligned_server_is_refused(smollm2_tokenizer_dir, tmp_path):
     distribution: counts match, numbers are wrong. The alignment check catches it."""
     server = start_llama_server(tmp_path, bos_override=False)
     try:
-        with pytest.raises(ModelLoadError, match=r"not aligned .* kv_overrides tokenizer.ggml.bos_token_id=int:0"):
+        with pytest.raises(ModelLoadError, match=r"not aligned .*--kv_overrides tokenizer\.ggml\.bos_token_id=int:0"):
             load(spec_for(server.url, smollm2_tokenizer_dir))
     finally:
         server.stop()
