@@ -87,22 +87,29 @@ def check_subject_audit(api, tokenizer_dir: Path) -> str:
 
 
 def check_coverage_probe(api) -> str:
-    """Months by number: SmolLM2 continues the pattern, so greedy decoding through the server matches records."""
-    lines = "".join(f"{i}::{month}\n" for i, month in enumerate(MONTHS, start=1))
-    r = api.post("/datasets", data={"name": "months"}, files={"items": ("months.dat", lines.encode(), "text/plain")})
+    """Greedy decoding through the server: the same records, the same generated lines as the in-process HF
+    backend on the same GGUF (SmolLM2-135M answers "April" after three months whatever the number: a 135M model
+    memorizes little; what is checked here is the served path, not the model)."""
+    lines = "number,month\n" + "".join(f"{i},{month}\n" for i, month in enumerate(MONTHS, start=1))
+    mapping = {"items": {"columns": ["number", "month"], "roles": {"item_id": "number"}}}
+    form = {"name": "months", "mapping": json.dumps(mapping), "items_format": "csv"}
+    r = api.post("/datasets", data=form, files={"items": ("months.csv", lines.encode(), "text/csv")})
     assert r.status_code == 201, r.text
-    body = {"kind": "coverage", "model": "served", "dataset_id": r.json()["id"], "target": "items",
-            "options": {"k": 3, "max_new_tokens": 8}}  # fmt: skip
-    r = api.post("/audits", json=body)
-    assert r.status_code == 202, r.text
-    done = wait_for(api, r.json()["id"], timeout=900)
-    assert done["status"] == "succeeded", done
-    assert done["summary"]["probed"] == len(MONTHS) - 3 and done["summary"]["decoding"]["strategy"] == "greedy"
-    rows = [json.loads(line) for line in api.get(f"/audits/{done['id']}/records").text.splitlines()]
-    print(f"\ncoverage of the months file through the server: {done['summary']['coverage']:.2f}; "
-          f"{[(r['key'], r['generated']) for r in rows]}")  # fmt: skip
-    assert len(rows) == len(MONTHS) - 3 and sum(r["matched"] for r in rows) >= len(rows) // 2, rows
-    return json.dumps(done)
+    outputs, bodies = {}, []
+    for model in ("served", "smollm2-135m"):
+        body = {"kind": "coverage", "model": model, "dataset_id": r.json()["id"], "target": "items",
+                "options": {"k": 3, "max_new_tokens": 8}}  # fmt: skip
+        submitted = api.post("/audits", json=body)
+        assert submitted.status_code == 202, submitted.text
+        done = wait_for(api, submitted.json()["id"], timeout=900)
+        assert done["status"] == "succeeded", done
+        assert done["summary"]["probed"] == len(MONTHS) - 3 and done["summary"]["decoding"]["strategy"] == "greedy"
+        rows = [json.loads(line) for line in api.get(f"/audits/{done['id']}/records").text.splitlines()]
+        outputs[model] = {row["key"]: row["generated"] for row in rows}
+        bodies.append(json.dumps(done))
+    print(f"\nmonths probe, generated through the server: {outputs['served']}")
+    assert len(outputs["served"]) == len(MONTHS) - 3 and outputs["served"] == outputs["smollm2-135m"]
+    return "".join(bodies)
 
 
 def check_wrong_key(api) -> str:
@@ -115,7 +122,7 @@ def check_wrong_key(api) -> str:
 def check_server_dies_mid_audit(api, llama_server, worker) -> str:
     """SIGKILL the server while the worker is scoring: after its retries the audit fails with a readable error;
     the worker survives; after a restart the same audit, resubmitted, succeeds."""
-    audit_id = subject_audit(api, paraphrases=2, counterfactuals=10, seed=1)  # 132 sentences: ~1 min here
+    audit_id = subject_audit(api, paraphrases=1, counterfactuals=8, seed=1)  # 72 sentences
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         state = api.get(f"/audits/{audit_id}").json()
@@ -129,7 +136,7 @@ def check_server_dies_mid_audit(api, llama_server, worker) -> str:
     assert "cannot score a canary" in failed["error"] and "did not answer /completions" in failed["error"], failed
     assert "resubmit the audit" in failed["error"] and worker.poll() is None
     llama_server.restart()
-    again = wait_for(api, subject_audit(api, paraphrases=2, counterfactuals=10, seed=1), timeout=900)
+    again = wait_for(api, subject_audit(api, paraphrases=1, counterfactuals=8, seed=1), timeout=900)
     assert again["status"] == "succeeded", again
     assert api.get(f"/audits/{audit_id}").json()["status"] == "failed"  # the failed attempt stays on record
     return json.dumps(failed) + json.dumps(again)
