@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -17,18 +17,39 @@ GROUNDTRUTH_DIR = REPO_ROOT / "workers" / "groundtruth" / "model"
 class ModelSpec(BaseModel):
     """One entry of the model registry.
 
-    ``backend`` is ``hf`` (transformers, CPU/GPU) or ``vllm`` (GPU workers only).
+    ``backend`` is ``hf`` (transformers, CPU/GPU), ``vllm`` (GPU workers only) or ``openai`` (a model served
+    elsewhere behind an OpenAI-compatible ``/v1/completions``: vLLM's or llama-cpp-python's server).
     ``path`` is a local directory, a hub id already in the local cache, or a directory holding ``gguf_file``.
     ``package`` names an installed Python package whose directory holds the weights: it is located with
     ``importlib.util.find_spec`` and never imported.
+
+    Served models (``openai``; see workers/lm/served.py): ``base_url`` ends in ``/v1``; ``served_model`` is the
+    request's ``model``; ``api_key`` is a secret (sent as a bearer token, never logged, stored or shown);
+    ``tokenizer`` is a local tokenizer directory / cached hub id, or ``server`` for the server's tokenize endpoint
+    (unset: the ``reference`` model's tokenizer); ``reference`` names a registry entry holding a local copy of the
+    same model, whose NLLs the server's must match within ``reference_tolerance`` nats per probe sentence at load;
+    ``max_length`` overrides the context length the server reports; ``timeout`` (s) per request, ``retries`` on
+    429/5xx/connection errors, ``concurrency`` requests in flight, ``batch_size`` prompts per request.
     """
 
-    backend: Literal["hf", "vllm"] = "hf"
+    backend: Literal["hf", "vllm", "openai"] = "hf"
     path: str | None = None
     package: str | None = None
     gguf_file: str | None = None
     description: str = ""
     dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
+    # served models (backend "openai")
+    base_url: str | None = None
+    served_model: str | None = None
+    api_key: SecretStr | None = None
+    tokenizer: str | None = None
+    reference: str | None = None
+    reference_tolerance: float = Field(default=0.5, gt=0)
+    max_length: int | None = Field(default=None, gt=1)
+    timeout: float = Field(default=120.0, gt=0)
+    retries: int = Field(default=4, ge=0, le=20)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    batch_size: int = Field(default=32, ge=1, le=4096)
 
 
 def default_models() -> dict[str, ModelSpec]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.llama_server import llama_server, smollm2_tokenizer_dir  # noqa: F401 (served-model fixtures)
 from tests.support.servers import Postgres, Redis, start_postgres, start_redis
 
 REPO = Path(__file__).resolve().parent.parent

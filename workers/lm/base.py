@@ -35,6 +35,26 @@ class SentenceTooLong(ScoringError):
         )
 
 
+class ServerUnavailable(ScoringError):
+    """A served model's server did not answer, or refused a request, after the backend's retries. A ScoringError so
+    that every job reports it as a readable failure; sentences scored before it stay in the NLL cache. ``status``:
+    what failed last (``HTTP 503``, ``ConnectError``, ...)."""
+
+    def __init__(self, message: str, status: str = "") -> None:
+        self.status = status
+        super().__init__(message)
+
+
+# Probe pairs for the load-time checks (the HF engine's self-check, the served backend's exactness check): shared
+# prefixes, a multi-token tail, an empty prefix, a BPE merge across the boundary. Fixed text, no personal data.
+PROBE_PAIRS: tuple[tuple[str, str], ...] = (
+    ("The capital of France is", " Paris."),
+    ("The capital of France is", " a large and old city."),
+    ("", "Water boils at one hundred degrees."),
+    ("The capital of Fra", "nce is Paris."),
+)
+
+
 @runtime_checkable
 class Scorer(Protocol):
     """A loaded causal language model that scores and completes text.

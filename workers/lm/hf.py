@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from app.settings import ModelSpec, Settings
-from workers.lm.base import SentenceTooLong, check_not_empty
+from workers.lm.base import PROBE_PAIRS, SentenceTooLong, check_not_empty
 from workers.lm.engine import Engine, Mode
 from workers.lm.loading import LoadedModel, load_model
 from workers.lm.registry import ModelSource
@@ -17,14 +17,7 @@ from workers.lm.whole import score_whole
 
 log = logging.getLogger(__name__)
 
-# Probe pairs for the load-time self-check: shared prefixes, a multi-token tail, an empty prefix, a BPE merge across
-# the boundary. Fixed text, no personal data.
-_SELF_CHECK = [
-    ("The capital of France is", " Paris."),
-    ("The capital of France is", " a large and old city."),
-    ("", "Water boils at one hundred degrees."),
-    ("The capital of Fra", "nce is Paris."),
-]
+_SELF_CHECK = list(PROBE_PAIRS)  # probe pairs for the load-time self-check (shared with the served backend)
 
 
 class HFScorer:

@@ -28,8 +28,10 @@ __all__ = ["BACKENDS", "ModelLoadError", "ModelSource", "get_scorer", "load_scor
 BACKENDS: dict[str, str] = {
     "hf": "workers.lm.hf:HFScorer",
     "vllm": "workers.lm.vllm:VLLMScorer",
+    "openai": "workers.lm.served:ServedScorer",  # a model served elsewhere (OpenAI-compatible /v1/completions)
 }
 log = logging.getLogger("memaudit.models")
+SERVED_BACKENDS = frozenset({"openai"})  # no local weights to resolve
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def load_scorer(name: str, settings: Settings | None = None) -> Scorer:
     settings = settings or get_settings()
     spec = resolve_spec(name, settings)
     cls = _backend_class(name, spec.backend)
-    source = resolve_source(name, spec)
+    source = None if spec.backend in SERVED_BACKENDS else resolve_source(name, spec)
     return cls.load(name, spec, source, settings)
 
 
