@@ -42,6 +42,7 @@ class LoadedModel:
     document_start: str
     max_length: int
     fingerprint: str
+    origin: str = ""  # how it was loaded, e.g. "read the converted copy …" (said in the load line)
 
 
 def pick_device(settings: Settings) -> torch.device:
@@ -219,4 +220,5 @@ def load_model(name: str, spec: ModelSpec, source: ModelSource, settings: Settin
         document_start=document_start,
         max_length=context_length(model, tokenizer),
         fingerprint=digest,
+        origin=how,
     )
