@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     verbose = getattr(args, "verbose", False)
-    setup_logging(verbose)
+    setup_logging(verbose, service=args.command in ("serve", "worker"))
     try:
         return int(args.func(args) or 0)
     except DomainError as exc:

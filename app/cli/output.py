@@ -23,7 +23,8 @@ FINAL = ("succeeded", "failed", "cancelled")
 POLL_SECONDS = 0.5
 RATE_WINDOW_SECONDS = 20.0  # the rate is measured over this recent window, not since the start
 PLAIN_EVERY_SECONDS = 10.0  # without a terminal (CI logs): one progress line this often
-BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} sentences, {postfix}"
+BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} sentences{postfix}"
+LIBRARIES = ("transformers", "alembic", "sentence_transformers")  # in a service's log: warnings only
 NOTICES = ("workers.lm.loading",)  # loggers whose INFO lines a user wants by default (model ready in N s)
 
 
@@ -49,15 +50,18 @@ class QuietFormatter(logging.Formatter):
         return message
 
 
-def setup_logging(verbose: bool) -> None:
+def setup_logging(verbose: bool, service: bool = False) -> None:
+    """Quiet for one-shot commands; a long-running service (`serve`, `worker`) logs every INFO record with its time,
+    libraries at WARNING (its log is what an operator reads: which audit started, succeeded or failed)."""
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, BarSafeHandler)]:  # an earlier main() in this process
         root.removeHandler(old)
     handler = BarSafeHandler()
-    if verbose:
+    if verbose or service:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.setLevel(logging.INFO)
-        for name in ("httpx", "urllib3"):  # one line per HTTP request even with -v would bury everything else
+        # one line per HTTP request would bury everything else
+        for name in ("httpx", "urllib3", *(() if verbose else LIBRARIES)):
             logging.getLogger(name).setLevel(logging.WARNING)
     else:
         handler.setFormatter(QuietFormatter())
