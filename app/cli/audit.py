@@ -1,110 +1,141 @@
-"""CLI commands that run audits and export results: `audit`, `export`, `demo`.
-
-Locally (no --api-url) they use the configured database and queue directly: with the embedded default the
-job runs on a worker thread in this process; with MEMAUDIT_REDIS_URL set an RQ worker picks it up."""
+"""`memaudit audit` (one subject) and `memaudit export` (the forget set), through the one client (app/cli/client.py)."""
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
-import time
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
-from app.auth.keys import Principal
+from app.cli.client import LocalClient, add_client_arguments, make_client
+from app.cli.output import failure_line, wait
+from app.errors import DomainError, InvalidInput
 from app.settings import get_settings
+from app.streaming import END_KEY
+from app.subjects.schemas import SubjectAuditOptions
+from core.catalog import load_catalog
 
-CLI_PRINCIPAL = Principal(id="cli", role="admin")
-FINAL = ("succeeded", "failed", "cancelled")
-DEMO_PEOPLE = Path(__file__).resolve().parent / "demo_people.json"
-
-
-class LocalClient:
-    """Talks to the database and queue of this machine, as the API would."""
-
-    def __init__(self) -> None:
-        from app.migrate import migrate
-
-        if get_settings().database_url.startswith("sqlite"):
-            migrate()
-
-    def submit(self, payload: dict[str, Any]) -> str:
-        from pydantic import TypeAdapter
-
-        from app.audits.service import create_audit
-        from app.db.engine import session_scope
-        from app.kinds import KINDS
-
-        body = TypeAdapter(KINDS.create_type()).validate_python(payload)
-        with session_scope() as s:
-            audit, _ = create_audit(s, get_settings(), CLI_PRINCIPAL, body, None, KINDS)
-            return audit.id
-
-    def audit(self, audit_id: str) -> dict[str, Any]:
-        from app.audits.service import get_audit, to_read
-        from app.db.engine import session_scope
-        from app.kinds import KINDS
-
-        with session_scope() as s:
-            return to_read(get_audit(s, CLI_PRINCIPAL, audit_id), KINDS).model_dump(mode="json")
-
-    def facts(self, audit_id: str) -> dict[str, Any]:
-        from app.db.engine import session_scope
-        from app.subjects.service import read_facts
-
-        with session_scope() as s:
-            return read_facts(s, CLI_PRINCIPAL, audit_id, "summary").model_dump(mode="json")
+DEFAULTS = SubjectAuditOptions()
+CLI_PARAPHRASES = 2  # the command line's default: baseline + 2 paraphrases (the API's default is every template)
 
 
-class RemoteClient:
-    def __init__(self, url: str, key: str | None) -> None:
-        import httpx
-
-        if not key:
-            raise SystemExit("--api-key (or MEMAUDIT_API_KEY) is needed with --api-url")
-        self.http = httpx.Client(base_url=url.rstrip("/"), headers={"Authorization": f"Bearer {key}"}, timeout=60)
-
-    def _get(self, path: str) -> dict[str, Any]:
-        r = self.http.get(path)
-        _raise_for(r)
-        return r.json()
-
-    def submit(self, payload: dict[str, Any]) -> str:
-        r = self.http.post("/audits", json=payload)
-        _raise_for(r)
-        return r.json()["id"]
-
-    def audit(self, audit_id: str) -> dict[str, Any]:
-        return self._get(f"/audits/{audit_id}")
-
-    def facts(self, audit_id: str) -> dict[str, Any]:
-        return self._get(f"/audits/{audit_id}/facts")
+def template_range() -> str:
+    catalog = load_catalog()
+    counts = sorted({len(catalog.get(pid).templates) for pid in catalog.pids})
+    return f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
 
 
-def _raise_for(response: Any) -> None:
-    if response.status_code >= 400:
-        raise SystemExit(f"API answered {response.status_code}: {response.text}")
+def templates_phrase(paraphrases: int | None) -> str:
+    if paraphrases is None:
+        return f"every template per property ({template_range()})"
+    return f"baseline + {paraphrases} paraphrase{'s' if paraphrases != 1 else ''} per property"
 
 
-def wait(client: LocalClient | RemoteClient, audit_id: str, label: str, quiet: bool = False) -> dict[str, Any]:
-    from tqdm import tqdm
+def plan_line(what: str, model: str, options: dict[str, Any]) -> str:
+    """What an audit is about to do, with every default that shapes its cost and its shares."""
+    return (f"auditing {what} on {model}: {templates_phrase(options.get('paraphrases'))} (of {template_range()} "
+            f"templates), {options.get('counterfactuals', DEFAULTS.counterfactuals)} counterfactuals each, "
+            f"alpha {options.get('alpha', DEFAULTS.alpha)}")  # fmt: skip
 
-    bar = tqdm(total=0, desc=label, unit="sentence", disable=quiet, file=sys.stderr, mininterval=1.0)
-    try:
-        while True:
-            audit = client.audit(audit_id)
-            total, done = audit["progress"]["total"], audit["progress"]["done"]
-            if total and bar.total != total:
-                bar.total = total
-            if done != bar.n:
-                bar.update(done - bar.n)
-            bar.set_postfix_str(audit["status"], refresh=False)
-            if audit["status"] in FINAL:
-                return audit
-            time.sleep(0.5)
-    finally:
-        bar.close()
+
+def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> None:
+    rows = facts["facts"]
+    # property labels are never cut (a regulator reads them); values are cut at 24 characters with an ellipsis
+    width = max([len("property")] + [len(f["label"]) for f in rows])
+    print(f"\n{name}", file=out)
+    head = "rank-1 share (templates)"
+    print(f"  {'property':<{width}} {'value':<24} {head:>24} {'strict':>6} {'lenient':>7} {'z*':>6}", file=out)
+    for f in rows:
+        z = f"{f['z_star']:.2f}" if f["z_star"] is not None else "-"
+        values = ", ".join(f["values"])
+        values = values if len(values) <= 24 else values[:23] + "…"
+        hits = round(f["share"] * f["n_templates"])
+        share = f"{f['share']:.2f} ({hits}/{f['n_templates']} templates)"
+        print(f"  {f['label']:<{width}} {values:<24} {share:>24} {'yes' if f['strict'] else 'no':>6} "
+              f"{'yes' if f['lenient'] else 'no':>7} {z:>6}", file=out)  # fmt: skip
+
+
+SHARE_NOTE = ("share: the templates (baseline and paraphrases) under which a true value ranks first, out of those "
+              "probed for that property")  # fmt: skip
+
+
+def audit_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {"paraphrases": None if args.all_templates else args.paraphrases, "counterfactuals": args.counterfactuals,
+            "alpha": args.alpha, "context": args.context}  # fmt: skip
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    if not args.fact and not args.wikidata_id:
+        raise InvalidInput("--fact", "give --fact PROPERTY=VALUE (repeatable), or --wikidata-id to fetch the facts")
+    if not args.name and not args.wikidata_id:
+        raise InvalidInput("--name", "give --name (it can only be looked up with --wikidata-id)")
+    client = make_client(args)
+    subject = {"name": args.name, "wikidata_id": args.wikidata_id, "facts": args.fact or []}
+    options = audit_options(args)
+    model = args.model or get_settings().default_model
+    payload = {"kind": "subject", "model": model, "subject": {k: v for k, v in subject.items() if v is not None},
+               "options": options}  # fmt: skip
+    label = args.name or args.wikidata_id
+    if not args.json:
+        n = len(args.fact or [])
+        what = f"{label} ({n} fact{'s' if n != 1 else ''})" if n else f"{label} (facts from Wikidata)"
+        print(plan_line(what, model, options), file=sys.stderr, flush=True)
+    audit_id = client.submit(payload)
+    audit = wait(client, audit_id, label, quiet=args.json)
+    if audit["status"] != "succeeded":
+        print(f"memaudit: {failure_line(audit, isinstance(client, LocalClient))}", file=sys.stderr)
+        return 1
+    facts = client.facts(audit_id)
+    if args.json:
+        print(json.dumps({"audit": audit, "facts": facts["facts"]}, indent=2))
+    else:
+        print_table(label, facts)
+        print(f"\n{SHARE_NOTE}.")
+    return 0
+
+
+def counted(chunks: Iterable[str], out: TextIO, fmt: str) -> int:
+    """Write the export's text to ``out`` and return how many records it held (CSV: rows after the header;
+    a quoted value may span lines, so CSV is parsed, not line-counted)."""
+
+    def lines() -> Iterator[str]:
+        pending = ""
+        for chunk in chunks:
+            out.write(chunk)
+            pending += chunk
+            *complete, pending = pending.split("\n")
+            for line in complete:
+                yield line + "\n"
+        if pending:
+            yield pending
+
+    if fmt == "csv":
+        return max(0, sum(1 for _ in csv.reader(lines())) - 1)
+    records = [line for line in lines() if line.strip()]
+    if fmt == "jsonl":  # a complete jsonl export ends with its marker line (app.streaming.END_KEY)
+        if not records or not records[-1].startswith(f'{{"{END_KEY}"'):
+            raise DomainError("the export ended before its end marker: it was cut; run it again")
+        return len(records) - 1
+    return len(records)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    if args.policy == "share" and args.min_share is None:
+        raise InvalidInput("--min-share", "--policy share needs --min-share (0 to 1)")
+    client = make_client(args)
+    names = ("format", "model", "subject_id", "audit_id", "property", "policy", "min_share", "min_z")
+    params = {name: getattr(args, name) for name in names}  # the query parameters of GET /forget-set
+    chunks = client.forget_set(params)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            n = counted(chunks, out, args.format)
+    else:
+        n = counted(chunks, sys.stdout, args.format)
+        sys.stdout.flush()
+    print(f"wrote {n} record{'s' if n != 1 else ''} to {args.output or 'standard output'}", file=sys.stderr)
+    return 0
 
 
 def _parse_fact(text: str) -> dict[str, str]:
@@ -114,73 +145,17 @@ def _parse_fact(text: str) -> dict[str, str]:
     return {"property": pid.strip(), "value": value.strip()}
 
 
-def _client(args: argparse.Namespace) -> LocalClient | RemoteClient:
-    return RemoteClient(args.api_url, args.api_key) if args.api_url else LocalClient()
-
-
-def print_table(name: str, facts: dict[str, Any], out: Any = sys.stdout) -> None:
-    rows = facts["facts"]
-    # property labels are never cut (a regulator reads them); values are cut at 24 characters with an ellipsis
-    width = max([len("property")] + [len(f["label"]) for f in rows])
-    print(f"\n{name}", file=out)
-    print(f"  {'property':<{width}} {'value':<24} {'rank-1 share':>12} {'strict':>6} {'lenient':>7} {'z*':>6}",
-          file=out)
-    for f in rows:
-        z = f"{f['z_star']:.2f}" if f["z_star"] is not None else "-"
-        values = ", ".join(f["values"])
-        values = values if len(values) <= 24 else values[:23] + "…"
-        share = f"{f['share']:.2f} ({round(f['share'] * f['n_templates'])}/{f['n_templates']})"
-        print(f"  {f['label']:<{width}} {values:<24} {share:>12} {'yes' if f['strict'] else 'no':>6} "
-              f"{'yes' if f['lenient'] else 'no':>7} {z:>6}", file=out)
-
-
-def cmd_audit(args: argparse.Namespace) -> int:
-    client = _client(args)
-    if not args.fact and not args.wikidata_id:
-        print("give --fact PROPERTY=VALUE (repeatable), or --wikidata-id to fetch the facts", file=sys.stderr)
-        return 2
-    if not args.name and not args.wikidata_id:
-        print("give --name (it can only be looked up with --wikidata-id)", file=sys.stderr)
-        return 2
-    subject = {"name": args.name, "wikidata_id": args.wikidata_id, "facts": args.fact or []}
-    options = {"paraphrases": args.paraphrases, "context": args.context}
-    if args.counterfactuals is not None:
-        options["counterfactuals"] = args.counterfactuals
-    payload = {
-        "kind": "subject",
-        "model": args.model or get_settings().default_model,
-        "subject": {k: v for k, v in subject.items() if v is not None},
-        "options": options,
-    }
-    audit_id = client.submit(payload)
-    audit = wait(client, audit_id, f"audit {audit_id[:8]}", quiet=args.json)
-    if audit["status"] != "succeeded":
-        print(f"audit {audit_id} {audit['status']}: {audit.get('error') or ''}", file=sys.stderr)
-        return 1
-    facts = client.facts(audit_id)
-    if args.json:
-        print(json.dumps({"audit": audit, "facts": facts["facts"]}, indent=2))
-    else:
-        print_table(args.name or args.wikidata_id, facts)
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from app.forget_set import service
-    from app.forget_set.repository import ForgetFilters
-
-    LocalClient()
-    filters = ForgetFilters(args.model, args.subject_id, args.audit_id, args.property, args.policy,
-                            args.min_share, args.min_z)
-    chunks = service.export(CLI_PRINCIPAL, filters, args.format)
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115
-    try:
-        for chunk in chunks:
-            out.write(chunk)
-    finally:
-        if args.output:
-            out.close()
-    return 0
+def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = CLI_PARAPHRASES) -> None:
+    """Options shared by `audit` and `demo`; their defaults are shown by --help."""
+    p.add_argument("--paraphrases", type=int, default=paraphrases,
+                   help=f"paraphrased templates per property besides the baseline (a property has "
+                        f"{template_range()}, all probed by the API unless told otherwise)")  # fmt: skip
+    p.add_argument("--all-templates", action="store_true", help="probe every template (slower: ~4x the default)")
+    p.add_argument("--counterfactuals", type=int, default=DEFAULTS.counterfactuals,
+                   help="counterfactual values ranked against each true value")  # fmt: skip
+    p.add_argument("--alpha", type=float, default=DEFAULTS.alpha, help="weight of the similar-name calibration")
+    p.add_argument("--model", default=None, help="registered model or hf:<path> (default: MEMAUDIT_DEFAULT_MODEL, "
+                   f"now {get_settings().default_model})")  # fmt: skip
 
 
 def add_audit_commands(sub: argparse._SubParsersAction) -> None:
@@ -188,29 +163,24 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", default=None, help="the person's name (default with --wikidata-id: Wikidata's label)")
     p.add_argument("--fact", action="append", type=_parse_fact, default=None, help="PROPERTY=VALUE, repeatable")
     p.add_argument("--wikidata-id", default=None, help="e.g. Q7186; without --fact the facts come from Wikidata")
-    p.add_argument("--counterfactuals", type=int, default=None, help="counterfactual values per fact (default 100)")
+    add_audit_options(p)
     p.add_argument("--context", action="store_true", help="also probe contextualized canaries")
-    p.add_argument("--model", default=None, help="registered model or hf:<path> (default: settings.default_model)")
-    p.add_argument("--paraphrases", type=int, default=None, help="paraphrased templates besides the baseline")
-    p.add_argument("--api-url", default=None, help="submit to a running memaudit API instead of locally")
-    p.add_argument("--api-key", default=None)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_client_arguments(p)
     p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("export", help="export the forget set (memorized facts)")
     p.add_argument("--format", choices=["jsonl", "csv", "tofu"], default="jsonl",
-                   help="tofu: question/answer/paraphrased_answer/perturbed_answer JSON lines")
+                   help="tofu: question/answer/paraphrased_answer/perturbed_answer JSON lines")  # fmt: skip
     p.add_argument("--policy", choices=["lenient", "strict", "share"], default="lenient")
-    p.add_argument("--min-share", type=float, default=None)
+    p.add_argument("--min-share", type=float, default=None, help="with --policy share")
     p.add_argument("--min-z", type=float, default=None,
                    help="min z̄* over rank-1 templates (chance rank 1 among 101 candidates: ≈ 2.9)")
     p.add_argument("--model", default=None)
     p.add_argument("--subject-id", type=int, default=None)
     p.add_argument("--audit-id", default=None)
     p.add_argument("--property", default=None)
-    p.add_argument("--output", "-o", default=None, help="file to write (default: stdout)")
+    p.add_argument("--output", "-o", default=None, help="file to write (default: standard output)")
+    add_client_arguments(p)
     p.set_defaults(func=cmd_export)
 
-    from app.cli.demo import add_demo_command
-
-    add_demo_command(sub)

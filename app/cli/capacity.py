@@ -3,51 +3,31 @@
     memaudit capacity plot AUDIT_ID --out capacity.svg            # local database
     memaudit capacity plot AUDIT_ID --out capacity.png --api-url http://host:8000 --api-key KEY
     memaudit capacity predict --params 124e6 --samples 6.1e6
-
-Registered in app/cli.py with one entry in COMMANDS: `add_capacity_commands`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from app.auth.keys import Principal
+from app.capacity.service import predict
+from app.cli.client import add_client_arguments, make_client
+from app.errors import DomainError, InvalidInput
 
-CLI_PRINCIPAL = Principal(id="cli", role="admin")
-
-
-def _fetch(args: argparse.Namespace, suffix: str) -> dict[str, Any]:
-    """GET /audits/{id}/capacity{suffix} from the API, or the same document from the local database."""
-    if args.api_url:
-        import httpx
-
-        if not args.api_key:
-            raise SystemExit("--api-key is needed with --api-url")
-        r = httpx.get(f"{args.api_url.rstrip('/')}/audits/{args.audit_id}/capacity{suffix}",
-                      headers={"Authorization": f"Bearer {args.api_key}"}, timeout=60)
-        if r.status_code != 200:
-            raise SystemExit(f"the API answered {r.status_code}: {r.text[:300]}")
-        return r.json()
-    from app.audits.service import get_audit
-    from app.capacity import series, service
-    from app.db.engine import session_scope
-
-    with session_scope() as s:
-        audit = get_audit(s, CLI_PRINCIPAL, args.audit_id)
-        doc = series.series(s, audit) if suffix == "/series" else service.grid_read(s, audit)
-        return doc.model_dump(mode="json")
+PLOTS_INSTALL = "pip install 'matplotlib>=3.8'  (or: pip install 'memaudit[plots]')"
 
 
 def plot_series(data: dict[str, Any], out: Path) -> Path:
     """Draw memorized bits vs N (with each architecture's capacity plateau), bits/param vs parameters,
     and the training curves. The format follows the file suffix (.png or .svg)."""
     if out.suffix.lower() not in (".png", ".svg"):
-        raise SystemExit(f"--out must end in .png or .svg, not {out.suffix or 'nothing'}")
-    import matplotlib
+        raise InvalidInput("--out", f"--out must end in .png or .svg, not {out.suffix or 'nothing'}")
+    try:  # optional: only plots need it
+        import matplotlib
+    except ImportError:
+        raise DomainError(f"plots need matplotlib, which is not installed: {PLOTS_INSTALL}") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -80,13 +60,13 @@ def plot_series(data: dict[str, Any], out: Path) -> Path:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    out = plot_series(_fetch(args, "/series"), Path(args.out))
+    out = plot_series(make_client(args).capacity(args.audit_id, "series"), Path(args.out))
     print(f"wrote {out}")
     return 0
 
 
 def cmd_grid(args: argparse.Namespace) -> int:
-    grid = _fetch(args, "")
+    grid = make_client(args).capacity(args.audit_id, "grid")
     if args.json:
         print(json.dumps(grid, indent=1))
         return 0
@@ -108,8 +88,6 @@ def cmd_grid(args: argparse.Namespace) -> int:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from app.capacity.service import predict
-
     print(json.dumps(predict(args.params, args.samples).model_dump(), indent=1))
     return 0
 
@@ -125,17 +103,10 @@ def add_capacity_commands(sub: argparse._SubParsersAction) -> None:
             c.add_argument("--out", "-o", required=True, help="file ending in .png or .svg")
         else:
             c.add_argument("--json", action="store_true")
-        c.add_argument("--api-url", default=None, help="read from a running memaudit API instead of locally")
-        c.add_argument("--api-key", default=None)
+        add_client_arguments(c)
         c.set_defaults(func=func)
     c = cs.add_parser("predict", help="loss-based MIA F1 from Morris et al.'s scaling law")
     c.add_argument("--params", type=float, required=True)
     c.add_argument("--samples", type=float, required=True)
     c.set_defaults(func=cmd_predict)
 
-
-if __name__ == "__main__":  # python -m app.cli.capacity … (before it is registered in app/cli.py)
-    parser = argparse.ArgumentParser(prog="memaudit")
-    add_capacity_commands(parser.add_subparsers(dest="command", required=True))
-    parsed = parser.parse_args()
-    sys.exit(parsed.func(parsed))

@@ -1,55 +1,39 @@
 """`memaudit datasets …`: add, list, show, delete datasets; probe one with a model (a coverage audit);
-compare models on one dataset. Runs against this machine's database and queue, as `memaudit audit` does."""
+compare models on one dataset. Through the one client (app/cli/client.py): this machine's database and queue, or a
+running API with --api-url/--api-key, as `memaudit audit`."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from app.cli.client import DatasetFile, LocalClient, add_client_arguments, make_client
+from app.cli.output import failure_line, wait
 from app.coverage.formats import FORMATS, TARGETS
-
-
-def _local():  # noqa: ANN202
-    from app.cli.audit import LocalClient
-
-    return LocalClient()  # migrates the embedded SQLite database when needed
+from app.errors import InvalidInput
 
 
 def _mapping(text: str | None) -> dict[str, Any]:
     if not text:
         return {}
     raw = Path(text[1:]).read_text() if text.startswith("@") else text
-    value = json.loads(raw)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = None
     if not isinstance(value, dict):
-        raise SystemExit("--mapping must be a JSON object keyed by items, users, interactions")
+        raise InvalidInput("--mapping", "--mapping must be a JSON object keyed by items, users, interactions")
     return value
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from app.cli.audit import CLI_PRINCIPAL
-    from app.coverage import service
-    from app.db.engine import session_scope
-    from app.settings import get_settings
-
-    _local()
-    mappings = _mapping(args.mapping)
-    with ExitStack() as stack:
-        sources = []
-        for target in TARGETS:
-            path: Path | None = getattr(args, target)
-            if path is None:
-                continue
-            stream = stack.enter_context(path.open("rb"))  # read line by line, never whole
-            sources.append(service.SourceFile(target, path.name, stream, path.stat().st_size,
-                                              getattr(args, f"{target}_format"), mappings.get(target)))  # fmt: skip
-        with session_scope() as s:
-            dataset = service.ingest(s, get_settings(), CLI_PRINCIPAL, args.name, sources)
-            read = service.read(s, dataset)
-    print_dataset(read.model_dump(mode="json"))
+    client = make_client(args)
+    files = [DatasetFile(target, getattr(args, target), getattr(args, f"{target}_format"))
+             for target in TARGETS if getattr(args, target) is not None]  # fmt: skip
+    print_dataset(client.add_dataset(args.name, files, _mapping(args.mapping)))
     return 0
 
 
@@ -63,36 +47,20 @@ def print_dataset(dataset: dict[str, Any], out: Any = None) -> None:
             print(f"      line {p['line']}: {p['reason']}", file=out)
 
 
-def cmd_list(_: argparse.Namespace) -> int:
-    from app.cli.audit import CLI_PRINCIPAL
-    from app.coverage import repository, service
-    from app.db.engine import session_scope
-
-    _local()
-    with session_scope() as s:
-        rows, _ = repository.page(s, CLI_PRINCIPAL, page=1, page_size=1000)
-        files = repository.files_of(s, [d.id for d in rows])
-        for d in rows:
-            print_dataset(service.to_read(d, files[d.id]).model_dump(mode="json"))
+def cmd_list(args: argparse.Namespace) -> int:
+    for dataset in make_client(args).datasets():
+        print_dataset(dataset)
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    from app.cli.audit import CLI_PRINCIPAL
-    from app.coverage import service
-    from app.db.engine import session_scope
-
-    _local()
-    with session_scope() as s:
-        n = service.delete(s, CLI_PRINCIPAL, args.dataset_id)
-    print(f"deleted dataset {args.dataset_id} ({n} records)")
+    deleted = make_client(args).delete_dataset(args.dataset_id)
+    print(f"deleted dataset {args.dataset_id} ({deleted['records_deleted']} records)")
     return 0
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from app.cli.audit import wait
-
-    client = _local()
+    client = make_client(args)
     options = {"k": args.k, "sample": args.sample, "buckets": args.buckets}
     payload = {"kind": "coverage", "model": args.model, "dataset_id": args.dataset_id, "target": args.target,
                "options": {k: v for k, v in options.items() if v is not None}}  # fmt: skip
@@ -101,7 +69,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(audit, indent=1))
     elif audit["status"] != "succeeded":
-        print(f"audit {audit_id} {audit['status']}: {audit.get('error') or ''}", file=sys.stderr)
+        print(f"memaudit: {failure_line(audit, isinstance(client, LocalClient))}", file=sys.stderr)
     else:
         print_coverage(audit)
     return 0 if audit["status"] == "succeeded" else 1
@@ -121,20 +89,15 @@ def print_coverage(audit: dict[str, Any], out: Any = None) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from app.cli.audit import CLI_PRINCIPAL
-    from app.coverage import service
-    from app.db.engine import session_scope
-
-    _local()
-    with session_scope() as s:
-        table = service.compare(s, CLI_PRINCIPAL, args.dataset_id, args.target)
-    width = max([5, *(len(row.model) for row in table.rows)])
+    rows = make_client(args).coverage_comparison(args.dataset_id, args.target)["rows"]
+    width = max([5, *(len(row["model"]) for row in rows)])
     print(f"{'model':<{width}} {'target':<12} {'k':>2} {'probed':>7} {'coverage':>8}  by bucket (rare → popular)")
-    for row in table.rows:
-        cov = "-" if row.coverage is None else f"{row.coverage:.4f}"
-        buckets = " ".join(f"{c:.2f}" for c in row.bucket_coverage or [])
-        print(f"{row.model:<{width}} {row.target:<12} {row.k if row.k is not None else '-':>2} "
-              f"{row.probed if row.probed is not None else '-':>7} {cov:>8}  {buckets or row.status}")  # fmt: skip
+    for row in rows:
+        cov = "-" if row["coverage"] is None else f"{row['coverage']:.4f}"
+        buckets = " ".join(f"{c:.2f}" for c in row["bucket_coverage"] or [])
+        k = row["k"] if row["k"] is not None else "-"
+        probed = row["probed"] if row["probed"] is not None else "-"
+        print(f"{row['model']:<{width}} {row['target']:<12} {k:>2} {probed:>7} {cov:>8}  {buckets or row['status']}")
     return 0
 
 
@@ -151,7 +114,8 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--mapping", help='JSON (or @file): {"items": {"columns": [...], "roles": {"item_id": "..."}}}')
     a.set_defaults(func=cmd_add)
 
-    ds.add_parser("list", help="list datasets").set_defaults(func=cmd_list)
+    ls = ds.add_parser("list", help="list datasets")
+    ls.set_defaults(func=cmd_list)
     d = ds.add_parser("delete", help="delete a dataset and the coverage outcomes quoting it")
     d.add_argument("dataset_id")
     d.set_defaults(func=cmd_delete)
@@ -170,3 +134,5 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("dataset_id")
     c.add_argument("--target", choices=TARGETS, default=None)
     c.set_defaults(func=cmd_compare)
+    for parser in (a, ls, d, pr, c):
+        add_client_arguments(parser)

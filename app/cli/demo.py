@@ -1,5 +1,6 @@
-"""`memaudit demo`: audit a handful of well-known people on the default real model, print what it has
-memorized, and write a forget set."""
+"""`memaudit demo`: audit a handful of well-known people on the default real model, print what it has memorized,
+and write a forget set. Running it again re-audits the same subjects (no copies are stored) and reads every
+sentence's score from the NLL cache, so a second run takes a fraction of the first."""
 
 from __future__ import annotations
 
@@ -8,63 +9,65 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from app.cli.audit import SHARE_NOTE, add_audit_options, audit_options, plan_line, print_table
+from app.cli.client import Client, LocalClient, add_client_arguments, make_client
+from app.cli.output import duration, failure_line, wait
 from app.settings import get_settings
 
 PEOPLE = Path(__file__).resolve().parent / "demo_people.json"
+QUICK_PEOPLE = 2  # --quick (CI): the same run on the first two people
+
+
+def write_forget_set(client: Client, audit_ids: list[str], out: Path) -> int:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with out.open("w", encoding="utf-8") as fh:
+        for audit_id in audit_ids:
+            for chunk in client.forget_set({"format": "jsonl", "audit_id": audit_id}):
+                fh.write(chunk)
+                n += chunk.count("\n")  # JSON lines: one record per line (values never hold a raw newline)
+    return n
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from app.cli.audit import LocalClient, print_table, wait
-    from app.forget_set import service
-    from app.forget_set.repository import ForgetFilters
-
-    people = json.loads(PEOPLE.read_text())["people"][: args.people]
-    model = args.model or get_settings().default_model
-    client = LocalClient()
     started = time.monotonic()
-    print(f"memaudit demo: auditing {len(people)} people on {model} "
-          f"(baseline + {args.paraphrases} paraphrases per fact, 100 counterfactuals each)", flush=True)
-    audits = []
-    for person in people:
-        payload = {"kind": "subject", "model": model, "subject": person,
-                   "options": {"paraphrases": args.paraphrases}}
-        audits.append((person["name"], client.submit(payload)))
-    lenient = total = 0
+    n_people = QUICK_PEOPLE if args.quick else args.people
+    people: list[dict[str, Any]] = json.loads(PEOPLE.read_text())["people"][:n_people]
+    model = args.model or get_settings().default_model
+    options = audit_options(args)
+    client = make_client(args)
+    n_facts = sum(len(p["facts"]) for p in people)
+    who = f"{len(people)} {'person' if len(people) == 1 else 'people'}, {n_facts} facts"
+    print(f"memaudit demo ({client.where}): {plan_line(who, model, options)}", flush=True)
+    audits = [(p["name"], client.submit({"kind": "subject", "model": model, "subject": p, "options": options}))
+              for p in people]  # fmt: skip
+    lenient = total = scored = cached = 0
     for name, audit_id in audits:
         audit = wait(client, audit_id, name)
         if audit["status"] != "succeeded":
-            print(f"{name}: audit {audit['status']}: {audit.get('error')}", file=sys.stderr)
+            print(f"memaudit: {name}: {failure_line(audit, isinstance(client, LocalClient))}", file=sys.stderr)
             return 1
         facts = client.facts(audit_id)
         print_table(name, facts)
         lenient += sum(f["lenient"] for f in facts["facts"])
         total += len(facts["facts"])
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    filters = ForgetFilters(audit_id=None, model=model)
-    ids = {a for _, a in audits}
-    with out.open("w", encoding="utf-8") as fh:
-        n = 0
-        for row in service.records(_cli_principal(), filters):
-            if row["audit_id"] in ids:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                n += 1
-    print(f"\n{lenient}/{total} facts memorized (lenient: a true value ranks first under some template).")
-    print(f"Forget set: {n} records written to {out}  ({time.monotonic() - started:.0f} s)")
+        stats = (audit.get("summary") or {}).get("scoring") or {}
+        scored, cached = scored + stats.get("scored", 0), cached + stats.get("cached", 0)
+    n = write_forget_set(client, [a for _, a in audits], Path(args.output))
+    print(f"\n{SHARE_NOTE}.")
+    print(f"{lenient}/{total} facts memorized (lenient: a true value ranks first under at least one template).")
+    print(f"Scored {scored:,} new sentences, {cached:,} read from the NLL cache.")
+    print(f"Forget set: wrote {n} records to {args.output}  ({duration(time.monotonic() - started)} in all)")
     return 0
-
-
-def _cli_principal():  # noqa: ANN202
-    from app.cli.audit import CLI_PRINCIPAL
-
-    return CLI_PRINCIPAL
 
 
 def add_demo_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="audit well-known people on the default model and write a forget set")
-    p.add_argument("--model", default=None)
-    p.add_argument("--people", type=int, default=4, help="how many of the demo people to audit")
-    p.add_argument("--paraphrases", type=int, default=2, help="paraphrased templates besides the baseline")
-    p.add_argument("--output", default="var/forget-set.jsonl")
-    p.set_defaults(func=cmd_demo)
+    p.add_argument("--people", type=int, default=4, help="how many of the demo people to audit (at most 4)")
+    p.add_argument("--quick", action="store_true", help=f"the same run on {QUICK_PEOPLE} people (CI uses it)")
+    add_audit_options(p)
+    p.add_argument("--output", default="var/forget-set.jsonl", help="the forget set's file (JSON lines)")
+    add_client_arguments(p)
+    p.set_defaults(func=cmd_demo, context=False)

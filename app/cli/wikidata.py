@@ -6,14 +6,17 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
+
+from app.cli.client import open_local_database
+from app.errors import InvalidInput
+from app.wikidata.importer import import_dump
 
 
 def cmd_import_wikidata(args: argparse.Namespace) -> int:
-    from app.wikidata.importer import import_dump
-
     if not args.dump.exists():
-        print(f"no such file: {args.dump}", file=sys.stderr)
-        return 2
+        raise InvalidInput("dump", f"no such file: {args.dump}")
+    open_local_database()  # the embedded SQLite schema on first use
 
     def progress(humans: int) -> None:
         print(f"  {humans} humans stored", file=sys.stderr, flush=True)
@@ -27,8 +30,6 @@ def cmd_import_wikidata(args: argparse.Namespace) -> int:
 
 
 def add_wikidata_commands(sub: argparse._SubParsersAction) -> None:
-    from pathlib import Path
-
     p = sub.add_parser(
         "import-wikidata",
         help="load humans, their facts, property metadata and counterfactual pools from a Wikidata JSON dump "

@@ -53,3 +53,24 @@ def audits_of_subject(session: Session, subject_id: int) -> list[Audit]:
 
 def get_subject(session: Session, subject_id: int) -> Subject | None:
     return session.get(Subject, subject_id)
+
+
+SAME_SUBJECT_CANDIDATES = 20  # bounds the facts compared when looking for a subject to reuse
+
+
+def same_subject(
+    session: Session, owner_key_id: int, name: str, wikidata_id: str | None, facts: list[tuple[str, str, str]]
+) -> Subject | None:
+    """The owner's stored subject with exactly this name, Wikidata id and facts (property, value, source), if any."""
+    wanted = sorted(facts)
+    stmt = (
+        select(Subject)
+        .where(Subject.owner_key_id == owner_key_id, Subject.name == name, Subject.wikidata_id == wikidata_id
+               if wikidata_id is not None else Subject.wikidata_id.is_(None))
+        .order_by(Subject.id.desc())
+        .limit(SAME_SUBJECT_CANDIDATES)
+    )  # fmt: skip
+    for subject in session.scalars(stmt):
+        if sorted((f.property_id, f.value, f.source) for f in subject.facts) == wanted:
+            return subject
+    return None

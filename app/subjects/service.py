@@ -69,7 +69,8 @@ def prefetch_subject(body: SubjectAuditCreate, settings: Settings) -> None:
 
 def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Audit, settings: Settings) -> None:
     """Facts come from the request (a person outside Wikidata) or, when only a Wikidata id is given, from an
-    imported dump or the Wikidata API. Either way the audit gets its own copy of the subject."""
+    imported dump or the Wikidata API. A key that audits the same person with the same facts again re-audits its
+    stored subject (no second copy of the personal data; erasing it erases every audit of it)."""
     facts = _validate_facts(body, settings)
     name, source = body.subject.name, "request"
     if not facts:
@@ -79,10 +80,14 @@ def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Aud
         facts, source, name = found.facts, found.source, name or found.name
     name = _validate_name(name or "", settings)
     repository.ensure_properties(session, {pid for pid, _ in facts})
-    subject = Subject(name=name, wikidata_id=body.subject.wikidata_id, owner_key_id=audit.owner_key_id)
-    subject.facts = [Fact(property_id=pid, value=value, source=source) for pid, value in facts]
-    session.add(subject)
-    session.flush()
+    wikidata_id, owner = body.subject.wikidata_id, audit.owner_key_id
+    same = [(pid, value, source) for pid, value in facts]
+    subject = repository.same_subject(session, owner, name, wikidata_id, same) if owner is not None else None
+    if subject is None:
+        subject = Subject(name=name, wikidata_id=wikidata_id, owner_key_id=owner)
+        subject.facts = [Fact(property_id=pid, value=value, source=source) for pid, value in facts]
+        session.add(subject)
+        session.flush()
     audit.subject_id = subject.id
 
 

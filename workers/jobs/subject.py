@@ -193,8 +193,9 @@ def _score_all(ctx: JobContext, pairs: list[tuple[str, str]]) -> tuple[dict[str,
     ctx.progress(done, total, force=True)
     for i in range(0, len(todo), SCORE_CHUNK):
         chunk = todo[i : i + SCORE_CHUNK]
-        try:
-            values = scorer.score([unique[t] for t in chunk])
+        try:  # progress comes from inside the engine (every few hundred tokens), not once per chunk
+            report = lambda n, base=done: ctx.progress(base + n, total)  # noqa: E731
+            values = scorer.score([unique[t] for t in chunk], on_progress=report)
         except ScoringError as exc:  # names the canary index, never its text
             raise JobError(f"cannot score a canary: {exc}") from exc
         fresh = dict(zip(chunk, values, strict=True))

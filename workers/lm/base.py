@@ -6,8 +6,12 @@ model. Error messages carry indexes and counts only, never the sentence text (it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
+
+# Called by a scorer while it works with the number of input sentences finished so far (never more than the input
+# count; the last call, if any, is the input count). It may raise to abort (a cancelled audit does).
+ProgressCallback = Callable[[int], None]
 
 
 class ModelLoadError(Exception):
@@ -72,11 +76,14 @@ class Scorer(Protocol):
     document_start: str
     max_length: int
 
-    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+    def score(
+        self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None
+    ) -> list[float]:
         """Summed NLL in nats of EVERY token of prefix+continuation (first token included, predicted from
         document_start). The sentence is prefix + continuation (plain string concatenation); the split only lets
         the backend share work between sentences with the same prefix, it never changes the value.
-        Raises SentenceTooLong(index, n_tokens, max_length) / EmptySentence(index)."""
+        Raises SentenceTooLong(index, n_tokens, max_length) / EmptySentence(index). ``on_progress`` (optional) is
+        called from inside the work with the number of sentences finished so far, at sub-batch granularity."""
         ...
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, stop: str = "\n") -> list[str]:

@@ -15,13 +15,15 @@ other on this CPU once expand batches hold one length each; packed is the defaul
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 from transformers import DynamicCache
 
+from workers.lm.base import ProgressCallback
 from workers.lm.plan import batch_rows, chunk_groups, make_plan, pack_rows
 
 Mode = Literal["expand", "packed"]
@@ -40,6 +42,22 @@ class PrefixState:
     first: torch.Tensor  # (R,) float64: -log p(first tail token | key) for each requested (group, token)
 
 
+class Progress:
+    """Counts the INPUT sentences whose distinct sentence is fully scored (a duplicate input is finished with its
+    twin) and hands the running count to ``callback`` after each piece of work."""
+
+    def __init__(self, sentence_of: Sequence[int], callback: ProgressCallback | None) -> None:
+        self.weight = Counter(sentence_of)
+        self.callback = callback
+        self.done = 0
+
+    def finish(self, distinct: Iterable[int]) -> None:
+        if self.callback is None:
+            return
+        self.done += sum(self.weight[s] for s in distinct)
+        self.callback(self.done)
+
+
 class Engine:
     """Exact prefix-sharing scorer over a transformers causal LM. Inputs are token ids (document start first)."""
 
@@ -55,8 +73,17 @@ class Engine:
         self.batch_tokens = max(1, batch_tokens)  # token positions per forward pass
 
     @torch.inference_mode()
-    def score(self, sentences: Sequence[Sequence[int]], prefixes: Sequence[Sequence[int]]) -> list[float]:
+    def score(
+        self,
+        sentences: Sequence[Sequence[int]],
+        prefixes: Sequence[Sequence[int]],
+        *,
+        on_progress: ProgressCallback | None = None,
+    ) -> list[float]:
+        """NLL of each sentence. ``on_progress`` gets the number of input sentences finished after the prefix pass
+        and after every continuation batch (a few hundred tokens each), not once per call."""
         plan = make_plan(sentences, prefixes)
+        progress = Progress(plan.sentence_of, on_progress)
         totals = torch.zeros(len(plan.tails), dtype=torch.float64)
         members: list[list[int]] = [[] for _ in plan.keys]
         for s, g in enumerate(plan.group_of):
@@ -66,18 +93,24 @@ class Engine:
             rows = [s for g in chunk for s in members[g]]
             local = {g: i for i, g in enumerate(chunk)}
             values = self._score_chunk(
-                [plan.keys[g] for g in chunk], [local[plan.group_of[s]] for s in rows], [plan.tails[s] for s in rows]
+                [plan.keys[g] for g in chunk],
+                [local[plan.group_of[s]] for s in rows],
+                [plan.tails[s] for s in rows],
+                lambda done, rows=rows: progress.finish(rows[r] for r in done),
             )
             totals[torch.as_tensor(rows)] = values.cpu()
         return [float(totals[s]) for s in plan.sentence_of]
 
-    def _score_chunk(self, keys: list[list[int]], owner: list[int], tails: list[list[int]]) -> torch.Tensor:
+    def _score_chunk(
+        self, keys: list[list[int]], owner: list[int], tails: list[list[int]], finished: Callable[[list[int]], None]
+    ) -> torch.Tensor:
         requests = [(owner[r], tail[0]) for r, tail in enumerate(tails) if tail]
         state = self._prefix_pass(keys, requests)
         totals = state.nll[torch.as_tensor(owner, device=self.device)].clone()
         has_tail = torch.as_tensor([bool(t) for t in tails], device=self.device)
         totals[has_tail] += state.first
         long_rows = [r for r, tail in enumerate(tails) if len(tail) >= 2]
+        finished([r for r, tail in enumerate(tails) if len(tail) < 2])  # the prefix pass scored these whole
         lengths = [len(tails[r]) - 1 for r in long_rows]
         budget = min(self.batch_tokens, self.max_rows)
         if self.mode == "expand":
@@ -90,6 +123,7 @@ class Engine:
             totals[torch.as_tensor(rows, device=self.device)] += run(
                 state, [owner[r] for r in rows], [tails[r] for r in rows]
             )
+            finished(rows)
         return totals
 
     def _prefix_pass(self, keys: list[list[int]], requests: list[tuple[int, int]]) -> PrefixState:

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from app.settings import ModelSpec, Settings
-from workers.lm.base import PROBE_PAIRS, SentenceTooLong, check_not_empty
+from workers.lm.base import PROBE_PAIRS, ProgressCallback, SentenceTooLong, check_not_empty
 from workers.lm.engine import Engine, Mode
 from workers.lm.loading import LoadedModel, load_model
 from workers.lm.registry import ModelSource
@@ -91,17 +91,19 @@ class HFScorer:
         check_not_empty([(s, "") for s in sentences])
         return score_whole(self.model, self.sentence_ids(sentences), self.batch_tokens, self.device)
 
-    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+    def score(
+        self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None
+    ) -> list[float]:
         check_not_empty(pairs)
         if not pairs:
             return []
         sentences = self.sentence_ids([prefix + continuation for prefix, continuation in pairs])
         if self.engine is None:
-            return score_whole(self.model, sentences, self.batch_tokens, self.device)
+            return score_whole(self.model, sentences, self.batch_tokens, self.device, on_progress)
         distinct = sorted({prefix for prefix, _ in pairs})
         encoded = dict(zip(distinct, self.encode(distinct), strict=True))
         prefixes = [[self.document_start_id, *encoded[prefix]] for prefix, _ in pairs]
-        return self.engine.score(sentences, prefixes)
+        return self.engine.score(sentences, prefixes, on_progress=on_progress)
 
     # -- generation ---------------------------------------------------------------------------------------------
     @torch.inference_mode()

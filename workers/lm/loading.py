@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +19,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from app.settings import ModelSpec, Settings
+from workers.lm import gguf_cache
 from workers.lm.base import ModelLoadError
 from workers.lm.registry import ModelSource
 
@@ -38,6 +43,7 @@ class LoadedModel:
     document_start: str
     max_length: int
     fingerprint: str
+    origin: str = ""  # how it was loaded, e.g. "read the converted copy …" (said in the load line)
 
 
 def pick_device(settings: Settings) -> torch.device:
@@ -126,33 +132,82 @@ def load_tokenizer(name: str, source: ModelSource) -> Any:
     return tokenizer
 
 
-def _load_weights(name: str, source: ModelSource, dtype: torch.dtype, device: torch.device) -> Any:
+def _load_weights(name: str, source: ModelSource, dtype: torch.dtype) -> Any:
     kwargs: dict[str, Any] = {"local_files_only": True, "dtype": dtype}
     if source.gguf_file:
         kwargs["gguf_file"] = source.gguf_file
     try:
-        model = AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
+        return AutoModelForCausalLM.from_pretrained(source.location, **kwargs)
     except Exception as exc:
         raise ModelLoadError(f"model {name!r}: cannot load causal-LM weights from {source.location} ({exc})") from exc
-    return model.to(device).eval()
+
+
+@contextmanager
+def library_output() -> Iterator[None]:
+    """transformers logs through a stderr handler of its own and draws progress bars while it converts a GGUF file
+    and loads weights. Its records go to the application's logging instead (the CLI prints them above its own
+    progress bar), and its bars are drawn only when the application shows INFO records (``memaudit -v``, workers)."""
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    from tqdm.auto import tqdm
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_default_handler()
+    hf_logging.enable_propagation()
+    if logging.getLogger().isEnabledFor(logging.INFO):
+        yield
+        return
+    hf_logging.disable_progress_bar()
+    # the GGUF converter draws with tqdm directly and has no switch: give it a disabled tqdm while we load
+    converter_tqdm = gguf_utils.tqdm
+    gguf_utils.tqdm = lambda *args, **kwargs: tqdm(*args, **{**kwargs, "disable": True})
+    try:
+        yield
+    finally:
+        gguf_utils.tqdm = converter_tqdm
+        hf_logging.enable_progress_bar()
+
+
+def _load(name: str, source: ModelSource, dtype: torch.dtype, settings: Settings) -> tuple[Any, Any, str]:
+    """Tokenizer and weights, from the converted copy of a GGUF file when there is one (and storing one when not).
+    Returns (tokenizer, model on CPU, how it was loaded)."""
+    if not source.gguf_file:
+        return load_tokenizer(name, source), _load_weights(name, source, dtype), f"read {source.location}"
+    sha = _file_digest(source.directory / source.gguf_file)
+    entry = gguf_cache.entry_dir(settings, sha, dtype)
+    cached = gguf_cache.cached_source(entry, sha)
+    if cached is not None:
+        try:
+            return load_tokenizer(name, cached), _load_weights(name, cached, dtype), f"read the converted copy {entry}"
+        except ModelLoadError as exc:
+            log.warning("model %s: the converted copy is unusable (%s); converting the GGUF file again", name, exc)
+            shutil.rmtree(cached.directory, ignore_errors=True)
+    tokenizer, model = load_tokenizer(name, source), _load_weights(name, source, dtype)
+    how = "converted the GGUF file"
+    if gguf_cache.store(entry, sha, model, tokenizer):
+        how += f" (copy stored in {entry}: later loads take seconds)"
+    return tokenizer, model, how
 
 
 def load_model(name: str, spec: ModelSpec, source: ModelSource, settings: Settings) -> LoadedModel:
+    started = time.monotonic()
     if settings.torch_threads > 0:
         torch.set_num_threads(settings.torch_threads)
     device = pick_device(settings)
     dtype = pick_dtype(spec, device)
-    tokenizer = load_tokenizer(name, source)
+    with library_output():
+        tokenizer, model, how = _load(name, source, dtype, settings)
     document_start_id = find_document_start(tokenizer)
     if document_start_id is None:
         raise ModelLoadError(
             f"model {name!r}: its tokenizer has no BOS token and no <|endoftext|> document separator, so the first "
             "token of a sentence cannot be scored; add a bos_token to its tokenizer_config.json"
         )
-    model = _load_weights(name, source, dtype, device)
+    model = model.to(device).eval()
     document_start = tokenizer.convert_ids_to_tokens(document_start_id)
+    # always the ORIGINAL files' hash (the GGUF file, not its converted copy): one fingerprint, one NLL cache
     digest = hashlib.sha256(f"{weights_fingerprint(source)}|{dtype}|{document_start_id}".encode()).hexdigest()
-    log.info("loaded model %s on %s (%s)", name, device, dtype)
+    log.info("model %s ready on %s (%s) in %.1f s: %s", name, device, str(dtype).removeprefix("torch."),
+             time.monotonic() - started, how)  # fmt: skip
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,
@@ -162,4 +217,5 @@ def load_model(name: str, spec: ModelSpec, source: ModelSource, settings: Settin
         document_start=document_start,
         max_length=context_length(model, tokenizer),
         fingerprint=digest,
+        origin=how,
     )

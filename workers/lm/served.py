@@ -32,6 +32,7 @@ from app.settings import ModelSpec, Settings
 from workers.lm.base import (
     PROBE_PAIRS,
     ModelLoadError,
+    ProgressCallback,
     ScoringError,
     SentenceTooLong,
     ServerUnavailable,
@@ -337,13 +338,18 @@ class ServedScorer:
         return out
 
     # -- the Scorer interface -----------------------------------------------------------------------------------
-    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+    def score(
+        self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None
+    ) -> list[float]:
         check_not_empty(pairs)
         if not pairs:
             return []
         seqs = self._ids([prefix + continuation for prefix, continuation in pairs])
         listings = self._echo_all([self.prompt_prefix + p + c for p, c in pairs])
-        return [-sum(self._logprobs(i, seq, ls)) for i, (seq, ls) in enumerate(zip(seqs, listings, strict=True))]
+        out = [-sum(self._logprobs(i, seq, ls)) for i, (seq, ls) in enumerate(zip(seqs, listings, strict=True))]
+        if on_progress is not None:  # one report per call: the server batches, we see no finer steps
+            on_progress(len(pairs))
+        return out
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, stop: str = "\n") -> list[str]:
         """Greedy (temperature 0, no repetition penalty); text cut before the first ``stop``."""

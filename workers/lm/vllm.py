@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.settings import ModelSpec, Settings
-from workers.lm.base import ModelLoadError, SentenceTooLong, check_not_empty
+from workers.lm.base import ModelLoadError, ProgressCallback, SentenceTooLong, check_not_empty
 from workers.lm.loading import find_document_start, load_tokenizer, weights_fingerprint
 from workers.lm.registry import ModelSource
 
@@ -76,7 +76,9 @@ class VLLMScorer:
                 raise SentenceTooLong(index, len(seq) + extra, self.max_length)
         return seqs
 
-    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+    def score(
+        self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None
+    ) -> list[float]:
         from vllm import SamplingParams  # lazy: vllm exists on GPU workers only
 
         check_not_empty(pairs)
@@ -85,6 +87,8 @@ class VLLMScorer:
             return []
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0, detokenize=False)
         outputs = self.llm.generate([{"prompt_token_ids": seq} for seq in seqs], params, use_tqdm=False)
+        if on_progress is not None:  # one call: vLLM schedules the whole list itself (seconds on a GPU)
+            on_progress(len(seqs))
         return [prompt_nll(seq, out.prompt_logprobs) for seq, out in zip(seqs, outputs, strict=True)]
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, stop: str = "\n") -> list[str]:

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from workers.lm.base import ProgressCallback
 from workers.lm.plan import batch_rows
 
 
@@ -47,10 +48,21 @@ def score_batch(model: Any, seqs: Sequence[Sequence[int]], device: torch.device)
     return nll_of_rows(logits, targets, rows, len(seqs)).tolist()
 
 
-def score_whole(model: Any, seqs: Sequence[Sequence[int]], batch_tokens: int, device: torch.device) -> list[float]:
-    """Score token sequences (each starting with the document-start id) in memory-bounded, length-sorted batches."""
+def score_whole(
+    model: Any,
+    seqs: Sequence[Sequence[int]],
+    batch_tokens: int,
+    device: torch.device,
+    on_progress: ProgressCallback | None = None,
+) -> list[float]:
+    """Score token sequences (each starting with the document-start id) in memory-bounded, length-sorted batches;
+    ``on_progress`` gets the number of sequences finished after each batch."""
     result = [0.0] * len(seqs)
+    done = 0
     for group in batch_rows([len(s) for s in seqs], batch_tokens, longest_first=True):
         for index, value in zip(group, score_batch(model, [seqs[i] for i in group], device), strict=True):
             result[index] = value
+        done += len(group)
+        if on_progress is not None:
+            on_progress(done)
     return result

@@ -1,0 +1,161 @@
+"""What the command line prints: quiet logging that never tears a progress bar, and an audit's progress.
+
+By default only memaudit's own one-line notices (the model-load line) and warnings are printed; libraries (alembic,
+transformers, sentence-transformers, httpx) say nothing and draw no bars. ``-v`` prints every INFO record with its
+logger name and time, tracebacks included, and lets libraries draw their bars again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+import time
+from collections import deque
+from typing import Any
+
+from tqdm import tqdm
+
+from app.cli.client import Client
+from app.errors import DomainError
+
+FINAL = ("succeeded", "failed", "cancelled")
+POLL_SECONDS = 0.5
+RATE_WINDOW_SECONDS = 20.0  # the rate is measured over this recent window, not since the start
+PLAIN_EVERY_SECONDS = 10.0  # without a terminal (CI logs): one progress line this often
+BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} sentences{postfix}"
+LIBRARIES = ("transformers", "alembic", "sentence_transformers")  # in a service's log: warnings only
+NOTICES = ("workers.lm.loading",)  # loggers whose INFO lines a user wants by default (model ready in N s)
+
+
+class BarSafeHandler(logging.Handler):
+    """Writes through tqdm, which clears the progress bar, prints the line and redraws the bar under it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            tqdm.write(self.format(record), file=sys.stderr)
+        except Exception:
+            self.handleError(record)
+
+
+class QuietFormatter(logging.Formatter):
+    """The message alone ("warning: " before warnings), no traceback: failures are reported in one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.levelno >= logging.WARNING:
+            message = f"{record.levelname.lower()}: {message}"
+        if record.exc_info:
+            message += " (run with -v for the traceback)"
+        return message
+
+
+def setup_logging(verbose: bool, service: bool = False) -> None:
+    """Quiet for one-shot commands; a long-running service (`serve`, `worker`) logs every INFO record with its time,
+    libraries at WARNING (its log is what an operator reads: which audit started, succeeded or failed)."""
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, BarSafeHandler)]:  # an earlier main() in this process
+        root.removeHandler(old)
+    handler = BarSafeHandler()
+    if verbose or service:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.setLevel(logging.INFO)
+        # one line per HTTP request would bury everything else
+        for name in ("httpx", "urllib3", *(() if verbose else LIBRARIES)):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    else:
+        handler.setFormatter(QuietFormatter())
+        root.setLevel(logging.WARNING)
+        for name in NOTICES:
+            logging.getLogger(name).setLevel(logging.INFO)
+        # an audit's failure is printed once, by the command that waits for it
+        logging.getLogger("memaudit.jobs").setLevel(logging.CRITICAL)
+    root.addHandler(handler)
+
+
+def duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+class AuditProgress:
+    """The progress of one audit as its job reports it. The bar appears once scoring has started (an audit that
+    fails before draws none); sentences found in the NLL cache are shown done but left out of the rate."""
+
+    def __init__(self, label: str, quiet: bool = False) -> None:
+        self.label, self.quiet = label, quiet
+        self.bar: tqdm | None = None
+        self.samples: deque[tuple[float, int]] = deque()
+        self.last_plain = 0.0
+        self.tty = sys.stderr.isatty()
+
+    def rate(self) -> float | None:
+        """Sentences per second between the changes of the last RATE_WINDOW_SECONDS (at least the last two changes:
+        progress arrives in steps, one per engine batch). None until scoring has moved twice."""
+        (t0, d0), (t1, d1) = self.samples[0], self.samples[-1]
+        return (d1 - d0) / (t1 - t0) if t1 - t0 >= 1.0 and d1 > d0 else None
+
+    def update(self, audit: dict[str, Any], now: float | None = None) -> None:
+        done, total = audit["progress"]["done"], audit["progress"]["total"]
+        if self.quiet or not total or audit["status"] != "running":
+            return
+        now = time.monotonic() if now is None else now
+        if self.bar is None:
+            self.bar = tqdm(total=total, initial=done, desc=self.label, file=sys.stderr, disable=not self.tty,
+                            bar_format=BAR_FORMAT)  # fmt: skip
+        if not self.samples or done != self.samples[-1][1]:  # the first sample is the base: cached sentences
+            self.samples.append((now, done))
+        while len(self.samples) > 2 and now - self.samples[1][0] > RATE_WINDOW_SECONDS:
+            self.samples.popleft()
+        rate = self.rate()
+        note = f"{rate:,.0f} sentences/s, {duration((total - done) / rate)} left" if rate else "measuring the rate"
+        self.bar.total, self.bar.n = total, done
+        self.bar.set_postfix_str(note, refresh=True)
+        if not self.tty and now - self.last_plain >= PLAIN_EVERY_SECONDS:
+            self.last_plain = now
+            tqdm.write(f"{self.label}: {done:,}/{total:,} sentences ({100 * done / total:.0f} %), {note}",
+                       file=sys.stderr)  # fmt: skip
+
+    def close(self, audit: dict[str, Any]) -> None:
+        if self.bar is None:
+            return
+        if audit["status"] == "succeeded":
+            self.bar.n = self.bar.total
+            self.bar.set_postfix_str("done", refresh=True)
+            self.bar.close()
+        else:  # the one-line failure replaces the bar
+            self.bar.leave = False
+            self.bar.close()
+
+
+def wait(client: Client, audit_id: str, label: str, quiet: bool = False) -> dict[str, Any]:
+    """Poll until the audit ends, showing its progress. Ctrl-C cancels the audit and re-raises."""
+    progress = AuditProgress(label, quiet)
+    audit: dict[str, Any] = {"status": "running"}
+    try:
+        while True:
+            audit = client.audit(audit_id)
+            if audit["status"] in FINAL:
+                return audit
+            progress.update(audit)
+            time.sleep(POLL_SECONDS)
+    except KeyboardInterrupt:
+        audit = {"status": "cancelled"}
+        with contextlib.suppress(DomainError):  # it may have ended meanwhile
+            client.cancel(audit_id)
+        raise
+    finally:
+        progress.close(audit)
+
+
+def failure_line(audit: dict[str, Any], local: bool) -> str:
+    """One line saying how an audit ended, with its recorded reason."""
+    reason = audit.get("error") or ""
+    if local and reason.startswith("internal error"):
+        reason = reason.replace("see the worker log", "run again with -v to see the traceback")
+    return f"audit {audit['id']} {audit['status']}" + (f": {reason}" if reason else "")

