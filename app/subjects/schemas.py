@@ -56,6 +56,11 @@ class SubjectAuditOptions(BaseModel):
         default=None, ge=0, le=50, description="Paraphrased templates besides the baseline (null: all)"
     )
     similar_names: int = Field(default=2, ge=1, le=10, description="Look-alike names in S(h)")
+    lookalikes: Literal["reversed", "same_origin"] = Field(
+        default="reversed",
+        description="Look-alike names S(h): reversed letters (WikiMem's 'Enaj Doe'), or other names of the same origin"
+        " (so what a model infers from a name's origin cancels; a name of unknown origin falls back to reversed)",
+    )  # fmt: skip
     seed: int = Field(default=0, ge=0, description="Seed of the counterfactual draw (stored for reproduction)")
     context: bool = Field(
         default=False, description="Also probe each fact with a contextualized canary (other known facts first)"

@@ -23,10 +23,10 @@ from core.measures.wikimem import (
     generic_subject,
     near_duplicates,
     property_outcome,
-    similar_names,
     subject_summary,
     template_outcome,
 )
+from core.names.lookalikes import lookalikes_for
 from workers.jobs.common import JobContext, JobError, run_audit_job
 
 SCORE_CHUNK = 2048  # keeps each template's prefix groups in one engine call
@@ -76,7 +76,7 @@ def _plan(subject: Subject, options: dict[str, Any]) -> list[PropertyPlan]:
     by_pid: dict[str, list[Fact]] = defaultdict(list)
     for fact in subject.facts:
         by_pid[fact.property_id].append(fact)
-    similar = similar_names(subject.name, int(options.get("similar_names", 2)))
+    similar, _ = lookalikes_for(subject.name, options)
     n_cf = int(options.get("counterfactuals", 100))
     seed = int(options.get("seed", 0))
     truths_by_pid = {pid: list(dict.fromkeys(f.value for f in facts)) for pid, facts in by_pid.items()}
@@ -205,7 +205,8 @@ def _audit(ctx: JobContext) -> dict[str, Any]:
     ctx.check_cancelled()
     alpha = float(ctx.options.get("alpha", 1.0))
     summary = _store(ctx.audit_id, plans, name, nll, alpha)
-    return summary | {"near_duplicates_merged": merged, "scoring": stats}
+    scheme = lookalikes_for(name, ctx.options)[1]  # the scheme used: same_origin falls back for unknown origins
+    return summary | {"near_duplicates_merged": merged, "scoring": stats, "lookalikes": scheme}
 
 
 def _canary_row(plan: PropertyPlan, c: CanaryPlan, name: str, nll: dict[str, float], alpha: float):  # noqa: ANN202
