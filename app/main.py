@@ -17,6 +17,7 @@ from app.dynamics.router import router as dynamics_router
 from app.errors import DomainError
 from app.forget_set.router import router as forget_set_router
 from app.meta.router import router as meta_router
+from app.nulls.router import router as nulls_router
 from app.settings import get_settings
 from app.subjects.router import router as subjects_router
 
@@ -71,6 +72,7 @@ def create_app() -> FastAPI:
     app.include_router(datasets_router)
     app.include_router(capacity_router)
     app.include_router(dynamics_router)
+    app.include_router(nulls_router)
     # Further feature routers are included here, one line each.
     return app
 

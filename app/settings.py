@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     max_dataset_upload_bytes: int = 256 * 1024 * 1024  # a dataset upload (all its files); MovieLens-1M is 25 MB
     capacity_limits: dict[str, int] = {}  # overrides of app.capacity.service.DEFAULT_LIMITS (grid size, N, steps…)
     max_dynamics_train_tokens: int = 20_000_000  # dynamics audits: tokens trained over all K runs and E epochs
+    # null calibration of subject audits: null facts per property (a full null fact is one fictitious person;
+    # with pseudo-truths one person gives one per candidate, but at least null_min_people people are audited)
+    null_facts_per_property: int = 200
+    null_min_people: int = 20
+    null_max_people: int = 2000
 
     # scoring
     torch_threads: int = 0  # 0: let torch decide

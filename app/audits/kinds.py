@@ -17,6 +17,8 @@ from app.coverage.service import prepare_coverage_audit
 from app.db.models import Audit
 from app.dynamics.schemas import DynamicsAuditCreate
 from app.dynamics.service import prepare_dynamics_audit
+from app.nulls.request import NullAuditCreate
+from app.nulls.service import prepare_null_audit
 from app.settings import Settings
 from app.subjects.schemas import SubjectAuditCreate
 from app.subjects.service import prepare_subject_audit
@@ -47,6 +49,7 @@ register(
     AuditKind("capacity", CapacityAuditCreate, prepare_capacity_audit, "workers.jobs.capacity.run", (SCRATCH,))
 )
 register(AuditKind("dynamics", DynamicsAuditCreate, prepare_dynamics_audit, "workers.jobs.dynamics.run"))
+register(AuditKind("null", NullAuditCreate, prepare_null_audit, "workers.jobs.null.run"))
 
 
 def audit_create_type() -> Any:

@@ -42,7 +42,7 @@ def list_audits(
     settings: SettingsDep,
     principal: CurrentPrincipal,
     model: str | None = None,
-    kind: Literal["subject", "coverage", "capacity", "dynamics"] | None = None,
+    kind: Literal["subject", "coverage", "capacity", "dynamics", "null"] | None = None,
     status_: Annotated[Status | None, Query(alias="status")] = None,
     subject_id: int | None = None,
     page: Annotated[int, Query(ge=1)] = 1,

@@ -26,6 +26,7 @@ RESULT_LINKS = {
     "coverage": {"records": "records"},
     "capacity": {"grid": "capacity", "series": "capacity/series"},
     "dynamics": {"strings": "strings", "series": "series"},
+    "null": {"null": "null"},
 }
 
 

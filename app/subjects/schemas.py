@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from app.nulls.schemas import CalibrationInfo, FactCalibration
+
 
 class FactIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -135,6 +137,9 @@ class FactResultRead(BaseModel):
     n_templates: int
     counterfactuals: list[str]
     canaries: list[CanaryRead]
+    calibration: FactCalibration | None = Field(
+        default=None, description="p-value and false-positive rates from the matching null (see `calibration`)"
+    )
 
 
 class FactsPage(BaseModel):
@@ -142,6 +147,10 @@ class FactsPage(BaseModel):
     subject_id: int | None
     detail: Literal["summary", "candidates"]
     facts: list[FactResultRead]
+    calibration: CalibrationInfo | None = Field(
+        default=None, description="The default policy and which null (audit id, K people, look-alikes) produced the"
+        " verdicts; null until the audit has succeeded",
+    )  # fmt: skip
 
 
 class SubjectRead(BaseModel):

@@ -65,7 +65,7 @@ def fact_stat(templates: Sequence[_Template]) -> FactStat:
     )
 
 
-class NullDistribution:
+class EmpiricalNull:
     """The null facts of one (model, property, audit configuration), sorted for fast p-values."""
 
     def __init__(self, facts: Sequence[FactStat]) -> None:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, CreatedAtMixin, JSONType
 
-AUDIT_KINDS = ("subject", "coverage", "capacity", "dynamics")
+AUDIT_KINDS = ("subject", "coverage", "capacity", "dynamics", "null")
 AUDIT_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
 FINAL_STATUSES = ("succeeded", "failed", "cancelled")
 

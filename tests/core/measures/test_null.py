@@ -9,8 +9,8 @@ import pytest
 
 from core.measures.cohort import cohort_stats, null_cohort_stats
 from core.measures.null import (
+    EmpiricalNull,
     FactStat,
-    NullDistribution,
     Rate,
     benjamini_hochberg,
     bh_adjusted,
@@ -26,7 +26,7 @@ def stat(share: float, z: float | None = None, n_z: int | None = None, strict: b
 
 
 # Five null facts over 3 templates: (share, z̄*) = (0, –), (0, –), (1/3, 1.0), (1/3, 2.0), (2/3, 0.5).
-NULL = NullDistribution([stat(0), stat(0), stat(1 / 3, 1.0), stat(1 / 3, 2.0), stat(2 / 3, 0.5)])
+NULL = EmpiricalNull([stat(0), stat(0), stat(1 / 3, 1.0), stat(1 / 3, 2.0), stat(2 / 3, 0.5)])
 
 
 def test_empirical_p_value_counts_null_facts_at_least_as_extreme_plus_one():
