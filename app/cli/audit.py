@@ -122,15 +122,25 @@ def print_table(name: str, facts: dict[str, Any], out: Any = sys.stdout) -> None
     # property labels are never cut (a regulator reads them); values are cut at 24 characters with an ellipsis
     width = max([len("property")] + [len(f["label"]) for f in rows])
     print(f"\n{name}", file=out)
-    print(f"  {'property':<{width}} {'value':<24} {'rank-1 share':>12} {'strict':>6} {'lenient':>7} {'z*':>6}",
-          file=out)
+    print(f"  {'property':<{width}} {'value':<24} {'rank-1 share':>12} {'strict':>6} {'lenient':>7} {'z*':>6} "
+          f"{'p (null)':>9}", file=out)
     for f in rows:
         z = f"{f['z_star']:.2f}" if f["z_star"] is not None else "-"
         values = ", ".join(f["values"])
         values = values if len(values) <= 24 else values[:23] + "…"
         share = f"{f['share']:.2f} ({round(f['share'] * f['n_templates'])}/{f['n_templates']})"
         print(f"  {f['label']:<{width}} {values:<24} {share:>12} {'yes' if f['strict'] else 'no':>6} "
-              f"{'yes' if f['lenient'] else 'no':>7} {z:>6}", file=out)
+              f"{'yes' if f['lenient'] else 'no':>7} {z:>6} {_p_cell(f.get('calibration')):>9}", file=out)
+
+
+def _p_cell(calibration: dict | None) -> str:
+    """The fact's p-value against the null (``*`` when the default policy, p <= 0.01, selects it), or its null's
+    status while that is being computed."""
+    if not calibration:
+        return "-"
+    if calibration["p_value"] is None:
+        return calibration["status"]
+    return f"{calibration['p_value']:.3f}" + ("*" if calibration["memorized"] else " ")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -199,7 +209,8 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export the forget set (memorized facts)")
     p.add_argument("--format", choices=["jsonl", "csv", "tofu"], default="jsonl",
                    help="tofu: question/answer/paraphrased_answer/perturbed_answer JSON lines")
-    p.add_argument("--policy", choices=["lenient", "strict", "share"], default="lenient")
+    p.add_argument("--policy", choices=["lenient", "strict", "share", "pvalue", "bh"], default="lenient",
+                   help="pvalue: p <= 0.01 against the matching null (the API's default); bh: Benjamini-Hochberg")
     p.add_argument("--min-share", type=float, default=None)
     p.add_argument("--min-z", type=float, default=None)
     p.add_argument("--model", default=None)

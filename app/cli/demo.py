@@ -42,7 +42,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         total += len(facts["facts"])
     out = Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    filters = ForgetFilters(audit_id=None, model=model)
+    filters = ForgetFilters(audit_id=None, model=model, policy="lenient")  # p-values need nulls computed first
     ids = {a for _, a in audits}
     with out.open("w", encoding="utf-8") as fh:
         n = 0

@@ -12,11 +12,13 @@ from app.auth.keys import Principal
 from app.db.engine import session_factory
 from app.errors import Forbidden
 from app.forget_set.repository import ForgetFilters, memorized, top_counterfactuals
+from app.forget_set.verdicts import Verdicts
 from core.catalog import load_catalog, split_template
 
 EXPORTERS = ("admin", "auditor", "pipeline")
 CSV_FIELDS = ["subject_id", "subject", "wikidata_id", "property", "property_label", "value", "share", "strict",
-              "lenient", "z_star", "model", "audit_id", "canaries"]
+              "lenient", "z_star", "model", "audit_id", "canaries", "policy", "p_value", "policy_fpr", "null_audit_id",
+              "null_status"]
 TOFU_PERTURBED = 5  # perturbed answers per question, as in TOFU
 FORMATS = ("jsonl", "csv", "tofu")
 
@@ -32,7 +34,11 @@ def records(principal: Principal, filters: ForgetFilters, *, perturbed: int = 0)
     catalog = load_catalog()
     session = session_factory()()
     try:
+        verdicts = Verdicts(session, principal, filters)
         for result, audit, subject, facts, canaries in memorized(session, principal, filters):
+            calibration = verdicts.judge(result, audit, canaries)
+            if calibration is None:
+                continue
             prop = catalog.get(result.property_id) if result.property_id in catalog else None
             retrieved = [_open_value(c.template, subject.name) for c in canaries]
             extra = {"perturbed_values": top_counterfactuals(session, result.id, perturbed)} if perturbed else {}
@@ -42,8 +48,10 @@ def records(principal: Principal, filters: ForgetFilters, *, perturbed: int = 0)
                     "property": result.property_id, "property_label": prop.label if prop else None,
                     "value": fact.value, "share": result.share, "strict": result.strict,
                     "lenient": result.lenient, "z_star": result.z_star, "model": audit.model,
-                    "audit_id": audit.id, "canaries": retrieved, **extra,
+                    "audit_id": audit.id, "canaries": retrieved, **calibration, **extra,
                 }  # fmt: skip
+        verdicts.finish()
+        session.commit()  # the nulls found missing are queued once this commits
     finally:
         session.close()
 
@@ -75,7 +83,8 @@ def as_tofu(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
             "answer": prop.render(0, name, value),
             "paraphrased_answer": prop.render(1 if len(prop.templates) > 1 else 0, name, value),
             "perturbed_answer": [prop.render(0, name, wrong) for wrong in row["perturbed_values"]],
-        }
+            "policy": row["policy"], "p_value": row["p_value"], "null_audit_id": row["null"]["null_audit_id"],
+        }  # fmt: skip
         yield json.dumps(record, ensure_ascii=False) + "\n"
 
 
@@ -88,7 +97,10 @@ def as_csv(rows: Iterator[dict[str, Any]]) -> Iterator[str]:
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS)
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: row[k] for k in CSV_FIELDS} | {"canaries": " | ".join(row["canaries"])})
+        null, fpr = row["null"], row["policy_fpr"]
+        writer.writerow({k: row[k] for k in CSV_FIELDS[:-3]} | {"canaries": " | ".join(row["canaries"])}
+                        | {"policy_fpr": fpr["rate"] if fpr else None, "null_audit_id": null["null_audit_id"],
+                           "null_status": null["status"]})  # fmt: skip
         yield buf.getvalue()
         buf.seek(0)
         buf.truncate()

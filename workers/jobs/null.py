@@ -123,6 +123,16 @@ def _by_rule(items: list[NullPlan]) -> dict[tuple[float, str], list[NullPlan]]:
     return out
 
 
+def _load_model(name: str) -> None:
+    from workers.lm.base import ModelLoadError
+    from workers.lm.registry import get_scorer
+
+    try:
+        get_scorer(name)
+    except ModelLoadError as exc:
+        raise JobError(str(exc)) from exc
+
+
 def _sentences(item: NullPlan) -> int:
     return len(item.plan.canaries) * len(item.plan.candidates) * (2 + len(item.plan.canaries[0].similar))
 
@@ -132,6 +142,7 @@ def _audit(ctx: JobContext) -> dict[str, Any]:
     seed = int(ctx.options.get("seed", 0))
     people = cohort(max(s.people for s in specs), [s.pid for s in specs], load_catalog(), seed)
     items = [NullPlan(s, p, _plan(s, p, seed)) for p in people for s in specs if p.index < s.people]
+    _load_model(ctx.model)  # before the clock starts: the cost per null fact excludes loading the model
     progress = _Progress(ctx, sum(_sentences(i) for i in items))
     facts: dict[int, list[dict[str, Any]]] = {s.distribution_id: [] for s in specs}
     started, scored, cached, fingerprint = time.monotonic(), 0, 0, None
