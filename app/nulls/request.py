@@ -33,7 +33,10 @@ class NullAuditCreate(BaseModel):
         " auto: full where the name hints at the value (citizenship, birthplace, language, gender, name parts)",
     )  # fmt: skip
     facts_per_property: int | None = Field(
-        default=None, ge=10, le=20_000, description="Null facts wanted per property (default: the server's setting)"
+        default=None,
+        ge=1,
+        le=20_000,
+        description="Null facts wanted per property (default: the server's setting; p <= 0.01 needs at least 99)",
     )
     min_people: int | None = Field(
         default=None, ge=1, le=2000, description="At least this many people with pseudo-truths (default: setting)"

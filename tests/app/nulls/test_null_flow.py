@@ -39,16 +39,19 @@ def audit(api, person: dict) -> str:
     return r.json()["id"]
 
 
+def key(share: float, z: float | None) -> tuple[float, float]:
+    return round(share, 9), -math.inf if z is None else z
+
+
 def by_hand_p(fact: dict, null_facts: list[dict]) -> float:
     """(1 + null facts with a larger share, or the same share and z̄* at least as large) / (1 + N)."""
-    z = -math.inf if fact["z"] is None else fact["z"]
-    ge = sum(1 for n in null_facts if round(n["share"], 9) > round(fact["share"], 9)
-             or (round(n["share"], 9) == round(fact["share"], 9) and (n["z_star"] if n["z_star"] is not None else -math.inf) >= z))  # fmt: skip
-    return (1 + ge) / (1 + len(null_facts))
+    observed = key(fact["share"], fact["z"])
+    return (1 + sum(key(n["share"], n["z_star"]) >= observed for n in null_facts)) / (1 + len(null_facts))
 
 
 def rank1_z(fact: dict) -> float | None:
-    zs = [c["z_star"] for c in fact["canaries"] if c["memorized"] and c["z_star"] is not None and c["kind"] != "context"]
+    zs = [c["z_star"] for c in fact["canaries"] if c["memorized"] and c["z_star"] is not None
+          and c["kind"] != "context"]  # fmt: skip
     return sum(zs) / len(zs) if zs else None
 
 
@@ -76,8 +79,9 @@ def test_facts_are_pending_then_calibrated_and_the_null_is_reused(small_nulls, a
         expected = by_hand_p({"share": fact["share"], "z": rank1_z(fact)}, dists[fact["property"]]["facts"])
         assert cal["p_value"] == pytest.approx(expected), fact["property"]
         assert cal["memorized"] == (cal["p_value"] <= 0.01) and cal["null_audit_id"] == null_id
-        lenient = sum(n["lenient"] for n in dists[fact["property"]]["facts"])
-        assert cal["fpr"]["lenient"]["k"] == lenient and cal["fpr"]["lenient"]["n"] == len(dists[fact["property"]]["facts"])
+        null_facts = dists[fact["property"]]["facts"]
+        assert cal["fpr"]["lenient"]["k"] == sum(n["lenient"] for n in null_facts)
+        assert cal["fpr"]["lenient"]["n"] == len(null_facts)
 
     second = audit(auditor, people["held_out"][0])
     page2 = auditor.get(f"/audits/{second}/facts").json()

@@ -131,3 +131,25 @@ def test_null_cohort_stats_weigh_properties_as_the_cohort_does():
     assert n.zero_memorization == pytest.approx((1 / 2 + 2 / 3) / 2)
     # no null person with the properties: independence, (1 − ½)(1 − ¼) and (1 − ½)
     assert null_cohort_stats(cohort, {"P1": p1, "P2": p2}, []).zero_memorization == pytest.approx((0.375 + 0.5) / 2)
+
+
+def test_the_worked_example_of_the_docs():
+    """docs/measures.md, "Null calibration": 200 null facts for occupation over 11 templates."""
+    at_one = [1.2, 1.9, 2.2, 2.4, 2.6, 2.7, 2.9, 3.0, 3.1, 3.3, 3.4, 3.5, 3.7, 3.9, 4.0, 4.2, 4.4, 4.8, 5.1, 5.6, 6.3]
+    null = EmpiricalNull(
+        [FactStat(0.0, False, False, None, 11, 0)] * 176
+        + [FactStat(1 / 11, False, True, z, 11, 1) for z in at_one]
+        + [FactStat(2 / 11, False, True, z, 11, 2) for z in (2.5, 3.8, 4.6)]
+    )
+    a = FactStat(2 / 11, False, True, 4.1, 11, 2)  # beaten only by (2/11, 4.6)
+    b = FactStat(1 / 11, False, True, 6.0, 11, 1)  # beaten by the three at 2/11 and by (1/11, 6.3)
+    c = FactStat(5 / 11, False, True, 3.0, 11, 5)  # beaten by none
+    assert null.p_value(a) == pytest.approx(2 / 201) and null.p_value(b) == pytest.approx(5 / 201)
+    assert null.p_value(c) == pytest.approx(1 / 201)
+    lenient, strict = null.rate(lambda f: f.lenient), null.rate(lambda f: f.strict)
+    assert (lenient.k, round(lenient.low, 3), round(lenient.high, 3)) == (24, 0.078, 0.173)
+    assert (strict.k, strict.low, round(strict.high, 4)) == (0, 0.0, 0.0183)
+    policy = null.pvalue_rate(0.01)  # (2/11, 4.6) -> 1/200 and (2/11, 3.8) -> 2/200
+    assert (policy.k, round(policy.low, 4), round(policy.high, 4)) == (2, 0.0012, 0.0357)
+    # BH at q = 0.05 over a, b, c and a fact at p = 1: bounds 0.0125, 0.025, 0.0375, 0.05 -> a, b and c
+    assert benjamini_hochberg([null.p_value(a), null.p_value(b), null.p_value(c), 1.0], 0.05) == pytest.approx(5 / 201)
