@@ -98,7 +98,9 @@ class Calibrator:
 
     def _find(self, audit: Audit, pid: str, fingerprint: str | None, key: str) -> Resolved:
         rows = repository.distributions(self.session, audit.model, key)
-        ready = [d for d, status in rows if status == "succeeded" and d.fingerprint == fingerprint and d.n_facts]
+        # An audit that recorded no fingerprint (none before fingerprints were stored) takes the newest null.
+        ready = [d for d, status in rows
+                 if status == "succeeded" and d.n_facts and fingerprint in (None, d.fingerprint)]  # fmt: skip
         if ready:
             return self._load(pid, ready[0])
         running = [d for d, status in rows if status in ("queued", "running")]
@@ -163,8 +165,10 @@ def calibrate_results(session: Session, audit: Audit, results: Sequence[FactResu
     if audit.status != "succeeded" or not results:
         return [None] * len(results), None  # type: ignore[list-item]
     calibrator = Calibrator(session)
-    out = [calibrator.calibrate(audit, r.property_id, result_stat(r, r.canaries)) for r in results]
+    for r in results:  # resolve (and queue what is missing) first, so pending verdicts name their null audit
+        calibrator.resolve(audit, r.property_id)
     calibrator.trigger_missing()
+    out = [calibrator.calibrate(audit, r.property_id, result_stat(r, r.canaries)) for r in results]
     return out, calibrator.info(audit, [r.property_id for r in results])
 
 

@@ -63,6 +63,7 @@ def test_facts_are_pending_then_calibrated_and_the_null_is_reused(small_nulls, a
     assert {n["status"] for n in page["calibration"]["nulls"]} == {"pending"}, page["calibration"]
     null_id = page["calibration"]["nulls"][0]["null_audit_id"]
     assert null_id and all(f["calibration"]["status"] == "pending" for f in page["facts"])
+    assert {f["calibration"]["null_audit_id"] for f in page["facts"]} == {null_id}
     assert auditor.get(f"/audits/{null_id}").status_code == 404  # the service's own audit
     assert wait_for(admin, null_id, timeout=600)["status"] == "succeeded"
 
