@@ -117,7 +117,9 @@ class Calibrator:
 
     def _load(self, pid: str, row: NullDistribution) -> Resolved:
         people = repository.fact_stats(self.session, row.id)
-        null = EmpiricalNull([s for _, _, s in people])
+        # A full null is the people's own values; its other candidates are kept only to measure the shortcut.
+        used = [s for _, assigned, s in people if assigned or row.method == "pseudo"]
+        null = EmpiricalNull(used)
         rates = {
             "lenient": null.rate(lambda f: f.lenient),
             "strict": null.rate(lambda f: f.strict),

@@ -97,14 +97,15 @@ def _score_rows(item: NullPlan, nll: dict[str, float]) -> Iterator[list[list[flo
 
 
 def _stats(item: NullPlan, nll: dict[str, float]) -> list[tuple[str, bool, FactStat]]:
-    """(value, assigned, statistics) of the null facts one person gives for one property."""
+    """(value, assigned, statistics) of one person's null facts for one property: the person's own value first
+    (assigned), then every other candidate as a pseudo-truth. A full null uses only the first; the others are kept
+    to measure what the shortcut would have estimated (they cost no extra scoring)."""
     alpha = float(item.spec.config["alpha"])
-    if item.spec.config["method"] == "full":
+    rows = list(_score_rows(item, nll))
+    stats = pseudo_truth_stats([calibrated_scores(r[0], r[1], r[2:], alpha) for r in rows])
+    if item.spec.config["method"] == "full":  # the audit's own truth mask (near-duplicates merged into the truth)
         truth = item.plan.truth_mask
-        outcomes = [template_outcome(r[0], r[1], r[2:], truth, alpha) for r in _score_rows(item, nll)]
-        return [(item.plan.ground_truths[0], True, fact_stat(outcomes))]
-    scores = [calibrated_scores(r[0], r[1], r[2:], alpha) for r in _score_rows(item, nll)]
-    stats = pseudo_truth_stats(scores)
+        stats[0] = fact_stat([template_outcome(r[0], r[1], r[2:], truth, alpha) for r in rows])
     return [(value, i == 0, stats[i]) for i, value in enumerate(item.plan.candidates)]
 
 
@@ -160,7 +161,7 @@ def _audit(ctx: JobContext) -> dict[str, Any]:
                 facts[item.spec.distribution_id].append(_row(item, value, assigned, st))
         ctx.check_cancelled()
     seconds = time.monotonic() - started
-    return _store(ctx, specs, facts, fingerprint, {"seconds": round(seconds, 1), "scored": scored, "cached": cached})
+    return _store(specs, facts, fingerprint, {"seconds": round(seconds, 1), "scored": scored, "cached": cached})
 
 
 def _row(item: NullPlan, value: str, assigned: bool, st: FactStat) -> dict[str, Any]:
@@ -169,8 +170,7 @@ def _row(item: NullPlan, value: str, assigned: bool, st: FactStat) -> dict[str, 
             "n_templates": st.n_templates, "n_z": st.n_z}  # fmt: skip
 
 
-def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    stats = [FactStat(r["share"], r["strict"], r["lenient"], r["z_star"], r["n_templates"], r["n_z"]) for r in rows]
+def _rates(stats: list[FactStat]) -> dict[str, Any]:
     null = EmpiricalNull(stats)
     rate = lambda r: {"rate": r.rate, "k": r.k, "n": r.n, "ci95": [r.low, r.high]}  # noqa: E731
     zs = [s for s in stats if s.z_star is not None]
@@ -183,18 +183,34 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _store(ctx: JobContext, specs: list[Spec], facts: dict[int, list[dict[str, Any]]], fingerprint: str | None,
+def _stat(r: dict[str, Any]) -> FactStat:
+    return FactStat(r["share"], r["strict"], r["lenient"], r["z_star"], r["n_templates"], r["n_z"])
+
+
+def _summary(rows: list[dict[str, Any]], method: str) -> dict[str, Any]:
+    """The null's rates (own values for a full null, every candidate for pseudo-truths), and the other estimate
+    beside them: what pseudo-truths would say of a full null's property, and the people's own values alone."""
+    own = [_stat(r) for r in rows if r["assigned"]]
+    every = [_stat(r) for r in rows]
+    used, other, label = (own, every, "pseudo_truths") if method == "full" else (every, own, "own_values")
+    return _rates(used) | {label: _rates(other)}
+
+
+def _store(specs: list[Spec], facts: dict[int, list[dict[str, Any]]], fingerprint: str | None,
            cost: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
-    total = sum(len(v) for v in facts.values())
-    summary: dict[str, Any] = {"properties": {}, "null_facts": total, "cost": cost | {"fingerprint": fingerprint}}
+    summary: dict[str, Any] = {"properties": {}, "cost": cost | {"fingerprint": fingerprint}}
+    total = 0
     with session_scope() as s:
         for spec in specs:
-            rows = facts[spec.distribution_id]
+            rows, method = facts[spec.distribution_id], spec.config["method"]
             s.execute(delete(NullFact).where(NullFact.distribution_id == spec.distribution_id))  # a rerun replaces
             s.execute(insert(NullFact), [r | {"distribution_id": spec.distribution_id} for r in rows])
             row = s.get(NullDistribution, spec.distribution_id)
-            row.fingerprint, row.n_facts = fingerprint, len(rows)
-            row.summary = _summary(rows) | {"people": spec.people, "method": spec.config["method"]}
+            row.fingerprint = fingerprint
+            row.n_facts = len(rows) if method == "pseudo" else sum(r["assigned"] for r in rows)
+            row.summary = _summary(rows, method) | {"people": spec.people, "method": method}
             summary["properties"][spec.pid] = row.summary
+            total += row.n_facts
+    summary["null_facts"] = total
     summary["cost"]["seconds_per_null_fact"] = round(cost["seconds"] / total, 4) if total else None
     return summary
