@@ -116,10 +116,9 @@ class Calibrator:
         return Resolved(pid, "pending")
 
     def _load(self, pid: str, row: NullDistribution) -> Resolved:
-        people = repository.fact_stats(self.session, row.id)
         # A full null is the people's own values; its other candidates are kept only to measure the shortcut.
-        used = [s for _, assigned, s in people if assigned or row.method == "pseudo"]
-        null = EmpiricalNull(used)
+        people = repository.fact_stats(self.session, row.id, assigned_only=row.method != "pseudo")
+        null = EmpiricalNull([s for _, _, s in people])
         rates = {
             "lenient": null.rate(lambda f: f.lenient),
             "strict": null.rate(lambda f: f.strict),
