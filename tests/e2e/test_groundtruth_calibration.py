@@ -73,6 +73,13 @@ def test_default_policy_finds_trained_facts_and_rejects_held_out_ones(sqlite_env
               f"rate on held-out {interval(fpr)}; null-estimated FPR {null_p:.3f} (lenient: held-out "
               f"{interval(held_lenient)}, null {null_lenient:.3f})")  # fmt: skip
     print("\n" + report)
+    for pid in sorted({f["property"] for f in held}):
+        t = [f for f in trained if f["property"] == pid]
+        h = [f for f in held if f["property"] == pid]
+        cal = h[0]["calibration"]["fpr"]
+        print(f"  {pid}: recall {sum(f['calibration']['memorized'] for f in t)}/{len(t)}, held-out p<=0.01 "
+              f"{sum(f['calibration']['memorized'] for f in h)}/{len(h)} (null {cal['pvalue']['rate']:.3f}), held-out "
+              f"lenient {sum(f['lenient'] for f in h)}/{len(h)} (null {cal['lenient']['rate']:.3f})")  # fmt: skip
     assert recall.rate >= 0.9, report
     assert fpr.rate <= 0.02, report
     assert fpr.low <= null_p <= fpr.high, report
