@@ -10,6 +10,7 @@ from app.audits.kinds import KindRegistry
 from app.capacity.kind import KIND as CAPACITY
 from app.coverage.kind import KIND as COVERAGE
 from app.dynamics.kind import KIND as DYNAMICS
+from app.nulls.kind import KIND as NULL
 from app.subjects.kind import KIND as SUBJECT
 
-KINDS = KindRegistry([SUBJECT, COVERAGE, CAPACITY, DYNAMICS])
+KINDS = KindRegistry([SUBJECT, COVERAGE, CAPACITY, DYNAMICS, NULL])

@@ -98,6 +98,11 @@ class Settings(BaseSettings):
     model_roots: list[str] | None = None
     max_loaded_models: int = 3  # a worker keeps at most this many models loaded (least recently used goes)
     wikidata_timeout_seconds: float = 5.0  # per Wikidata API call; two retries at most
+    # null calibration of subject audits: null facts per property (a full null fact is one fictitious person;
+    # with pseudo-truths one person gives one per candidate, but at least null_min_people people are audited)
+    null_facts_per_property: int = 200
+    null_min_people: int = 20
+    null_max_people: int = 2000
 
     # scoring
     torch_threads: int = 0  # 0: let torch decide

@@ -46,7 +46,8 @@ def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> N
     width = max([len("property")] + [len(f["label"]) for f in rows])
     print(f"\n{name}", file=out)
     head = "rank-1 share (templates)"
-    print(f"  {'property':<{width}} {'value':<24} {head:>24} {'strict':>6} {'lenient':>7} {'z*':>6}", file=out)
+    print(f"  {'property':<{width}} {'value':<24} {head:>24} {'strict':>6} {'lenient':>7} {'z*':>6} "
+          f"{'p (null)':>9}", file=out)
     for f in rows:
         z = f"{f['z_star']:.2f}" if f["z_star"] is not None else "-"
         values = ", ".join(f["values"])
@@ -54,7 +55,17 @@ def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> N
         hits = round(f["share"] * f["n_templates"])
         share = f"{f['share']:.2f} ({hits}/{f['n_templates']} templates)"
         print(f"  {f['label']:<{width}} {values:<24} {share:>24} {'yes' if f['strict'] else 'no':>6} "
-              f"{'yes' if f['lenient'] else 'no':>7} {z:>6}", file=out)  # fmt: skip
+              f"{'yes' if f['lenient'] else 'no':>7} {z:>6} {_p_cell(f.get('calibration')):>9}", file=out)  # fmt: skip
+
+
+def _p_cell(calibration: dict | None) -> str:
+    """The fact's p-value against the null (``*`` when the default policy, p <= 0.01, selects it), or its null's
+    status while that is being computed."""
+    if not calibration:
+        return "-"
+    if calibration["p_value"] is None:
+        return calibration["status"]
+    return f"{calibration['p_value']:.3f}" + ("*" if calibration["memorized"] else " ")
 
 
 SHARE_NOTE = ("share: the templates (baseline and paraphrases) under which a true value ranks first, out of those "
@@ -172,7 +183,9 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export the forget set (memorized facts)")
     p.add_argument("--format", choices=["jsonl", "csv", "tofu"], default="jsonl",
                    help="tofu: question/answer/paraphrased_answer/perturbed_answer JSON lines")  # fmt: skip
-    p.add_argument("--policy", choices=["lenient", "strict", "share"], default="lenient")
+    p.add_argument("--policy", choices=["pvalue", "bh", "lenient", "strict", "share"], default="pvalue",
+                   help="pvalue: p <= 0.01 against the matching null (the API's default); bh: Benjamini-Hochberg "
+                        "at q = 0.05 across the export; lenient/strict/share: WikiMem's readings, no error control")
     p.add_argument("--min-share", type=float, default=None, help="with --policy share")
     p.add_argument("--min-z", type=float, default=None,
                    help="min z̄* over rank-1 templates (chance rank 1 among 101 candidates: ≈ 2.9)")

@@ -15,6 +15,7 @@ from app.cli.audit import SHARE_NOTE, add_audit_options, audit_options, plan_lin
 from app.cli.client import Client, LocalClient, add_client_arguments, make_client
 from app.cli.output import duration, failure_line, wait
 from app.settings import get_settings
+from app.streaming import END_KEY
 
 PEOPLE = Path(__file__).resolve().parent / "demo_people.json"
 QUICK_PEOPLE = 2  # --quick (CI): the same run on the first two people
@@ -25,9 +26,12 @@ def write_forget_set(client: Client, audit_ids: list[str], out: Path) -> int:
     n = 0
     with out.open("w", encoding="utf-8") as fh:
         for audit_id in audit_ids:
-            for chunk in client.forget_set({"format": "jsonl", "audit_id": audit_id}):
-                fh.write(chunk)
-                n += chunk.count("\n")  # JSON lines: one record per line (values never hold a raw newline)
+            # lenient: p-values need the model's null, computed in the background on first need (docs/measures.md)
+            text = "".join(client.forget_set({"format": "jsonl", "audit_id": audit_id, "policy": "lenient"}))
+            for line in text.splitlines(keepends=True):
+                if line.strip() and not line.startswith(f'{{"{END_KEY}"'):  # one end marker per export
+                    fh.write(line)
+                    n += 1
     return n
 
 

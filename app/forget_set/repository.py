@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Select, func, select
 from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
@@ -19,13 +19,38 @@ class ForgetFilters:
     subject_id: int | None = None
     audit_id: str | None = None
     property: str | None = None
-    policy: str = "lenient"  # lenient | strict | share
+    policy: str = "pvalue"  # pvalue | bh | lenient | strict | share
     min_share: float | None = None
     min_z: float | None = None
+    max_p: float = 0.01  # policy pvalue: p <= max_p against the matching null
+    q: float = 0.05  # policy bh: Benjamini–Hochberg false discovery rate across the export
+
+
+def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:  # noqa: ANN002
+    stmt = (
+        select(*columns)
+        .select_from(FactResult)
+        .join(Audit, Audit.id == FactResult.audit_id)
+        .join(Subject, Subject.id == Audit.subject_id)
+        .where(Audit.status == "succeeded", Audit.kind == "subject")
+    )
+    if principal.role == "auditor":
+        stmt = stmt.where(Audit.owner_key_id == principal.key_id)
+    for column, value in ((Audit.model, f.model), (Subject.id, f.subject_id), (Audit.id, f.audit_id),
+                          (FactResult.property_id, f.property)):
+        if value is not None:
+            stmt = stmt.where(column == value)
+    return stmt
+
+
+def count_in_scope(session: Session, principal: Principal, f: ForgetFilters) -> int:
+    """Every fact result the filters cover, whatever its verdict (the m of Benjamini–Hochberg)."""
+    return session.scalar(_in_scope(principal, f, func.count(FactResult.id))) or 0
 
 
 def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Iterator[tuple]:
-    """Yields (FactResult, Audit, Subject, [Fact], [retrieving Canary]) without loading the whole table."""
+    """Yields (FactResult, Audit, Subject, [Fact], [retrieving Canary]) without loading the whole table.
+    The p-value policies prefilter on lenient: a fact no template retrieves has p = 1 against any null."""
     stmt = (
         select(FactResult, Audit, Subject)
         .join(Audit, Audit.id == FactResult.audit_id)

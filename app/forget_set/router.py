@@ -31,10 +31,12 @@ def export_forget_set(
     audit_id: str | None = None,
     property: str | None = None,
     policy: Annotated[
-        Literal["lenient", "strict", "share"],
-        Query(description="lenient: retrievable by some template (GDPR 'reasonably likely means'); "
-              "strict: by every template; share: by at least min_share of templates"),
-    ] = "lenient",
+        Literal["pvalue", "bh", "lenient", "strict", "share"],
+        Query(description="pvalue (default): p <= max_p against the matching null (fictitious people audited alike);"
+              " bh: Benjamini-Hochberg at false discovery rate q across this export; lenient: retrievable by some"
+              " template; strict: by every template; share: by at least min_share of templates. Every record says"
+              " its policy, p-value, the policy's false-positive rate and which null produced it"),
+    ] = "pvalue",
     min_share: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
     min_z: Annotated[
         float | None,
@@ -42,11 +44,13 @@ def export_forget_set(
               description="keep facts whose z̄* (mean z* over the templates that rank a true value first) is at "
               "least min_z; a chance rank 1 among 101 candidates already gives z* ≈ 2.9 (docs/measures.md)"),
     ] = None,
+    max_p: Annotated[float, Query(gt=0.0, le=1.0, description="policy=pvalue: the p-value threshold")] = 0.01,
+    q: Annotated[float, Query(gt=0.0, lt=1.0, description="policy=bh: the false discovery rate")] = 0.05,
 ) -> StreamingResponse:
     """Export memorized facts as a forget set for an unlearning pipeline (streamed). Every filter is checked before
     the first byte. `jsonl` ends with the line `{"_end": {"records": N}}`: without it the stream was cut. An error
     mid-stream aborts the response (no final chunk), which every HTTP client reports."""
     if policy == "share" and min_share is None:
         raise InvalidInput("min_share", "policy=share needs min_share (0 to 1)")
-    filters = ForgetFilters(model, subject_id, audit_id, property, policy, min_share, min_z)
+    filters = ForgetFilters(model, subject_id, audit_id, property, policy, min_share, min_z, max_p, q)
     return download(service.export(principal, filters, format), MEDIA[format], f"forget-set.{SUFFIX[format]}")

@@ -8,12 +8,14 @@ from typing import Any
 from app.auth.keys import Principal
 from app.db.engine import session_factory
 from app.forget_set.repository import ForgetFilters, memorized, top_counterfactuals
+from app.forget_set.verdicts import Verdicts
 from app.privacy.access_log import logged_export
 from app.streaming import csv_lines, jsonl_lines, with_end_marker
 from core.catalog import load_catalog, split_template
 
 CSV_FIELDS = ["subject_id", "subject", "wikidata_id", "property", "property_label", "value", "share", "strict",
-              "lenient", "z_star", "model", "audit_id", "canaries"]
+              "lenient", "z_star", "model", "audit_id", "canaries", "policy", "p_value", "policy_fpr", "null_audit_id",
+              "null_status"]
 TOFU_PERTURBED = 5  # perturbed answers per question, as in TOFU
 FORMATS = ("jsonl", "csv", "tofu")
 EXPORTED = "export_forget_set"  # access-log action
@@ -25,7 +27,11 @@ def records(principal: Principal, filters: ForgetFilters, *, perturbed: int = 0)
     catalog = load_catalog()
     session = session_factory()()
     try:
+        verdicts = Verdicts(session, principal, filters)
         for result, audit, subject, facts, canaries in memorized(session, principal, filters):
+            calibration = verdicts.judge(result, audit, canaries)
+            if calibration is None:
+                continue
             prop = catalog.get(result.property_id) if result.property_id in catalog else None
             retrieved = [_open_value(c.template, subject.name) for c in canaries]
             extra = {"perturbed_values": top_counterfactuals(session, result.id, perturbed)} if perturbed else {}
@@ -35,8 +41,10 @@ def records(principal: Principal, filters: ForgetFilters, *, perturbed: int = 0)
                     "property": result.property_id, "property_label": prop.label if prop else None,
                     "value": fact.value, "share": result.share, "strict": result.strict,
                     "lenient": result.lenient, "z_star": result.z_star, "model": audit.model,
-                    "audit_id": audit.id, "canaries": retrieved, **extra,
+                    "audit_id": audit.id, "canaries": retrieved, **calibration, **extra,
                 }  # fmt: skip
+        verdicts.finish()
+        session.commit()  # the nulls found missing are queued once this commits
     finally:
         session.close()
 
@@ -63,7 +71,8 @@ def tofu_records(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             "answer": prop.render(0, name, value),
             "paraphrased_answer": prop.render(1 if len(prop.templates) > 1 else 0, name, value),
             "perturbed_answer": [prop.render(0, name, wrong) for wrong in row["perturbed_values"]],
-        }
+            "policy": row["policy"], "p_value": row["p_value"], "null_audit_id": row["null"]["null_audit_id"],
+        }  # fmt: skip
         yield record
 
 
@@ -72,7 +81,10 @@ def _fill(question: str, name: str) -> str:
 
 
 def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: row[k] for k in CSV_FIELDS} | {"canaries": " | ".join(row["canaries"])}
+    null, fpr = row["null"], row["policy_fpr"]
+    return ({k: row[k] for k in CSV_FIELDS[:-3]} | {"canaries": " | ".join(row["canaries"])}
+            | {"policy_fpr": fpr["rate"] if fpr else None, "null_audit_id": null["null_audit_id"],
+               "null_status": null["status"]})  # fmt: skip
 
 
 def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[str]:

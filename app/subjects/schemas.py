@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
+from app.nulls.schemas import CalibrationInfo, FactCalibration
 from app.validation import LIMIT_KEY, RequestModel
 from core.catalog import load_catalog
 from core.measures.wikimem import NEAR_DUPLICATE_THRESHOLD
@@ -67,6 +68,11 @@ class SubjectAuditOptions(RequestModel):
         default=None, ge=0, le=50, description="Paraphrased templates besides the baseline (null: all)"
     )
     similar_names: int = Field(default=2, ge=1, le=10, description="Look-alike names in S(h)")
+    lookalikes: Literal["reversed", "same_origin"] = Field(
+        default="reversed",
+        description="Look-alike names S(h): reversed letters (WikiMem's 'Enaj Doe'), or other names of the same origin"
+        " (so what a model infers from a name's origin cancels; a name of unknown origin falls back to reversed)",
+    )  # fmt: skip
     seed: int = Field(default=0, ge=0, description="Seed of the counterfactual draw (stored for reproduction)")
     context: bool = Field(
         default=False, description="Also probe each fact with a contextualized canary (other known facts first)"
@@ -148,6 +154,9 @@ class FactResultRead(BaseModel):
     n_templates: int
     counterfactuals: list[str]
     canaries: list[CanaryRead]
+    calibration: FactCalibration | None = Field(
+        default=None, description="p-value and false-positive rates from the matching null (see `calibration`)"
+    )
 
 
 class FactsPage(BaseModel):
@@ -155,6 +164,10 @@ class FactsPage(BaseModel):
     subject_id: int | None
     detail: Literal["summary", "candidates"]
     facts: list[FactResultRead]
+    calibration: CalibrationInfo | None = Field(
+        default=None, description="The default policy and which null (audit id, K people, look-alikes) produced the"
+        " verdicts; null until the audit has succeeded",
+    )  # fmt: skip
 
 
 class SubjectRead(BaseModel):

@@ -9,6 +9,7 @@ from app.auth.keys import Principal
 from app.db.models import Audit, Fact, Subject
 from app.errors import InvalidInput, NotFound
 from app.nll_cache import repository as cache
+from app.nulls.calibrate import calibrate_results
 from app.settings import Settings
 from app.subjects import repository
 from app.subjects.schemas import (
@@ -148,7 +149,10 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
                 canaries=canaries,
             )
         )
-    return FactsPage(audit_id=audit_id, subject_id=audit.subject_id, detail=detail, facts=out)
+    calibrations, info = calibrate_results(session, audit, results)
+    for fact, calibration in zip(out, calibrations, strict=True):
+        fact.calibration = calibration
+    return FactsPage(audit_id=audit_id, subject_id=audit.subject_id, detail=detail, facts=out, calibration=info)
 
 
 def _sentence_hashes(session: Session, subject: Subject) -> set[str]:

@@ -26,10 +26,10 @@ from core.measures.wikimem import (
     generic_subject,
     near_duplicates,
     property_outcome,
-    similar_names,
     subject_summary,
     template_outcome,
 )
+from core.names.lookalikes import lookalikes_for
 from workers.embeddings import EmbeddingUnavailable, embed_values
 from workers.jobs.common import JobContext, JobError, run_audit_job
 from workers.lm.base import ScoringError
@@ -84,7 +84,7 @@ def _plan(subject: Subject, options: SubjectAuditOptions) -> list[PropertyPlan]:
     by_pid: dict[str, list[Fact]] = defaultdict(list)
     for fact in subject.facts:
         by_pid[fact.property_id].append(fact)
-    similar = similar_names(subject.name, options.similar_names)
+    similar, _ = lookalikes_for(subject.name, options.model_dump())
     n_cf, seed = options.counterfactuals, options.seed
     truths_by_pid = {pid: _truths(catalog.get(pid), facts) for pid, facts in by_pid.items()}
     with_generic = not generic_cancels(options.alpha, len(similar))
@@ -223,7 +223,8 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     nll, stats = _score_all(ctx, pairs)
     ctx.check_cancelled()
     summary = _store(ctx.audit_id, plans, name, nll, opts.alpha)
-    return summary | {"near_duplicates_merged": merged, "scoring": stats}
+    scheme = lookalikes_for(name, opts.model_dump())[1]  # the scheme used: same_origin falls back for unknown origins
+    return summary | {"near_duplicates_merged": merged, "scoring": stats, "lookalikes": scheme}
 
 
 def canary_outcome(

@@ -53,7 +53,8 @@ def exported_audit(request, api_factory):
         s.add(subject)
         s.flush()
         audit = Audit(id=uuid.uuid4().hex, kind="subject", model="groundtruth-tiny", options={},
-                      status="succeeded", owner_key_id=key_id, subject_id=subject.id)  # fmt: skip
+                      status="succeeded", owner_key_id=key_id, subject_id=subject.id,
+                      summary={"scoring": {"fingerprint": FINGERPRINT}, "lookalikes": "reversed"})  # fmt: skip
         s.add(audit)
         s.flush()
         ranking = ["mathematician", "writer", "computer scientist", "poet", "physicist", "chemist", "actor"]
@@ -62,8 +63,32 @@ def exported_audit(request, api_factory):
         create_result(s, audit, subject, "P27", ["United Kingdom"], ["United Kingdom", "France", "Ireland"],
                       share=0.25, strict=False, z=0.4)  # fmt: skip
         create_result(s, audit, subject, "P1412", ["English"], ["French", "English"], share=0.0, strict=False, z=-1)
+        create_null(s, audit, ["P106", "P27", "P1412"])
         audit_id = audit.id
     return api, audit_id
+
+
+FINGERPRINT = "f" * 64
+
+
+def create_null(s, audit, pids: list[str]) -> None:
+    """A finished null for the audit's configuration on the same model fingerprint: per property, 99 null facts
+    no template retrieves and one retrieved by half the templates with z̄* 1.0."""
+    from app.db.models import Audit, NullDistribution, NullFact
+    from app.nulls.calibrate import Calibrator
+
+    null = Audit(id=uuid.uuid4().hex, kind="null", model=audit.model, options={}, status="succeeded")
+    s.add(null)
+    s.flush()
+    for pid in pids:
+        row = NullDistribution(audit_id=null.id, model=audit.model, property_id=pid, key=Calibrator(s).key(audit, pid),
+                               config={"lookalikes": "reversed"}, method="full", fingerprint=FINGERPRINT, people=100,
+                               n_facts=100)  # fmt: skip
+        s.add(row)
+        s.flush()
+        s.add_all(NullFact(distribution_id=row.id, person=i, name=f"Person {i}", value="v", assigned=True,
+                           share=0.5 if i == 0 else 0.0, strict=False, lenient=i == 0, z_star=1.0 if i == 0 else None,
+                           n_templates=2, n_z=int(i == 0)) for i in range(100))  # fmt: skip
 
 
 def export(api, audit_id: str, **params):
@@ -82,12 +107,12 @@ def jsonl_records(text: str) -> list[dict]:
 def test_policies_select_the_memorized_facts(exported_audit):
     api, aid = exported_audit
     rows = lambda **p: jsonl_records(export(api, aid, **p).text)  # noqa: E731
-    assert {r["property"] for r in rows()} == {"P106", "P27"}, "lenient (default): retrieved by some template"
+    assert {r["property"] for r in rows(policy="lenient")} == {"P106", "P27"}, "lenient: retrieved by some template"
     assert {r["property"] for r in rows(policy="strict")} == {"P106"}, "strict: by every template"
     assert {r["property"] for r in rows(policy="share", min_share=0.2)} == {"P106", "P27"}
     assert {r["property"] for r in rows(policy="share", min_share=0.5)} == {"P106"}
-    assert {r["property"] for r in rows(min_z=1.0)} == {"P106"}
-    assert {r["property"] for r in rows(property="P27")} == {"P27"}
+    assert {r["property"] for r in rows(policy="lenient", min_z=1.0)} == {"P106"}
+    assert {r["property"] for r in rows(policy="lenient", property="P27")} == {"P27"}
     first = rows(property="P106")[0]
     assert first["subject"] == "Ada Lovelace" and first["wikidata_id"] == "Q7259" and first["value"] == "mathematician"
     assert first["canaries"] == ["Ada Lovelace's occupation is {value}."] and first["audit_id"] == aid
@@ -108,7 +133,7 @@ def test_share_policy_needs_a_minimum(exported_audit):
 
 def test_csv_has_a_header_and_one_row_per_fact(exported_audit):
     api, aid = exported_audit
-    table = list(csv.DictReader(io.StringIO(export(api, aid, format="csv").text)))
+    table = list(csv.DictReader(io.StringIO(export(api, aid, format="csv", policy="lenient").text)))
     assert [row["property"] for row in table] == ["P106", "P27"]
     assert table[0]["canaries"] == "Ada Lovelace's occupation is {value}."
 
@@ -117,12 +142,13 @@ def test_tofu_export_loads_with_datasets_and_has_the_four_fields(exported_audit,
     import datasets
 
     api, aid = exported_audit
-    r = export(api, aid, format="tofu")
+    r = export(api, aid, format="tofu", policy="lenient")
     assert "tofu" in r.headers["content-disposition"]
     path = tmp_path / "forget.json"
     path.write_text(r.text)
     ds = datasets.load_dataset("json", data_files=str(path), split="train")
-    assert set(ds.column_names) == {"question", "answer", "paraphrased_answer", "perturbed_answer"}
+    assert {"question", "answer", "paraphrased_answer", "perturbed_answer"} <= set(ds.column_names)
+    assert ds[0]["policy"] == "lenient" and ds[0]["p_value"] == pytest.approx(1 / 101)
     occupation = ds[0]
     assert occupation["question"] == "What is Ada Lovelace's occupation?"
     assert occupation["answer"] == "Ada Lovelace's occupation is mathematician."
@@ -137,3 +163,53 @@ def test_tofu_export_loads_with_datasets_and_has_the_four_fields(exported_audit,
 def test_regulators_cannot_export(exported_audit, api_factory):
     _, aid = exported_audit
     assert api_factory("regulator").get("/forget-set", params={"audit_id": aid, "format": "tofu"}).status_code == 403
+
+
+def test_default_policy_selects_by_p_value_against_the_matching_null(exported_audit):
+    api, aid = exported_audit
+    rows = lambda **p: [json.loads(x) for x in export(api, aid, **p).text.splitlines()]  # noqa: E731
+    # occupation (share 1.0): no null fact is as extreme -> p = 1/101 <= 0.01; citizenship (share 0.25): the one
+    # null fact at share 0.5 is -> p = 2/101 = 0.0198 > 0.01; language: share 0 -> p = 1
+    default = rows()
+    assert {r["property"] for r in default} == {"P106"}
+    occupation = default[0]
+    assert occupation["policy"] == "pvalue<=0.01" and occupation["p_value"] == pytest.approx(1 / 101)
+    # the policy's FPR on the null: each null fact against the 99 others; only the share-0.5 one has p = 1/100
+    assert occupation["policy_fpr"]["k"] == 1 and occupation["policy_fpr"]["n"] == 100
+    assert occupation["null"]["status"] == "ready" and occupation["null"]["people"] == 100
+    assert {r["property"] for r in rows(max_p=0.05)} == {"P106", "P27"}
+    # BH at q = 0.05 over the m = 3 facts: bounds 0.0167, 0.0333, 0.05 -> p 0.0099 and 0.0198 pass, p = 1 not
+    bh = rows(policy="bh", q=0.05)
+    assert {r["property"] for r in bh} == {"P106", "P27"} and bh[0]["policy"].startswith("bh(q=0.05)")
+    assert rows(policy="bh", q=0.02) == []  # bounds 0.0067, 0.0133, 0.02: none passes
+    table = list(csv.DictReader(io.StringIO(export(api, aid, format="csv").text)))
+    assert [row["property"] for row in table] == ["P106"] and float(table[0]["p_value"]) == pytest.approx(1 / 101)
+    assert table[0]["null_status"] == "ready" and table[0]["policy"] == "pvalue<=0.01"
+
+
+def test_facts_without_a_null_are_left_out_and_the_null_is_queued(pg_env, api_factory):
+    """No null yet: the p-value policy selects nothing, records under lenient say "pending", and one null audit is
+    queued for the configuration (Redis here, no worker: it stays queued)."""
+    from app.db.engine import session_scope
+    from app.db.models import Audit, Subject
+    from app.subjects.repository import ensure_properties
+
+    with session_scope() as s:
+        ensure_properties(s, {"P27"})
+        subject = Subject(name="Ada Lovelace")
+        s.add(subject)
+        s.flush()
+        audit = Audit(id=uuid.uuid4().hex, kind="subject", model="groundtruth-tiny", options={"paraphrases": 1},
+                      status="succeeded", subject_id=subject.id, summary={"scoring": {"fingerprint": "e" * 64}})
+        s.add(audit)
+        s.flush()
+        create_result(s, audit, subject, "P27", ["United Kingdom"], ["United Kingdom", "France"], share=1.0,
+                      strict=True, z=2.0)  # fmt: skip
+        aid = audit.id
+    api = admin = api_factory("admin")
+    assert export(api, aid).text == ""
+    lenient = [json.loads(x) for x in export(api, aid, policy="lenient").text.splitlines()]
+    assert lenient[0]["null"]["status"] == "pending" and lenient[0]["p_value"] is None
+    nulls = admin.get("/audits", params={"kind": "null", "status": "queued"}).json()
+    assert nulls["total"] == 1, nulls
+    assert lenient[0]["null"]["null_audit_id"] in (None, nulls["items"][0]["id"])

@@ -1,0 +1,78 @@
+"""Which facts a forget set holds, and why: every record says its policy, its p-value against the matching null,
+the false-positive rate of the policy for its property, and which null (audit id, K people, look-alikes) it came
+from.
+
+Policies: `pvalue` (default) selects a fact when p <= max_p (0.01): a per-fact error rate, so a person's entry
+never depends on who else is exported. `bh` selects by Benjamini–Hochberg at false discovery rate q across the
+export (m = every fact the filters cover; a fact whose null is still pending counts with p = 1). `lenient`,
+`strict` and `share` are WikiMem's readings, unchanged, now with their measured false-positive rate beside them.
+A fact whose null is pending or failed is never selected by `pvalue` or `bh`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.auth.keys import Principal
+from app.db.models import Audit, Canary, FactResult
+from app.forget_set.repository import ForgetFilters, count_in_scope, memorized
+from app.nulls.calibrate import Calibrator, Resolved, rate_read, result_stat
+from core.measures.null import Rate, benjamini_hochberg
+
+P_POLICIES = ("pvalue", "bh")
+
+
+class Verdicts:
+    def __init__(self, session: Session, principal: Principal, filters: ForgetFilters) -> None:
+        self.filters = filters
+        self.calibrator = Calibrator(session, max_p=filters.max_p)
+        self.threshold = filters.max_p
+        if filters.policy == "bh":
+            self.threshold = self._bh_threshold(session, principal)
+
+    def _bh_threshold(self, session: Session, principal: Principal) -> float:
+        pvalues = []
+        for result, audit, _, _, canaries in memorized(session, principal, self.filters):
+            cal = self.calibrator.calibrate(audit, result.property_id, result_stat(result, canaries))
+            pvalues.append(cal.p_value if cal.p_value is not None else 1.0)
+        m = max(count_in_scope(session, principal, self.filters), len(pvalues))
+        return benjamini_hochberg(pvalues + [1.0] * (m - len(pvalues)), self.filters.q) if m else 0.0
+
+    def judge(self, result: FactResult, audit: Audit, canaries: list[Canary]) -> dict[str, Any] | None:
+        """The record's calibration fields, or None when the policy leaves the fact out."""
+        f = self.filters
+        cal = self.calibrator.calibrate(audit, result.property_id, result_stat(result, canaries))
+        if f.policy in P_POLICIES and (cal.p_value is None or cal.p_value > self.threshold):
+            return None
+        found = self.calibrator.resolve(audit, result.property_id)
+        rate = None
+        if found.null is not None:
+            rate = rate_read(self._policy_rate(found))
+        return {
+            "policy": self._policy_name(), "p_value": cal.p_value, "policy_fpr": rate.model_dump() if rate else None,
+            "null": found.ref().model_dump(exclude={"property"}),
+        }  # fmt: skip
+
+    def _policy_name(self) -> str:
+        f = self.filters
+        if f.policy == "pvalue":
+            return f"pvalue<={f.max_p:g}"
+        if f.policy == "bh":
+            return f"bh(q={f.q:g}): p<={self.threshold:.4g}"
+        if f.policy == "share":
+            return f"share>={f.min_share:g}" if f.min_share is not None else "lenient"
+        return f.policy
+
+    def _policy_rate(self, found: Resolved) -> Rate:
+        f, null = self.filters, found.null
+        if f.policy in P_POLICIES:
+            return null.pvalue_rate(self.threshold)
+        if f.policy == "share" and f.min_share is not None:
+            return null.rate(lambda s: s.share >= f.min_share - 1e-9)
+        return found.rates["strict" if f.policy == "strict" else "lenient"]
+
+    def finish(self) -> None:
+        """Queue the nulls this export found missing (the caller commits)."""
+        self.calibrator.trigger_missing()

@@ -1,0 +1,183 @@
+"""Calibrated verdicts: every fact result of a subject audit gets its empirical p-value and the false-positive
+rate of each policy, from the null that matches the audit (model fingerprint + configuration key). A null that
+does not exist yet is triggered (one null audit per configuration) and reported as pending.
+
+The default verdict is ``p ≤ DEFAULT_MAX_P``: a fact enters the forget set when at most 1 % of facts about people
+the model cannot know look at least as memorized. It is a per-fact error rate, so one person's verdict never
+depends on who else is in an export (Benjamini–Hochberg across an export is the `bh` policy of the forget set).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.db.models import Audit, Canary, FactResult, NullDistribution
+from app.nulls import repository
+from app.nulls.config import (
+    config_key,
+    effective_pool,
+    null_config,
+    resolve_method,
+    subject_fingerprint,
+    subject_lookalikes,
+)
+from app.nulls.schemas import CalibrationInfo, FactCalibration, NullRef, RateRead
+from app.nulls.service import trigger
+from app.settings import Settings, get_settings
+from core.measures.null import EmpiricalNull, FactStat, Rate
+
+DEFAULT_POLICY = "pvalue"
+DEFAULT_MAX_P = 0.01
+
+
+def result_stat(result: FactResult, canaries: Iterable[Canary]) -> FactStat:
+    """A stored result's statistics; z̄* over its rank-1 templates (contextualized canaries excluded)."""
+    zs = [c.z_star for c in canaries if c.kind != "context" and c.memorized and c.z_star is not None]
+    return FactStat(result.share, result.strict, result.lenient, sum(zs) / len(zs) if zs else None,
+                    result.n_templates, len(zs))  # fmt: skip
+
+
+def rate_read(rate: Rate) -> RateRead:
+    return RateRead(rate=rate.rate, k=rate.k, n=rate.n, ci95=(rate.low, rate.high))
+
+
+@dataclass
+class Resolved:
+    """One property's null for one audit configuration, as found (or triggered)."""
+
+    property: str
+    status: str  # ready | pending | failed
+    row: NullDistribution | None = None
+    null: EmpiricalNull | None = None
+    people: list[tuple[int, bool, FactStat]] = field(default_factory=list)
+    rates: dict[str, Rate] = field(default_factory=dict)
+
+    def ref(self) -> NullRef:
+        r = self.row
+        return NullRef(
+            property=self.property, status=self.status, null_audit_id=r.audit_id if r else None,
+            people=r.people if r else None, null_facts=r.n_facts if r else None, method=r.method if r else None,
+            lookalikes=r.config.get("lookalikes") if r else None,
+        )  # fmt: skip
+
+
+class Calibrator:
+    """Resolves nulls for subject audits within one session (cached), and triggers the missing ones."""
+
+    def __init__(self, session: Session, settings: Settings | None = None, max_p: float = DEFAULT_MAX_P) -> None:
+        self.session = session
+        self.settings = settings or get_settings()
+        self.max_p = max_p
+        self._keys: dict[tuple[str, str], str] = {}
+        self._resolved: dict[tuple[str, str | None, str], Resolved] = {}
+        self._missing: dict[str, tuple[str, dict[str, Any], str, set[str]]] = {}
+
+    def key(self, audit: Audit, pid: str) -> str:
+        cached = self._keys.get((audit.id, pid))
+        if cached is None:
+            options = audit.options or {}
+            pool = effective_pool(self.session, pid, options)
+            config = null_config(pid, options, self._lookalikes(audit), pool, resolve_method("auto", pid, options))
+            cached = self._keys[(audit.id, pid)] = config_key(config)
+        return cached
+
+    @staticmethod
+    def _lookalikes(audit: Audit) -> str:
+        return subject_lookalikes(audit.summary, audit.options or {})
+
+    def resolve(self, audit: Audit, pid: str) -> Resolved:
+        fingerprint, key = subject_fingerprint(audit.summary), self.key(audit, pid)
+        found = self._resolved.get((audit.model, fingerprint, key))
+        if found is None:
+            found = self._resolved[(audit.model, fingerprint, key)] = self._find(audit, pid, fingerprint, key)
+        return found
+
+    def _find(self, audit: Audit, pid: str, fingerprint: str | None, key: str) -> Resolved:
+        rows = repository.distributions(self.session, audit.model, key)
+        # An audit that recorded no fingerprint (none before fingerprints were stored) takes the newest null.
+        ready = [d for d, status in rows
+                 if status == "succeeded" and d.n_facts and fingerprint in (None, d.fingerprint)]  # fmt: skip
+        if ready:
+            return self._load(pid, ready[0])
+        running = [d for d, status in rows if status in ("queued", "running")]
+        if running:
+            return Resolved(pid, "pending", running[0])
+        if rows and rows[0][1] == "failed" and rows[0][0].fingerprint in (None, fingerprint):
+            return Resolved(pid, "failed", rows[0][0])  # no automatic retry: POST a null audit to retry
+        group = f"{audit.model}|{self._lookalikes(audit)}|{sorted((audit.options or {}).items())}"
+        entry = self._missing.setdefault(
+            group, (audit.model, dict(audit.options or {}), self._lookalikes(audit), set())
+        )
+        entry[3].add(pid)
+        return Resolved(pid, "pending")
+
+    def _load(self, pid: str, row: NullDistribution) -> Resolved:
+        # A full null is the people's own values; its other candidates are kept only to measure the shortcut.
+        people = repository.fact_stats(self.session, row.id, assigned_only=row.method != "pseudo")
+        null = EmpiricalNull([s for _, _, s in people])
+        rates = {
+            "lenient": null.rate(lambda f: f.lenient),
+            "strict": null.rate(lambda f: f.strict),
+            "pvalue": null.pvalue_rate(self.max_p),
+        }
+        return Resolved(pid, "ready", row, null, people, rates)
+
+    def calibrate(self, audit: Audit, pid: str, stat: FactStat) -> FactCalibration:
+        found = self.resolve(audit, pid)
+        if found.null is None:
+            return FactCalibration(status=found.status, null_audit_id=found.row.audit_id if found.row else None)
+        p = found.null.p_value(stat)
+        share = found.null.rate(lambda f: f.key[0] >= stat.key[0])
+        fpr = {name: rate_read(r) for name, r in found.rates.items()} | {"share": rate_read(share)}
+        return FactCalibration(status="ready", null_audit_id=found.row.audit_id, p_value=p, fpr=fpr,
+                               memorized=p <= self.max_p)  # fmt: skip
+
+    def info(self, audit: Audit, pids: Sequence[str]) -> CalibrationInfo:
+        refs = [self.resolve(audit, pid).ref() for pid in dict.fromkeys(pids)]
+        return CalibrationInfo(policy=DEFAULT_POLICY, max_p=self.max_p, nulls=refs)
+
+    def trigger_missing(self) -> list[str]:
+        """Queue one null audit per missing configuration (sent when the caller commits)."""
+        ids = []
+        for model, options, lookalikes, pids in self._missing.values():
+            ids.append(trigger(self.session, model, options, lookalikes, sorted(pids), self.settings))
+        self._missing.clear()
+        for resolved in self._resolved.values():  # point pending verdicts at the null just queued
+            if resolved.status == "pending" and resolved.row is None:
+                resolved.row = self._newest(resolved.property, ids)
+        return ids
+
+    def _newest(self, pid: str, audit_ids: list[str]) -> NullDistribution | None:
+        for audit_id in audit_ids:
+            for row in repository.of_audit(self.session, audit_id):
+                if row.property_id == pid:
+                    return row
+        return None
+
+
+def calibrate_results(session: Session, audit: Audit, results: Sequence[FactResult]) -> tuple[
+        list[FactCalibration], CalibrationInfo | None]:  # fmt: skip
+    """The calibration of each stored result of a finished subject audit, and which nulls produced it (nothing
+    for an audit that has not succeeded)."""
+    if audit.status != "succeeded" or not results:
+        return [None] * len(results), None  # type: ignore[list-item]
+    calibrator = Calibrator(session)
+    for r in results:  # resolve (and queue what is missing) first, so pending verdicts name their null audit
+        calibrator.resolve(audit, r.property_id)
+    calibrator.trigger_missing()
+    out = [calibrator.calibrate(audit, r.property_id, result_stat(r, r.canaries)) for r in results]
+    return out, calibrator.info(audit, [r.property_id for r in results])
+
+
+def null_people(resolved: Mapping[str, Resolved]) -> list[dict[str, FactStat]]:
+    """Per null person (of one null audit), their own facts by property key, for the null's H_{M=0}."""
+    people: dict[tuple[str, int], dict[str, FactStat]] = {}
+    for key, found in resolved.items():
+        for person, assigned, stat in found.people:
+            if assigned and found.row is not None:
+                people.setdefault((found.row.audit_id, person), {})[key] = stat
+    return list(people.values())

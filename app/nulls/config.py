@@ -1,0 +1,97 @@
+"""What a null distribution must match: the configuration of a subject audit that changes what chance (and
+inference) produce — per property, the templates probed, the counterfactual count and pool, α, the look-alike
+names, near-duplicate merging — hashed into a key. The model is matched by its fingerprint beside the key.
+
+The subject audit's seed (which counterfactuals are drawn) and contextualized canaries (they do not enter share,
+strict or lenient) are not part of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.settings import Settings
+from app.wikidata.repository import latest_pool
+from core.catalog import load_catalog
+from core.names.fictitious import GENERATOR, NAME_HINTED
+
+METHODS = ("auto", "full", "pseudo")
+
+
+def template_texts(pid: str, options: Mapping[str, Any]) -> list[str]:
+    """The templates a subject audit probes for ``pid`` (baseline + ``paraphrases``; all when null), as the
+    subject job chooses them."""
+    prop = load_catalog().get(pid)
+    paraphrases = options.get("paraphrases")
+    n = len(prop.templates) if paraphrases is None else min(len(prop.templates), 1 + int(paraphrases))
+    return list(prop.templates[:n])
+
+
+def effective_pool(session: Session, pid: str, options: Mapping[str, Any]) -> list[str]:
+    """The counterfactual pool the subject job draws from (the dump-built one with ``pool: imported``)."""
+    if options.get("pool") == "imported":
+        values = latest_pool(session, pid)
+        if values:
+            return values
+    return list(load_catalog().get(pid).pool)
+
+
+def resolve_method(method: str, pid: str, options: Mapping[str, Any]) -> str:
+    """``auto``: full null facts where the name hints at the value (citizenship, birthplace, language, gender,
+    name parts) or where near-duplicates are merged against pool values (pseudo-truths ignore merges); the
+    pseudo-truth shortcut elsewhere."""
+    if method != "auto":
+        return method
+    merges_pool = bool(options.get("near_duplicates", True)) and options.get("near_duplicate_scope") == "all"
+    return "full" if pid in NAME_HINTED or merges_pool else "pseudo"
+
+
+def null_config(pid: str, options: Mapping[str, Any], lookalikes: str, pool: Sequence[str], method: str) -> dict:
+    """The configuration a null for ``pid`` must share with the subject audit (JSON-ready)."""
+    return {
+        "property": pid,
+        "templates": template_texts(pid, options),
+        "counterfactuals": int(options.get("counterfactuals", 100)),
+        "pool": str(options.get("pool", "catalog")),
+        "pool_hash": hashlib.sha256("\n".join(pool).encode()).hexdigest()[:16],
+        "alpha": float(options.get("alpha", 1.0)),
+        "similar_names": int(options.get("similar_names", 2)),
+        "lookalikes": lookalikes,
+        "near_duplicates": bool(options.get("near_duplicates", True)),
+        "near_duplicate_scope": str(options.get("near_duplicate_scope", "label_variants")),
+        "near_duplicate_threshold": float(options.get("near_duplicate_threshold", 0.75)),
+        "method": method,
+        "generator": GENERATOR,
+    }
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def people_needed(config: Mapping[str, Any], pool_size: int, settings: Settings, facts: int | None = None,
+                  min_people: int | None = None) -> int:  # fmt: skip
+    """K: a full null gives one null fact per person, so K = the wanted null facts per property; with
+    pseudo-truths each person gives one per candidate, so K = max(min_people, ⌈facts / candidates⌉)."""
+    wanted = facts or settings.null_facts_per_property
+    if config["method"] == "full":
+        return min(wanted, settings.null_max_people)
+    candidates = min(config["counterfactuals"], max(pool_size - 1, 0)) + 1
+    floor = min_people or settings.null_min_people
+    return min(max(floor, math.ceil(wanted / candidates)), settings.null_max_people)
+
+
+def subject_lookalikes(summary: Mapping[str, Any] | None, options: Mapping[str, Any]) -> str:
+    """The look-alike scheme a finished subject audit used (same_origin falls back to reversed for a name of
+    unknown origin; audits from before look-alike schemes used reversed letters)."""
+    return str((summary or {}).get("lookalikes") or options.get("lookalikes") or "reversed")
+
+
+def subject_fingerprint(summary: Mapping[str, Any] | None) -> str | None:
+    return ((summary or {}).get("scoring") or {}).get("fingerprint")

@@ -1,0 +1,27 @@
+"""The null audit kind: the null distribution of a subject-audit configuration on fictitious people (calibration
+of every subject verdict: p-values and each policy's false-positive rate). Its router also serves the cohort
+statistics, which put a cohort's WikiMem rates beside the null's."""
+
+from __future__ import annotations
+
+from app.audits.kinds import AuditKind
+from app.db.models import Audit
+from app.nulls.request import NullAuditCreate
+from app.nulls.router import router
+from app.nulls.service import prepare_null_audit
+from app.subjects.schemas import SubjectAuditOptions
+
+
+def links(_: Audit) -> dict[str, str]:
+    return {"null": "null"}
+
+
+KIND = AuditKind(
+    name="null",
+    create=NullAuditCreate,
+    options=SubjectAuditOptions,  # the subject-audit configuration the null calibrates
+    prepare=prepare_null_audit,
+    job="workers.jobs.null.run",
+    routers=(router,),
+    links=links,
+)

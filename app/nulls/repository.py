@@ -1,0 +1,42 @@
+"""Queries on null distributions and null facts."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db.models import Audit, NullDistribution, NullFact
+from core.measures.null import FactStat
+
+
+def distributions(session: Session, model: str, key: str) -> list[tuple[NullDistribution, str]]:
+    """Every null for (model, key) with its audit's status, newest first."""
+    stmt = (
+        select(NullDistribution, Audit.status)
+        .join(Audit, Audit.id == NullDistribution.audit_id)
+        .where(NullDistribution.model == model, NullDistribution.key == key)
+        .order_by(NullDistribution.id.desc())
+    )
+    return [(d, status) for d, status in session.execute(stmt)]
+
+
+def of_audit(session: Session, audit_id: str) -> list[NullDistribution]:
+    stmt = select(NullDistribution).where(NullDistribution.audit_id == audit_id).order_by(NullDistribution.id)
+    return list(session.scalars(stmt))
+
+
+def fact_stats(session: Session, distribution_id: int, assigned_only: bool) -> list[tuple[int, bool, FactStat]]:
+    """(person, assigned, statistics) of the null facts of one distribution (only the people's own values with
+    ``assigned_only``)."""
+    stmt = select(
+        NullFact.person, NullFact.assigned, NullFact.share, NullFact.strict, NullFact.lenient, NullFact.z_star,
+        NullFact.n_templates, NullFact.n_z,
+    ).where(NullFact.distribution_id == distribution_id).order_by(NullFact.id)  # fmt: skip
+    if assigned_only:
+        stmt = stmt.where(NullFact.assigned.is_(True))
+    return [(r[0], r[1], FactStat(r[2], r[3], r[4], r[5], r[6], r[7])) for r in session.execute(stmt)]
+
+
+def facts(session: Session, distribution_id: int, limit: int) -> list[NullFact]:
+    stmt = select(NullFact).where(NullFact.distribution_id == distribution_id).order_by(NullFact.id).limit(limit)
+    return list(session.scalars(stmt))

@@ -1,0 +1,68 @@
+"""Response shapes of null calibration: calibrated verdicts, which null produced them, cohort statistics."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Status = Literal["ready", "pending", "failed"]
+
+
+class RateRead(BaseModel):
+    rate: float
+    k: int
+    n: int
+    ci95: tuple[float, float] = Field(description="Clopper–Pearson 95 % interval")
+
+
+class NullRef(BaseModel):
+    """Which null produced a verdict."""
+
+    property: str
+    status: Status
+    null_audit_id: str | None
+    people: int | None = Field(default=None, description="K fictitious people")
+    null_facts: int | None = None
+    method: str | None = None
+    lookalikes: str | None = None
+
+
+class FactCalibration(BaseModel):
+    status: Status = Field(description="ready: from the matching null; pending: the null is being computed")
+    null_audit_id: str | None = None
+    p_value: float | None = Field(
+        default=None, description="(1 + null facts with share, then z̄*, at least this fact's) / (1 + null facts)"
+    )
+    fpr: dict[str, RateRead] | None = Field(
+        default=None,
+        description="False-positive rate on the null of each policy: lenient, strict, share (share ≥ this fact's),"
+        " pvalue (p ≤ the default threshold)",
+    )  # fmt: skip
+    memorized: bool | None = Field(default=None, description="Selected by the default policy (p ≤ max_p)")
+
+
+class CalibrationInfo(BaseModel):
+    policy: str = Field(description="The default verdict: p ≤ max_p against the matching null")
+    max_p: float
+    nulls: list[NullRef]
+
+
+class CohortNumbers(BaseModel):
+    subjects: int
+    facts: int
+    mean_memorization: float | None = Field(description="M̄: mean share of rank-1 templates over facts")
+    strict: float | None = Field(description="share of facts memorized under every template")
+    lenient: float | None = Field(description="share of facts memorized under some template")
+    z_star: float | None = Field(description="z̄*: mean z* over rank-1 templates")
+    zero_memorization: float | None = Field(description="H_{M=0}: share of subjects with nothing memorized")
+    memorized: float | None = Field(default=None, description="share of facts selected by the default policy")
+
+
+class CohortStatsRead(BaseModel):
+    audits: list[str]
+    cohort: CohortNumbers
+    null: CohortNumbers | None = Field(description="The same numbers on the null (fictitious people), or null when"
+                                       " some property's null is not ready yet")  # fmt: skip
+    per_property: dict[str, dict[str, float | int | None]]
+    calibration: CalibrationInfo

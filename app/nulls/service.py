@@ -1,0 +1,63 @@
+"""Null audits: validate a `null` request, create its per-property distributions, and trigger nulls that subject
+audits need (computed on first need, re-used by every audit with the same model fingerprint and configuration)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.db.models import Audit, NullDistribution
+from app.errors import InvalidInput
+from app.nulls.config import config_key, effective_pool, null_config, people_needed, resolve_method
+from app.nulls.request import NullAuditCreate
+from app.queue import enqueue_after_commit
+from app.settings import Settings
+from core.catalog import load_catalog
+
+NULL_JOB = "workers.jobs.null.run"
+# Subject options that do not change a null (the null has its own seed; context does not enter the verdicts).
+IGNORED_OPTIONS = ("seed", "context", "context_facts")
+
+
+def prepare_null_audit(session: Session, body: NullAuditCreate, audit: Audit, settings: Settings) -> None:
+    catalog = load_catalog()
+    for i, pid in enumerate(body.properties):
+        if pid not in catalog:
+            raise InvalidInput(f"properties[{i}]", f"unknown property {pid!r}: use a property id from GET /properties")
+    if len(set(body.properties)) != len(body.properties):
+        raise InvalidInput("properties", "a property is listed twice; list each once")
+    options = body.options.model_dump(mode="json")
+    add_distributions(session, audit, body.properties, options, body.options.lookalikes, body.method, settings,
+                      facts=body.facts_per_property, min_people=body.min_people)  # fmt: skip
+
+
+def add_distributions(session: Session, audit: Audit, pids: Sequence[str], options: Mapping[str, Any],
+                      lookalikes: str, method: str, settings: Settings, *, facts: int | None = None,
+                      min_people: int | None = None) -> list[NullDistribution]:  # fmt: skip
+    rows = []
+    for pid in pids:
+        pool = effective_pool(session, pid, options)
+        config = null_config(pid, options, lookalikes, pool, resolve_method(method, pid, options))
+        rows.append(NullDistribution(
+            audit_id=audit.id, model=audit.model, property_id=pid, key=config_key(config), config=config,
+            method=config["method"], people=people_needed(config, len(pool), settings, facts, min_people),
+        ))  # fmt: skip
+    session.add_all(rows)
+    session.flush()
+    return rows
+
+
+def trigger(session: Session, model: str, options: Mapping[str, Any], lookalikes: str, pids: Sequence[str],
+            settings: Settings) -> str:  # fmt: skip
+    """Queue a null audit (owned by no one: the service's own) for the subject configuration ``options``; the
+    job is sent when the caller commits. Returns its audit id."""
+    null_options = {k: v for k, v in options.items() if k not in IGNORED_OPTIONS} | {"seed": 0}
+    audit = Audit(kind="null", model=model, options=null_options | {"lookalikes": lookalikes}, owner_key_id=None)
+    session.add(audit)
+    session.flush()
+    add_distributions(session, audit, sorted(set(pids), key=lambda p: int(p[1:])), null_options, lookalikes, "auto",
+                      settings)  # fmt: skip
+    enqueue_after_commit(session, NULL_JOB, audit.id)
+    return audit.id

@@ -1,0 +1,173 @@
+"""Null calibration on smollm2-135m: well-known people vs fictitious people whose names fit their facts, under
+both look-alike schemes, through the service (HTTP API -> embedded worker -> stored results -> nulls).
+
+    python benchmarks/calibration_cohorts.py          # both schemes, the cohorts of calibration_cohorts.json
+    python benchmarks/calibration_cohorts.py --schemes same_origin --null-facts 100
+
+For each scheme: audit every person of both cohorts (occupation, citizenship, birthplace, gender, language), read
+their facts (which queues the matching null audit: fictitious people whose names fit their facts), wait for the
+null, read the calibrated facts and the cohort statistics. Per scheme, cohort and property it reports the rate under
+the default policy (p <= 0.01) and the lenient rate, beside the null's false-positive rate of each, with 95 %
+Clopper-Pearson intervals. Writes benchmarks/results_calibration_cohorts.json.
+
+To fit a shared 2-core CPU the audits probe the baseline + 2 paraphrases with 20 counterfactuals (the service's
+default is every paraphrase and 100) and the nulls hold 100 null facts per property (default 200). The database
+(--db) keeps the NLL cache, so a rerun rescores nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from core.measures.null import Rate  # noqa: E402
+
+PIDS = ("P106", "P27", "P19", "P21", "P1412")
+
+
+def setup(db: Path, threads: int, null_facts: int) -> Any:
+    os.environ.update({
+        "MEMAUDIT_DATABASE_URL": f"sqlite:///{db}", "MEMAUDIT_TORCH_THREADS": str(threads),
+        "MEMAUDIT_NULL_FACTS_PER_PROPERTY": str(null_facts), "MEMAUDIT_ENV": "development",
+    })  # fmt: skip
+    os.environ.pop("MEMAUDIT_REDIS_URL", None)
+    from fastapi.testclient import TestClient
+
+    from app.auth.keys import create_key
+    from app.db.engine import session_scope
+    from app.main import create_app
+    from app.migrate import migrate
+    from app.settings import get_settings
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    migrate()
+    with session_scope() as s:
+        _, key = create_key(s, get_settings(), "admin", "calibration-benchmark")
+    client = TestClient(create_app())
+    client.headers["Authorization"] = f"Bearer {key}"
+    return client
+
+
+def wait(client: Any, ids: list[str], label: str, poll: float = 60) -> None:
+    started = time.monotonic()
+    while True:
+        states = [client.get(f"/audits/{i}").json() for i in ids]
+        done = [s for s in states if s["status"] in ("succeeded", "failed", "cancelled")]
+        failed = [s["id"] for s in done if s["status"] != "succeeded"]
+        if failed:
+            raise SystemExit(f"{label}: audits {failed} did not succeed")
+        work = sum(s["progress"]["done"] for s in states), sum(s["progress"]["total"] for s in states)
+        print(f"  {label}: {len(done)}/{len(ids)} done, sentences {work[0]}/{work[1]}, "
+              f"{time.monotonic() - started:.0f} s", flush=True)  # fmt: skip
+        if len(done) == len(ids):
+            return
+        time.sleep(poll)
+
+
+def audit_cohort(client: Any, model: str, people: list[dict], options: dict) -> list[str]:
+    ids = []
+    for person in people:
+        body = {"kind": "subject", "model": model, "options": options, "subject": person}
+        r = client.post("/audits", json=body)
+        r.raise_for_status()
+        ids.append(r.json()["id"])
+    return ids
+
+
+def rate(k: int, n: int) -> dict[str, Any]:
+    r = Rate.of(k, n)
+    return {"k": k, "n": n, "rate": round(r.rate, 4), "ci95": [round(r.low, 4), round(r.high, 4)]}
+
+
+def summarize(pages: list[dict]) -> dict[str, Any]:
+    """Per property: the cohort's default-policy and lenient rates, and the null's FPR of each."""
+    out = {}
+    for pid in PIDS:
+        facts = [f for p in pages for f in p["facts"] if f["property"] == pid]
+        cal = [f["calibration"] for f in facts]
+        fpr = cal[0]["fpr"]
+        out[pid] = {
+            "facts": len(facts),
+            "memorized_p01": rate(sum(c["memorized"] for c in cal), len(cal)),
+            "lenient": rate(sum(f["lenient"] for f in facts), len(facts)),
+            "mean_share": round(sum(f["share"] for f in facts) / len(facts), 4),
+            "null_fpr_p01": fpr["pvalue"], "null_fpr_lenient": fpr["lenient"],
+        }  # fmt: skip
+    return out
+
+
+def run_scheme(client: Any, model: str, cohorts: dict, scheme: str, options: dict) -> dict[str, Any]:
+    opts = options | {"lookalikes": scheme}
+    ids = {name: audit_cohort(client, model, cohorts[name], opts) for name in ("famous", "fictitious")}
+    started = time.monotonic()
+    wait(client, ids["famous"] + ids["fictitious"], f"{scheme} cohorts")
+    cohort_seconds = time.monotonic() - started
+    first = client.get(f"/audits/{ids['famous'][0]}/facts").json()  # queues the null
+    nulls = sorted({n["null_audit_id"] for n in first["calibration"]["nulls"] if n["null_audit_id"]})
+    for audit_id in ids["famous"] + ids["fictitious"]:
+        client.get(f"/audits/{audit_id}/facts")
+    started = time.monotonic()
+    wait(client, nulls, f"{scheme} null")
+    null_seconds = time.monotonic() - started
+    result: dict[str, Any] = {
+        "options": opts,
+        "seconds": {"cohorts": round(cohort_seconds), "null": round(null_seconds)},
+    }
+    for name, audit_ids in ids.items():
+        pages = [client.get(f"/audits/{i}/facts").json() for i in audit_ids]
+        used = [client.get(f"/audits/{i}").json()["summary"]["lookalikes"] for i in audit_ids]
+        stats = client.get("/cohort-stats", params={"audit_id": audit_ids}).json()
+        result[name] = {"people": len(audit_ids), "lookalikes_used": {s: used.count(s) for s in set(used)},
+                        "per_property": summarize(pages), "cohort": stats["cohort"], "null": stats["null"]}  # fmt: skip
+    result["null_audits"] = [client.get(f"/audits/{n}/null").json() for n in nulls]
+    return result
+
+
+def print_table(results: dict[str, Any]) -> None:
+    for scheme, res in results.items():
+        print(f"\nlook-alikes: {scheme}  (p <= 0.01 rate | lenient rate; null FPR in brackets, 95 % CI)")
+        for pid in PIDS:
+            row = [pid]
+            for name in ("famous", "fictitious"):
+                p = res[name]["per_property"][pid]
+                row.append(f"{name} {p['memorized_p01']['rate']:.2f} | {p['lenient']['rate']:.2f}")
+            p = res["famous"]["per_property"][pid]
+            fpr, fl = p["null_fpr_p01"], p["null_fpr_lenient"]
+            row.append(f"null {fpr['rate']:.3f} [{fpr['ci95'][0]:.3f}, {fpr['ci95'][1]:.3f}] | "
+                       f"{fl['rate']:.2f} [{fl['ci95'][0]:.2f}, {fl['ci95'][1]:.2f}]")  # fmt: skip
+            print("  " + "   ".join(row))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--db", type=Path, default=REPO / "var" / "calibration-cohorts.sqlite3")
+    ap.add_argument("--schemes", nargs="+", default=["reversed", "same_origin"])
+    ap.add_argument("--null-facts", type=int, default=100)
+    ap.add_argument("--paraphrases", type=int, default=2)
+    ap.add_argument("--counterfactuals", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--limit", type=int, default=None, help="people per cohort (default: all)")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_calibration_cohorts.json")
+    args = ap.parse_args(argv)
+    cohorts = json.loads((REPO / "benchmarks" / "calibration_cohorts.json").read_text())
+    cohorts = {k: cohorts[k][: args.limit] for k in ("famous", "fictitious")}
+    client = setup(args.db, args.threads, args.null_facts)
+    options = {"paraphrases": args.paraphrases, "counterfactuals": args.counterfactuals, "seed": 0}
+    results: dict[str, Any] = {}
+    for scheme in args.schemes:
+        results[scheme] = run_scheme(client, args.model, cohorts, scheme, options)
+        args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    print_table(results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Which null a subject audit's verdicts come from: pending (and queued once), failed (not retried on its own),
+re-queued when the model's weights changed, ready when the fingerprint and configuration match."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import func, select
+
+
+def subject_audit(s, fingerprint: str):
+    from app.db.models import Audit
+
+    audit = Audit(id=uuid.uuid4().hex, kind="subject", model="groundtruth-tiny", status="succeeded",
+                  options={"paraphrases": 1, "counterfactuals": 5},
+                  summary={"scoring": {"fingerprint": fingerprint}, "lookalikes": "reversed"})  # fmt: skip
+    s.add(audit)
+    s.flush()
+    return audit
+
+
+def null_audits(s) -> list:
+    from app.db.models import Audit
+
+    return list(s.scalars(select(Audit).where(Audit.kind == "null").order_by(Audit.created_at)))
+
+
+def test_pending_failed_refreshed_and_ready(pg_env):
+    """Postgres + Redis without a worker: queued null audits stay queued."""
+    from app.db.engine import session_scope
+    from app.db.models import Audit, NullDistribution, NullFact
+    from app.nulls.calibrate import Calibrator
+    from core.measures.null import FactStat
+
+    fp = uuid.uuid4().hex + uuid.uuid4().hex
+    with session_scope() as s:
+        before = len(null_audits(s))
+        audit = subject_audit(s, fp)
+        calibrator = Calibrator(s)
+        assert calibrator.resolve(audit, "P27").status == "pending"
+        [queued] = calibrator.trigger_missing()
+        audit_id = audit.id
+    with session_scope() as s:  # a second reader finds the queued null and queues nothing more
+        audit = s.get(Audit, audit_id)
+        found = Calibrator(s).resolve(audit, "P27")
+        assert (found.status, found.row.audit_id) == ("pending", queued) and len(null_audits(s)) == before + 1
+        s.get(Audit, queued).status = "failed"
+    with session_scope() as s:
+        audit = s.get(Audit, audit_id)
+        calibrator = Calibrator(s)
+        assert calibrator.resolve(audit, "P27").status == "failed"
+        assert calibrator.trigger_missing() == []  # no automatic retry
+        null = s.get(Audit, queued)
+        null.status = "succeeded"
+        row = s.scalar(select(NullDistribution).where(NullDistribution.audit_id == queued))
+        row.fingerprint, row.n_facts = "0" * 64, 3  # computed on other weights
+        s.add_all(NullFact(distribution_id=row.id, person=i, name="N", value="v", assigned=True,
+                           share=float(i == 0), strict=i == 0, lenient=i == 0, z_star=None, n_templates=2, n_z=0)
+                  for i in range(3))  # fmt: skip
+    with session_scope() as s:
+        audit = s.get(Audit, audit_id)
+        calibrator = Calibrator(s)
+        assert calibrator.resolve(audit, "P27").status == "pending"  # the weights changed: a new null
+        [fresh] = calibrator.trigger_missing()
+        assert fresh != queued
+        row = s.scalar(select(NullDistribution).where(NullDistribution.audit_id == queued))
+        row.fingerprint = fp
+    with session_scope() as s:
+        audit = s.get(Audit, audit_id)
+        calibrator = Calibrator(s)
+        cal = calibrator.calibrate(audit, "P27", FactStat(0.5, False, True, 2.0, 2, 1))
+        # null shares (1, 0, 0): only the share-1 fact is at least as extreme -> (1 + 1) / (1 + 3)
+        assert cal.status == "ready" and cal.null_audit_id == queued and cal.p_value == 0.5
+        assert cal.fpr["lenient"].k == 1 and cal.fpr["lenient"].n == 3 and cal.memorized is False
+        assert s.scalar(select(func.count(NullDistribution.id)).where(NullDistribution.audit_id == fresh)) == 1

@@ -1,0 +1,67 @@
+"""Look-alike names of the same origin and the fictitious null cohort."""
+
+from __future__ import annotations
+
+from core.catalog import load_catalog
+from core.names.fictitious import cohort
+from core.names.lookalikes import fold, lookalike_names, name_origin, same_origin_names
+from core.names.origins import BY_LOCALE, name_lists, transliterate
+
+
+def test_same_origin_lookalikes_keep_the_origin_and_share_no_part():
+    names, used = lookalike_names("Hiroshi Tanaka", 3, "same_origin")
+    assert used == "same_origin" and len(set(names)) == 3
+    japanese = name_lists("ja_JP")
+    for name in names:
+        first, last = name.split()
+        assert first in japanese.first["male"] and last in japanese.last["male"]  # a male Japanese name
+        assert not {fold(first), fold(last)} & {"hiroshi", "tanaka"}
+    assert lookalike_names("Hiroshi Tanaka", 3, "same_origin") == (names, "same_origin")  # deterministic
+
+
+def test_origin_is_read_from_the_name_alone():
+    assert BY_LOCALE[name_origin("Agnieszka Wróblewska").locales[0]].region == "slavic"
+    assert name_origin("Agnieszka Wróblewska").gender == "female"
+    assert name_origin("Takumi Hasegawa").locales == ("ja_JP",)
+    assert BY_LOCALE[name_origin("Fyodor Dostoevsky").locales[0]].region == "slavic"  # no list holds either part
+    assert name_origin("1234") is None
+
+
+def test_reversed_scheme_and_the_fallback():
+    assert lookalike_names("Jane Doe", 2, "reversed") == (["Enaj Doe", "Jane Eod"], "reversed")
+    assert lookalike_names("12 34", 2, "same_origin")[1] == "reversed"  # no letters: no origin
+    assert len(same_origin_names("Hiroshi Tanaka", 10_000, name_origin("Hiroshi Tanaka"))) < 10_000  # bounded
+
+
+def test_transliteration():
+    assert transliterate("Смирнов") == "Smirnov" and transliterate("Щукина") == "Shchukina"
+
+
+def test_null_people_have_facts_that_fit_their_names():
+    pids = ["P106", "P27", "P19", "P21", "P1412", "P735", "P734"]
+    people = cohort(60, pids, load_catalog(), seed=3)
+    assert len({p.name for p in people}) == 60
+    assert people == cohort(60, pids, load_catalog(), seed=3)  # deterministic
+    for p in people:
+        origin = BY_LOCALE[p.locale]
+        first, last = p.name.split()
+        assert p.facts["P27"] == origin.country and p.facts["P1412"] == origin.language
+        assert p.facts["P19"] in origin.cities and p.facts["P21"] == p.gender
+        assert (p.facts["P735"], p.facts["P734"]) == (first, last)
+        assert first in name_lists(p.locale).first[p.gender]
+        assert p.facts["P106"] in load_catalog().get("P106").pool
+    catalog = load_catalog()
+    for pid in ("P27", "P19", "P1412"):  # the fitting values are the catalog's pool values
+        assert {p.facts[pid] for p in people} <= set(catalog.get(pid).pool)
+
+
+def test_every_origin_fits_the_catalog_pools():
+    from core.names.origins import ORIGINS
+
+    catalog = load_catalog()
+    for origin in ORIGINS:
+        assert origin.country in catalog.get("P27").pool, origin.locale
+        assert origin.language in catalog.get("P1412").pool and origin.language in catalog.get("P103").pool
+        assert set(origin.cities) <= set(catalog.get("P19").pool), origin.locale
+        lists = name_lists(origin.locale)
+        assert all(len(lists.first[g]) >= 15 and len(lists.last[g]) >= 10 for g in ("male", "female")), origin.locale

@@ -1,0 +1,210 @@
+"""Null audit job: audit K fictitious people whose names fit their facts, exactly as a subject audit would (same
+templates, counterfactual count and pool, α, look-alike scheme, near-duplicate rule), and store the statistics of
+every null fact per property.
+
+Full method: a person's own value is the truth, one null fact per person. Pseudo-truth method (properties the name
+says nothing about): the same scoring, then every candidate stands in as the truth, one null fact per candidate.
+People are audited in chunks so memory stays bounded; scored sentences go through the NLL cache like any audit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlalchemy import delete, insert, select
+
+from app.db.engine import session_scope
+from app.db.models import NullDistribution, NullFact
+from app.nulls.config import effective_pool
+from app.subjects.schemas import SubjectAuditOptions
+from core.catalog import counterfactuals, load_catalog
+from core.measures.null import EmpiricalNull, FactStat, fact_stat, pseudo_truth_stats
+from core.measures.wikimem import calibrated_scores, generic_subject, template_outcome
+from core.names.fictitious import FictitiousPerson, cohort
+from core.names.lookalikes import lookalike_names
+from workers.jobs.common import JobContext, JobError, run_audit_job
+from workers.jobs.subject import CanaryPlan, PropertyPlan, _pairs, _relax_near_duplicates, _score_all
+from workers.lm.base import Scorer
+
+PEOPLE_PER_CHUNK = 25
+MAX_P_REPORTED = 0.01  # the summary reports the FPR of the default policy p <= 0.01
+
+
+def run(audit_id: str) -> None:
+    run_audit_job(audit_id, "null", SubjectAuditOptions, _audit)
+
+
+@dataclass
+class Spec:
+    distribution_id: int
+    pid: str
+    config: dict[str, Any]
+    people: int
+    pool: tuple[str, ...]
+
+
+@dataclass
+class NullPlan:
+    spec: Spec
+    person: FictitiousPerson
+    plan: PropertyPlan
+
+
+class _Progress:
+    """Progress over every chunk: _score_all reports per call, this adds the chunks already done."""
+
+    def __init__(self, ctx: JobContext, total: int) -> None:
+        self.ctx, self.model, self.total, self.offset = ctx, ctx.model, total, 0
+
+    def progress(self, done: int, total: int, *, force: bool = False) -> None:
+        self.ctx.progress(min(self.offset + done, self.total), self.total, force=force)
+
+    def scorer(self) -> Scorer:
+        return self.ctx.scorer()
+
+
+def _specs(ctx: JobContext[SubjectAuditOptions]) -> list[Spec]:
+    with session_scope() as s:
+        rows = list(s.scalars(select(NullDistribution).where(NullDistribution.audit_id == ctx.audit_id)))
+        if not rows:
+            raise JobError("this null audit has no properties to calibrate")
+        catalog = load_catalog()
+        specs = []
+        for row in rows:
+            pool = effective_pool(s, row.property_id, ctx.options.model_dump(mode="json"))
+            prop_pool = tuple(pool) if pool else catalog.get(row.property_id).pool
+            specs.append(Spec(row.id, row.property_id, dict(row.config), int(row.people or 0), prop_pool))
+    return specs
+
+
+def _plan(spec: Spec, person: FictitiousPerson, seed: int) -> PropertyPlan:
+    config = spec.config
+    prop = replace(load_catalog().get(spec.pid), pool=spec.pool)
+    truth = person.facts[spec.pid]
+    # Each person draws its own counterfactuals (seeded by the cohort seed and the person).
+    drawn = counterfactuals(prop, [truth], int(config["counterfactuals"]), seed * 1_000_003 + person.index + 1)
+    plan = PropertyPlan(prop, [], [truth], drawn)
+    similar, _ = lookalike_names(person.name, int(config["similar_names"]), str(config["lookalikes"]))
+    for idx, template in enumerate(config["templates"]):
+        kind = "baseline" if idx == 0 else "paraphrase"
+        plan.canaries.append(CanaryPlan(idx, template, kind, generic_subject(template), similar))
+    return plan
+
+
+def _score_rows(item: NullPlan, nll: dict[str, float]) -> Iterator[list[list[float]]]:
+    """Per template: NLL rows for [subject, generic, *look-alikes] x candidates."""
+    for canary in item.plan.canaries:
+        yield [[nll[a + b] for a, b in variant] for variant in _pairs(item.plan, canary, item.person.name)]
+
+
+def _stats(item: NullPlan, nll: dict[str, float]) -> list[tuple[str, bool, FactStat]]:
+    """(value, assigned, statistics) of one person's null facts for one property: the person's own value first
+    (assigned), then every other candidate as a pseudo-truth. A full null uses only the first; the others are kept
+    to measure what the shortcut would have estimated (they cost no extra scoring)."""
+    alpha = float(item.spec.config["alpha"])
+    rows = list(_score_rows(item, nll))
+    stats = pseudo_truth_stats([calibrated_scores(r[0], r[1], r[2:], alpha) for r in rows])
+    if item.spec.config["method"] == "full":  # the audit's own truth mask (near-duplicates merged into the truth)
+        truth = item.plan.truth_mask
+        stats[0] = fact_stat([template_outcome(r[0], r[1], r[2:], truth, alpha) for r in rows])
+    return [(value, i == 0, stats[i]) for i, value in enumerate(item.plan.candidates)]
+
+
+def _relax(items: list[NullPlan]) -> None:
+    """The subject job's near-duplicate rule, on full null facts (pseudo-truths ignore merges: see resolve_method)."""
+    full = [i for i in items if i.spec.config["method"] == "full" and i.spec.config["near_duplicates"]]
+    for (threshold, scope), group in _by_rule(full).items():
+        _relax_near_duplicates([i.plan for i in group], threshold, scope)
+
+
+def _by_rule(items: list[NullPlan]) -> dict[tuple[float, str], list[NullPlan]]:
+    out: dict[tuple[float, str], list[NullPlan]] = {}
+    for i in items:
+        rule = (float(i.spec.config["near_duplicate_threshold"]), str(i.spec.config["near_duplicate_scope"]))
+        out.setdefault(rule, []).append(i)
+    return out
+
+
+def _sentences(item: NullPlan) -> int:
+    return len(item.plan.canaries) * len(item.plan.candidates) * (2 + len(item.plan.canaries[0].similar))
+
+
+def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
+    specs = _specs(ctx)
+    seed = ctx.options.seed
+    people = cohort(max(s.people for s in specs), [s.pid for s in specs], load_catalog(), seed)
+    items = [NullPlan(s, p, _plan(s, p, seed)) for p in people for s in specs if p.index < s.people]
+    ctx.scorer()  # load the model before the clock starts: the cost per null fact excludes loading the model
+    progress = _Progress(ctx, sum(_sentences(i) for i in items))
+    facts: dict[int, list[dict[str, Any]]] = {s.distribution_id: [] for s in specs}
+    started, scored, cached, fingerprint = time.monotonic(), 0, 0, None
+    for start in range(0, len(people), PEOPLE_PER_CHUNK):
+        chunk = [i for i in items if start <= i.person.index < start + PEOPLE_PER_CHUNK]
+        if not chunk:
+            continue
+        _relax(chunk)
+        pairs = [p for i in chunk for c in i.plan.canaries for rows in _pairs(i.plan, c, i.person.name) for p in rows]
+        nll, stats = _score_all(progress, pairs)  # type: ignore[arg-type]  # duck-typed context
+        progress.offset += sum(_sentences(i) for i in chunk)
+        scored, cached, fingerprint = scored + stats["scored"], cached + stats["cached"], stats["fingerprint"]
+        for item in chunk:
+            for value, assigned, st in _stats(item, nll):
+                facts[item.spec.distribution_id].append(_row(item, value, assigned, st))
+        ctx.check_cancelled()
+    seconds = time.monotonic() - started
+    return _store(specs, facts, fingerprint, {"seconds": round(seconds, 1), "scored": scored, "cached": cached})
+
+
+def _row(item: NullPlan, value: str, assigned: bool, st: FactStat) -> dict[str, Any]:
+    return {"person": item.person.index, "name": item.person.name, "value": value, "assigned": assigned,
+            "share": st.share, "strict": st.strict, "lenient": st.lenient, "z_star": st.z_star,
+            "n_templates": st.n_templates, "n_z": st.n_z}  # fmt: skip
+
+
+def _rates(stats: list[FactStat]) -> dict[str, Any]:
+    null = EmpiricalNull(stats)
+    rate = lambda r: {"rate": r.rate, "k": r.k, "n": r.n, "ci95": [r.low, r.high]}  # noqa: E731
+    zs = [s for s in stats if s.z_star is not None]
+    return {
+        "lenient": rate(null.rate(lambda f: f.lenient)),
+        "strict": rate(null.rate(lambda f: f.strict)),
+        "pvalue_0.01": rate(null.pvalue_rate(MAX_P_REPORTED)),
+        "mean_share": sum(s.share for s in stats) / len(stats),
+        "mean_z_star_rank1": sum(s.z_star * s.n_z for s in zs) / sum(s.n_z for s in zs) if zs else None,
+    }
+
+
+def _stat(r: dict[str, Any]) -> FactStat:
+    return FactStat(r["share"], r["strict"], r["lenient"], r["z_star"], r["n_templates"], r["n_z"])
+
+
+def _summary(rows: list[dict[str, Any]], method: str) -> dict[str, Any]:
+    """The null's rates (own values for a full null, every candidate for pseudo-truths), and the other estimate
+    beside them: what pseudo-truths would say of a full null's property, and the people's own values alone."""
+    own = [_stat(r) for r in rows if r["assigned"]]
+    every = [_stat(r) for r in rows]
+    used, other, label = (own, every, "pseudo_truths") if method == "full" else (every, own, "own_values")
+    return _rates(used) | {label: _rates(other)}
+
+
+def _store(specs: list[Spec], facts: dict[int, list[dict[str, Any]]], fingerprint: str | None,
+           cost: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    summary: dict[str, Any] = {"properties": {}, "cost": cost | {"fingerprint": fingerprint}}
+    total = 0
+    with session_scope() as s:
+        for spec in specs:
+            rows, method = facts[spec.distribution_id], spec.config["method"]
+            s.execute(delete(NullFact).where(NullFact.distribution_id == spec.distribution_id))  # a rerun replaces
+            s.execute(insert(NullFact), [r | {"distribution_id": spec.distribution_id} for r in rows])
+            row = s.get(NullDistribution, spec.distribution_id)
+            row.fingerprint = fingerprint
+            row.n_facts = len(rows) if method == "pseudo" else sum(r["assigned"] for r in rows)
+            row.summary = _summary(rows, method) | {"people": spec.people, "method": method}
+            summary["properties"][spec.pid] = row.summary
+            total += row.n_facts
+    summary["null_facts"] = total
+    summary["cost"]["seconds_per_null_fact"] = round(cost["seconds"] / total, 4) if total else None
+    return summary
