@@ -45,6 +45,7 @@ def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
 def _work(*, burst: bool) -> bool:
     """One RQ work loop; True when it ended because it was asked to stop (or ran out of work in burst mode)."""
     from redis import Redis
+    from redis.exceptions import RedisError
     from rq import Queue, SimpleWorker
     from rq.serializers import JSONSerializer
 
@@ -52,7 +53,12 @@ def _work(*, burst: bool) -> bool:
     redis = Redis.from_url(settings.redis_url)
     queue = Queue(settings.queue_name, connection=redis, serializer=JSONSerializer)
     worker = SimpleWorker([queue], connection=redis, serializer=JSONSerializer)
-    worker.work(burst=burst, logging_level="INFO", with_scheduler=True)
+    try:
+        worker.work(burst=burst, logging_level="INFO", with_scheduler=True)
+    except RedisError:
+        if worker._shutdown_requested_date is None:
+            raise
+        # asked to stop while Redis is away: RQ's teardown could not unregister the worker; stop anyway
     return burst or worker._shutdown_requested_date is not None
 
 

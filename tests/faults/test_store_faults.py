@@ -73,3 +73,21 @@ def test_a_postgres_restart_mid_job_is_retried_cleanly(fault_env):
         return
     results, scores = stored_once(audit_id, n_templates=2)
     assert results == len(person(0)["facts"]) and scores > 0, "results half-written"
+
+
+def test_a_worker_asked_to_stop_while_redis_is_down_stops(fault_env):
+    import signal
+    import subprocess
+
+    from redis import Redis
+
+    worker = fault_env.worker("worker")
+    redis = Redis.from_url(fault_env.redis.url)
+    wait_until(lambda: redis.scard("rq:workers") > 0, STARTUP, "the worker never registered")
+    fault_env.redis.kill()
+    time.sleep(1)
+    worker.send_signal(signal.SIGTERM)
+    try:
+        worker.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("SIGTERM did not stop the worker while Redis was down") from None
