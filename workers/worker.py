@@ -50,7 +50,12 @@ def _work(*, burst: bool) -> bool:
     redis = Redis.from_url(settings.redis_url)
     queue = Queue(settings.queue_name, connection=redis, serializer=JSONSerializer)
     worker = SimpleWorker([queue], connection=redis, serializer=JSONSerializer)
-    worker.work(burst=burst, logging_level="INFO", with_scheduler=True)
+    try:
+        worker.work(burst=burst, logging_level="INFO", with_scheduler=True)
+    except RedisError:
+        if worker._shutdown_requested_date is None:
+            raise
+        # asked to stop while Redis is away: RQ's teardown could not unregister the worker; stop anyway
     return burst or worker._shutdown_requested_date is not None
 
 

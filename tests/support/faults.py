@@ -44,8 +44,8 @@ class FaultEnv:
         self.procs.append(proc)
         return proc
 
-    def worker(self, name: str = "worker") -> subprocess.Popen:
-        return self._spawn(["worker"], name)
+    def worker(self, name: str = "worker", *, preload: bool = False) -> subprocess.Popen:
+        return self._spawn(["worker", *(["--preload", "groundtruth-tiny"] if preload else [])], name)
 
     def api(self, port: int) -> subprocess.Popen:
         proc = self._spawn(["serve", "--port", str(port), "--log-level", "warning"], f"api-{port}")
@@ -70,9 +70,10 @@ class FaultEnv:
                 proc.send_signal(signal.SIGTERM)
         for proc in self.procs:
             try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # a worker finishing a job: its database is dropped anyway
                 proc.kill()
+                proc.wait()
 
 
 def person(i: int = 0) -> dict:
@@ -113,17 +114,31 @@ def wait_until(check: Callable[[], object], timeout: float, what: str, poll: flo
     raise AssertionError(f"{what}: not within {timeout:.0f} s")
 
 
-def result_shape(audit_id: str) -> tuple[int, int, int]:
-    """(fact results, canaries, candidate scores) stored for an audit: a rerun must replace, never add."""
-    from sqlalchemy import func, select
+def stored_once(audit_id: str, n_templates: int) -> tuple[int, int]:
+    """Check that an audit's results were written exactly once: one result per property, ``n_templates``
+    canaries per result, and per canary one score per candidate (its true values and counterfactuals), none
+    twice. Returns (results, candidate scores); (0, 0) when nothing was stored."""
+    from sqlalchemy import select
+    from sqlalchemy.orm import selectinload
 
     from app.db.engine import session_scope
-    from app.db.models import Canary, CandidateScore, FactResult
+    from app.db.models import Canary, FactResult
 
     with session_scope() as s:
-        results = s.scalar(select(func.count()).select_from(FactResult).where(FactResult.audit_id == audit_id))
-        canaries = s.scalar(select(func.count()).select_from(Canary).join(FactResult)
-                            .where(FactResult.audit_id == audit_id))  # fmt: skip
-        scores = s.scalar(select(func.count()).select_from(CandidateScore).join(Canary).join(FactResult)
-                          .where(FactResult.audit_id == audit_id))  # fmt: skip
-    return results, canaries, scores
+        results = list(s.scalars(
+            select(FactResult).where(FactResult.audit_id == audit_id)
+            .options(selectinload(FactResult.canaries).selectinload(Canary.candidates),
+                     selectinload(FactResult.counterfactuals))
+        ))  # fmt: skip
+        properties = [r.property_id for r in results]
+        assert len(properties) == len(set(properties)), f"a property's result was stored twice: {properties}"
+        scores = 0
+        for r in results:
+            assert len(r.canaries) == n_templates, f"{len(r.canaries)} canaries, {n_templates} expected"
+            counterfactuals = {cf.value for cf in r.counterfactuals}
+            for c in r.canaries:
+                values = [cand.value for cand in c.candidates]
+                assert len(values) == len(set(values)), "a candidate was scored twice in one canary"
+                assert counterfactuals <= set(values) and len(values) <= len(counterfactuals) + len(r.fact_ids)
+                scores += len(values)
+    return len(results), scores
