@@ -1,6 +1,6 @@
 """Schemathesis against a live API (uvicorn on loopback, real Postgres and Redis, a loopback Wikidata): every
 operation of the OpenAPI document, all of schemathesis' checks, all its phases (stateful included), a bounded
-number of cases per operation (MEMAUDIT_FUZZ_EXAMPLES, default 40)."""
+number of cases per operation (MEMAUDIT_FUZZ_EXAMPLES, default 40; MEMAUDIT_FUZZ_SEED picks another draw)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tests.conftest import make_key
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 MAX_EXAMPLES = int(os.environ.get("MEMAUDIT_FUZZ_EXAMPLES", "40"))
+SEED = os.environ.get("MEMAUDIT_FUZZ_SEED", "20261123")
 ITEMS = "1::Toy Story (1995)::Animation|Comedy\n2::Jumanji (1995)::Adventure\n3::Heat (1995)::Action\n"
 FACTS = [{"property": "P106", "value": "physicist"}, {"property": "P27", "value": "Germany"}]
 GRID = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
@@ -59,7 +60,7 @@ def test_the_api_keeps_its_openapi_promises(live_api, wikidata, tmp_path):
         ids = seed(client)
     command = [
         sys.executable, "-m", "schemathesis.cli", "--config-file", str(CONFIG), "run", f"{api.url}/openapi.json",
-        "--header", f"Authorization: Bearer {key}", "--max-examples", str(MAX_EXAMPLES), "--seed", "20261123",
+        "--header", f"Authorization: Bearer {key}", "--max-examples", str(MAX_EXAMPLES), "--seed", SEED,
         "--report", "junit", "--report-dir", str(tmp_path),
     ]  # fmt: skip
     env = {**os.environ, **ids, "NO_COLOR": "1"}
