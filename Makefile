@@ -39,6 +39,7 @@ lint:
 	ruff check app workers tests benchmarks
 
 benchmark-scoring: install-test
+	$(PIP) install -q -e ".[bench]"   # the real peers: lm-evaluation-harness, minicons
 	$(PYTHON) benchmarks/scoring.py
 
 benchmark-capacity: install-test
