@@ -54,7 +54,7 @@ def test_keys_local_audit_and_export(cli_env):
     assert result["audit"]["status"] == "succeeded"
     assert sum(f["lenient"] for f in result["facts"]) >= 4, result["facts"]
 
-    exported = memaudit(cli_env, "export", "--format", "csv")
+    exported = memaudit(cli_env, "export", "--format", "csv", "--policy", "lenient")
     assert exported.returncode == 0 and exported.stdout.startswith("subject_id,")
     assert person["name"] in exported.stdout
 
