@@ -31,14 +31,18 @@ def cell_state(audit_id: str) -> tuple[str, int, float, list]:
         return c.status, c.steps_done, c.seconds, list(c.curve or [])
 
 
-def test_a_killed_job_resumes_from_its_checkpoint(scratch_registered, pg_env, api_factory):
+def test_a_killed_job_resumes_from_its_checkpoint(scratch_registered, pg_env, api_factory, monkeypatch):
+    from app.settings import get_settings
+
+    monkeypatch.setenv("MEMAUDIT_LEASE_TTL_SECONDS", "2")  # the dead run's lease must expire before a rerun
+    get_settings.cache_clear()
     api = api_factory("auditor")
     options = {"steps": 200, "lr": 3e-2, "warmup_steps": 10, "checkpoint_seconds": 1.0}
     r = api.post("/audits", json={"kind": "capacity", "model": "scratch", "grid": GRID, "options": options})
     assert r.status_code == 202, r.text
     audit_id = r.json()["id"]  # queued on a queue no worker listens to: we run the job by hand
 
-    env = {**os.environ, **pg_env}
+    env = {**os.environ, **pg_env, "MEMAUDIT_LEASE_TTL_SECONDS": "2"}
     code = f"from workers.jobs.capacity import run; run({audit_id!r})"
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=REPO)
     try:
@@ -58,6 +62,7 @@ def test_a_killed_job_resumes_from_its_checkpoint(scratch_registered, pg_env, ap
 
     from workers.jobs.capacity import run
 
+    time.sleep(2.5)  # the killed run's lease expires (the reconciler would hand the audit back now)
     run(audit_id)  # the restarted worker
     final = api.get(f"/audits/{audit_id}").json()
     assert final["status"] == "succeeded", final
