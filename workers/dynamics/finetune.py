@@ -78,11 +78,12 @@ def run_finetune(
     """K x E fine-tuning passes of ``model_name``; ``on_pass(done)`` after each run's epoch (raise to cancel)."""
     from app.settings import get_settings
     from workers.lm.loading import load_model
-    from workers.lm.registry import resolve_source, resolve_spec
+    from workers.lm.registry import hf_errors_hidden, resolve_source, resolve_spec
 
     settings = get_settings()
-    spec = resolve_spec(model_name, settings)
-    loaded = load_model(model_name, spec, resolve_source(model_name, spec), settings)
+    with hf_errors_hidden(model_name):
+        spec = resolve_spec(model_name, settings)
+        loaded = load_model(model_name, spec, resolve_source(model_name, spec), settings)
     seqs = _encode(loaded, texts)
     limit, longest = min(cfg.context, loaded.max_length), max(len(s) for s in seqs)
     if longest > limit:
