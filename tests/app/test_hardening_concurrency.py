@@ -124,3 +124,21 @@ def test_a_slow_wikidata_holds_no_database_connection(live_api, pg_env, slow_wik
     assert waiting == 0, f"{waiting} connections sat in an open transaction while Wikidata answered"
     assert health.status_code == 200
     assert [getattr(r, "status_code", r) for r in results] == [202] * 24
+
+
+def test_a_request_never_waits_on_its_keys_row(pg_env, api_factory):
+    """Another transaction holds the key's row lock (as a long request once did): requests with that key are
+    still answered, and the use is recorded later rather than waited for."""
+    from app.db.engine import session_scope
+    from app.db.models import ApiKey
+
+    key = make_key("auditor")
+    api = api_factory(key=key)
+    answers: list[int] = []
+    with session_scope() as holder:
+        holder.scalars(select(ApiKey).where(ApiKey.prefix == key.split("_")[1]).with_for_update()).one()
+        caller = threading.Thread(target=lambda: answers.append(api.get("/audits").status_code), daemon=True)
+        caller.start()
+        caller.join(timeout=20)
+        blocked = caller.is_alive()
+    assert not blocked and answers == [200], "the request waited on the key's row lock"

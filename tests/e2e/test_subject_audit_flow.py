@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import wait_for
+from workers.lm.registry import HF_UNAVAILABLE
 
 MANIFEST = Path(__file__).resolve().parents[2] / "workers" / "groundtruth" / "manifest.json"
 PARAPHRASES = 3  # baseline + 3 paraphrases per fact keeps the suite fast
@@ -42,7 +43,7 @@ def test_trained_subjects_are_memorized_far_above_held_out_ones(rq_worker, api_f
     # A job whose model cannot load fails with a readable error, and the worker keeps serving.
     bad = api.post("/audits", json={**payload(people("trained", 1)[0]), "model": "hf:/nonexistent/model-dir"})
     failed = wait_for(api, bad.json()["id"])
-    assert failed["status"] == "failed" and "nonexistent" in failed["error"], failed
+    assert failed["status"] == "failed" and failed["error"] == HF_UNAVAILABLE, failed  # names no path
 
     trained = run_audits(api, people("trained", 4))
     held_out = run_audits(api, people("held_out", 4))

@@ -22,7 +22,7 @@ from app.settings import get_settings
 from core.measures.dynamics import Trajectories
 from workers.dynamics.runner import KFoldConfig, RunResult, assign_folds, check_inputs, split_losses
 from workers.lm.loading import load_model
-from workers.lm.registry import resolve_source, resolve_spec
+from workers.lm.registry import hf_errors_hidden, resolve_source, resolve_spec
 
 
 def _encode(loaded, texts: Sequence[str]) -> list[list[int]]:  # noqa: ANN001
@@ -80,8 +80,9 @@ def run_finetune(
 ) -> RunResult:
     """K x E fine-tuning passes of ``model_name``; ``on_pass(done)`` after each run's epoch (raise to cancel)."""
     settings = get_settings()
-    spec = resolve_spec(model_name, settings)
-    loaded = load_model(model_name, spec, resolve_source(model_name, spec), settings)
+    with hf_errors_hidden(model_name):
+        spec = resolve_spec(model_name, settings)
+        loaded = load_model(model_name, spec, resolve_source(model_name, spec), settings)
     seqs = _encode(loaded, texts)
     limit, longest = min(cfg.context, loaded.max_length), max(len(s) for s in seqs)
     if longest > limit:

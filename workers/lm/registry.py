@@ -14,6 +14,8 @@ import os
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,9 +143,7 @@ def get_scorer(name: str) -> Scorer:
     """Process-wide cache: a worker keeps its loaded models across jobs (loading SmolLM2 takes ~30 s), at most
     ``max_loaded_models`` of them, the least recently used going first. Spellings of one hf: path share an entry.
 
-    This is the jobs' entry point: an hf: model that cannot be loaded gets one message whatever the reason (a
-    missing path, a file, a directory that is no model, a refused root), so that an auditor cannot probe the
-    worker's filesystem; the reason goes to the worker's log."""
+    This is the jobs' entry point: see ``hf_errors_hidden`` for what an hf: model that cannot be loaded raises."""
     settings = get_settings()
     key = _cache_key(name)
     with _CACHE_LOCK:
@@ -151,13 +151,8 @@ def get_scorer(name: str) -> Scorer:
         if scorer is not None:
             _CACHE.move_to_end(key)
             return scorer
-        try:
+        with hf_errors_hidden(name):
             scorer = load_scorer(name, settings)
-        except ModelLoadError as exc:
-            if not name.startswith(HF_PREFIX):
-                raise
-            log.warning("hf: model refused or not loadable: %s", exc)
-            raise ModelLoadError(HF_UNAVAILABLE) from None
         _CACHE[key] = scorer
         if len(_CACHE) > max(1, settings.max_loaded_models):
             while len(_CACHE) > max(1, settings.max_loaded_models):
@@ -165,6 +160,19 @@ def get_scorer(name: str) -> Scorer:
                 log.info("unloading model %s (max_loaded_models=%d)", evicted, settings.max_loaded_models)
             _release_memory()
         return scorer
+
+
+@contextmanager
+def hf_errors_hidden(name: str) -> Iterator[None]:
+    """For a job loading `name`: an hf: model that cannot be loaded raises HF_UNAVAILABLE, one message whatever the
+    reason, so that an auditor cannot probe the worker's filesystem; the reason goes to the worker's log."""
+    try:
+        yield
+    except ModelLoadError as exc:
+        if not name.startswith(HF_PREFIX):
+            raise
+        log.warning("hf: model refused or not loadable: %s", exc)
+        raise ModelLoadError(HF_UNAVAILABLE) from None
 
 
 def _cache_key(name: str) -> str:

@@ -13,6 +13,7 @@ from app.db.engine import session_scope
 from app.db.models import Audit
 from scripts.train_items_model import MODEL_DIR
 from workers.jobs.dynamics import run
+from workers.lm.registry import HF_UNAVAILABLE
 
 
 def strings(n: int = 12) -> list[dict]:
@@ -101,4 +102,4 @@ def test_a_model_that_cannot_load_fails_readably(auditor):
     audit_id = submit(auditor, model="hf:/nonexistent/model-dir", recipe="finetune", folds=2, epochs=1)
     run(audit_id)
     audit = state(audit_id)
-    assert audit.status == "failed" and "nonexistent" in audit.error, audit.error
+    assert audit.status == "failed" and audit.error == HF_UNAVAILABLE, audit.error  # no path, no reason
