@@ -57,7 +57,11 @@ class ServedScorer:
         self.tokenizer = tokenizer
         self.document_start_id = start_id
         self.document_start = tokenizer.convert_ids_to_tokens(start_id)
-        self.prompt_prefix = self.document_start  # the document start as text; the server parses special tokens
+        # The document start as text (servers parse special tokens in prompts), unless the tokenizer prepends it by
+        # itself (Llama-style BOS): then vLLM (add_special_tokens) and llama.cpp (add_bos_token) prepend it too.
+        auto = tokenizer("a", add_special_tokens=True)["input_ids"]
+        prepends = len(auto) > len(tokenizer("a", add_special_tokens=False)["input_ids"]) and auto[0] == start_id
+        self.prompt_prefix = "" if prepends else self.document_start
         self.batch_size = 1  # prompts per request: one until _detect_batching finds the server takes a list
         self.wanted_batch = spec.batch_size
         self.layout = "full"
