@@ -141,8 +141,8 @@ class ServedScorer:
 
     def _context_length(self, spec: ModelSpec) -> int:
         """Usable length (the scoring request generates one token): the spec's, else the server's model card's."""
-        cards = self.client.get("/models").get("data") or []
-        names = [str(c.get("id")) for c in cards if isinstance(c, dict)]
+        cards = [c for c in _field(self.client.get("/models"), "data", []) if isinstance(c, dict)]
+        names = [str(c.get("id")) for c in cards]
         if self.served_model not in names:
             raise ModelLoadError(
                 f"model {self.name!r}: the server at {self.client.where} serves "
@@ -176,7 +176,7 @@ class ServedScorer:
             return 1
         texts = [self.prompt_prefix + p + c for p, c in PROBE_PAIRS[:2]]
         try:
-            choices = self.client.post("/completions", self._score_body(texts), retry=False).get("choices")
+            choices = _field(self.client.post("/completions", self._score_body(texts), retry=False), "choices", [])
         except ScoringError:
             choices = None
         if isinstance(choices, list) and len(choices) == len(texts):
@@ -188,8 +188,7 @@ class ServedScorer:
         """log p(token | document start) for every token whose text is unambiguous, from one completion of the
         document start with the full distribution (``logprobs`` = vocabulary size)."""
         body = {**self._common(), "prompt": self.prompt_prefix, "max_tokens": 1, "logprobs": len(self.texts)}
-        choice = (self.client.post("/completions", body).get("choices") or [{}])[0]
-        top = ((choice.get("logprobs") or {}).get("top_logprobs") or [None])[0]
+        top = (_field(self._first_choice(body), "logprobs", {}).get("top_logprobs") or [None])[0]
         if not isinstance(top, dict) or len(top) < len(set(self.texts)) // 2:
             raise ModelLoadError(
                 f"model {self.name!r}: the server nulls the first prompt token's log-prob and caps "
@@ -218,9 +217,9 @@ class ServedScorer:
         worst, usable = 0.0, 0
         for prefix in ALIGNMENT_PREFIXES:
             body = {**self._common(), "prompt": self.prompt_prefix + prefix, "max_tokens": 1, "logprobs": 1}
-            choice = (self.client.post("/completions", body).get("choices") or [{}])[0]
-            generated = ((choice.get("logprobs") or {}).get("token_logprobs") or [None])[0]
-            text = choice.get("text") or ""
+            choice = self._first_choice(body)
+            generated = (_field(choice, "logprobs", {}).get("token_logprobs") or [None])[0]
+            text = str(choice.get("text") or "")
             ids, extended = self._encode([prefix, prefix + text])
             if generated is None or len(extended) != len(ids) + 1 or extended[: len(ids)] != ids:
                 continue  # the generated text re-tokenizes differently after the prefix: not a usable probe
@@ -277,7 +276,7 @@ class ServedScorer:
         choices = self._choices(answer, len(texts))
         listings = []
         for choice in choices:
-            logprobs = choice.get("logprobs") or {}
+            logprobs = _field(choice, "logprobs", {})
             tokens, values = logprobs.get("tokens"), logprobs.get("token_logprobs")
             if not isinstance(tokens, list) or not isinstance(values, list):
                 raise ScoringError(f"model {self.name!r}: the server returned no prompt log-probs")
@@ -288,9 +287,13 @@ class ServedScorer:
         batches = [texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
         return [listing for batch in self.client.map(self._echo, batches) for listing in batch]
 
+    def _first_choice(self, body: dict[str, Any]) -> dict[str, Any]:
+        choices = _field(self.client.post("/completions", body), "choices", [])
+        return choices[0] if choices and isinstance(choices[0], dict) else {}
+
     def _choices(self, answer: Any, n: int) -> list[dict[str, Any]]:
-        choices = answer.get("choices") if isinstance(answer, dict) else None
-        if not isinstance(choices, list) or len(choices) != n:
+        choices = [c for c in _field(answer, "choices", []) if isinstance(c, dict)]
+        if len(choices) != n:
             raise ScoringError(f"model {self.name!r}: the server answered {n} prompt(s) with a malformed reply")
         return sorted(choices, key=lambda c: int(c.get("index", 0)))
 
@@ -369,6 +372,12 @@ class ServedScorer:
         if stop:
             body["stop"] = [stop]
         return [str(c.get("text") or "") for c in self._choices(self.client.post("/completions", body), len(texts))]
+
+
+def _field(answer: Any, key: str, default: Any) -> Any:
+    """answer[key] when the server's JSON has it with the default's type; else the default (never a crash)."""
+    value = answer.get(key) if isinstance(answer, dict) else None
+    return value if isinstance(value, type(default)) else default
 
 
 def _decode(tokenizer: Any, token_id: int) -> str:
