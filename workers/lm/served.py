@@ -58,7 +58,11 @@ class ServedScorer:
         self.tokenizer = tokenizer
         self.document_start_id = start_id
         self.document_start = tokenizer.convert_ids_to_tokens(start_id)
-        self.prompt_prefix = self.document_start  # the document start as text; the server parses special tokens
+        # The document start as text (servers parse special tokens in prompts), unless the tokenizer prepends it by
+        # itself (Llama-style BOS): then vLLM (add_special_tokens) and llama.cpp (add_bos_token) prepend it too.
+        auto = tokenizer("a", add_special_tokens=True)["input_ids"]
+        prepends = len(auto) > len(tokenizer("a", add_special_tokens=False)["input_ids"]) and auto[0] == start_id
+        self.prompt_prefix = "" if prepends else self.document_start
         self.batch_size = 1  # prompts per request: one until _detect_batching finds the server takes a list
         self.wanted_batch = spec.batch_size
         self.layout = "full"
@@ -138,8 +142,8 @@ class ServedScorer:
 
     def _context_length(self, spec: ModelSpec) -> int:
         """Usable length (the scoring request generates one token): the spec's, else the server's model card's."""
-        cards = self.client.get("/models").get("data") or []
-        names = [str(c.get("id")) for c in cards if isinstance(c, dict)]
+        cards = [c for c in _field(self.client.get("/models"), "data", []) if isinstance(c, dict)]
+        names = [str(c.get("id")) for c in cards]
         if self.served_model not in names:
             raise ModelLoadError(
                 f"model {self.name!r}: the server at {self.client.where} serves "
@@ -173,7 +177,7 @@ class ServedScorer:
             return 1
         texts = [self.prompt_prefix + p + c for p, c in PROBE_PAIRS[:2]]
         try:
-            choices = self.client.post("/completions", self._score_body(texts), retry=False).get("choices")
+            choices = _field(self.client.post("/completions", self._score_body(texts), retry=False), "choices", [])
         except ScoringError:
             choices = None
         if isinstance(choices, list) and len(choices) == len(texts):
@@ -185,8 +189,7 @@ class ServedScorer:
         """log p(token | document start) for every token whose text is unambiguous, from one completion of the
         document start with the full distribution (``logprobs`` = vocabulary size)."""
         body = {**self._common(), "prompt": self.prompt_prefix, "max_tokens": 1, "logprobs": len(self.texts)}
-        choice = (self.client.post("/completions", body).get("choices") or [{}])[0]
-        top = ((choice.get("logprobs") or {}).get("top_logprobs") or [None])[0]
+        top = (_field(self._first_choice(body), "logprobs", {}).get("top_logprobs") or [None])[0]
         if not isinstance(top, dict) or len(top) < len(set(self.texts)) // 2:
             raise ModelLoadError(
                 f"model {self.name!r}: the server nulls the first prompt token's log-prob and caps "
@@ -215,9 +218,9 @@ class ServedScorer:
         worst, usable = 0.0, 0
         for prefix in ALIGNMENT_PREFIXES:
             body = {**self._common(), "prompt": self.prompt_prefix + prefix, "max_tokens": 1, "logprobs": 1}
-            choice = (self.client.post("/completions", body).get("choices") or [{}])[0]
-            generated = ((choice.get("logprobs") or {}).get("token_logprobs") or [None])[0]
-            text = choice.get("text") or ""
+            choice = self._first_choice(body)
+            generated = (_field(choice, "logprobs", {}).get("token_logprobs") or [None])[0]
+            text = str(choice.get("text") or "")
             ids, extended = self._encode([prefix, prefix + text])
             if generated is None or len(extended) != len(ids) + 1 or extended[: len(ids)] != ids:
                 continue  # the generated text re-tokenizes differently after the prefix: not a usable probe
@@ -274,7 +277,7 @@ class ServedScorer:
         choices = self._choices(answer, len(texts))
         listings = []
         for choice in choices:
-            logprobs = choice.get("logprobs") or {}
+            logprobs = _field(choice, "logprobs", {})
             tokens, values = logprobs.get("tokens"), logprobs.get("token_logprobs")
             if not isinstance(tokens, list) or not isinstance(values, list):
                 raise ScoringError(f"model {self.name!r}: the server returned no prompt log-probs")
@@ -285,9 +288,13 @@ class ServedScorer:
         batches = [texts[i : i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
         return [listing for batch in self.client.map(self._echo, batches) for listing in batch]
 
+    def _first_choice(self, body: dict[str, Any]) -> dict[str, Any]:
+        choices = _field(self.client.post("/completions", body), "choices", [])
+        return choices[0] if choices and isinstance(choices[0], dict) else {}
+
     def _choices(self, answer: Any, n: int) -> list[dict[str, Any]]:
-        choices = answer.get("choices") if isinstance(answer, dict) else None
-        if not isinstance(choices, list) or len(choices) != n:
+        choices = [c for c in _field(answer, "choices", []) if isinstance(c, dict)]
+        if len(choices) != n:
             raise ScoringError(f"model {self.name!r}: the server answered {n} prompt(s) with a malformed reply")
         return sorted(choices, key=lambda c: int(c.get("index", 0)))
 
@@ -371,6 +378,12 @@ class ServedScorer:
         if stop:
             body["stop"] = [stop]
         return [str(c.get("text") or "") for c in self._choices(self.client.post("/completions", body), len(texts))]
+
+
+def _field(answer: Any, key: str, default: Any) -> Any:
+    """answer[key] when the server's JSON has it with the default's type; else the default (never a crash)."""
+    value = answer.get(key) if isinstance(answer, dict) else None
+    return value if isinstance(value, type(default)) else default
 
 
 def _decode(tokenizer: Any, token_id: int) -> str:

@@ -18,13 +18,21 @@ from pathlib import Path
 import pytest
 
 from app.settings import ModelSpec, Settings, default_models
-from tests.support.llama_server import SERVED_NAME, LlamaServer, Proxy, llama_cpp_nlls, start_llama_server
+from tests.support.llama_server import (
+    LLAMA_CPP_MISSING,
+    SERVED_NAME,
+    SKIP_REASON,
+    LlamaServer,
+    Proxy,
+    llama_cpp_nlls,
+    start_llama_server,
+)
 from workers.lm import ModelLoadError, SentenceTooLong, load_scorer
 from workers.lm.base import PROBE_PAIRS, EmptySentence, ServerUnavailable
 from workers.lm.served import ServedScorer
 from workers.lm.served_client import ServedClient
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(LLAMA_CPP_MISSING, reason=SKIP_REASON)]
 
 TOLERANCE = 1.25  # nats per sentence against HF fp32 (measured max 0.88)
 TOKEN_TOLERANCE = 0.06  # mean nats per token against HF fp32 (measured 0.036)
