@@ -30,6 +30,8 @@ demo: install
 	$(PYTHON) -m app.cli demo $(DEMO_ARGS)
 
 test: install-test system-deps
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
 	$(PYTHON) -m pytest
 
 openapi:

@@ -157,8 +157,11 @@ def _kind_names(document: dict[str, Any], kinds: tuple[str, ...]) -> None:
         for operation in path.values():
             for param in operation.get("parameters", []) if isinstance(operation, dict) else []:
                 if param.get("name") == "kind" and param.get("in") == "query":
-                    param["schema"] = {"anyOf": [{"type": "string", "enum": list(kinds)}, {"type": "null"}],
-                                       "title": "Kind", "description": "an audit kind (the `kind` of POST /audits)"}
+                    param["schema"] = {
+                        "anyOf": [{"type": "string", "enum": list(kinds)}, {"type": "null"}],
+                        "title": "Kind",
+                        "description": "an audit kind (the `kind` of POST /audits)",
+                    }
 
 
 def _links(document: dict[str, Any]) -> None:

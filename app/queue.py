@@ -38,6 +38,7 @@ class Dispatcher(Protocol):
     def missing(self, audit_ids: list[str]) -> list[str]:
         """Those of ``audit_ids`` that no job will run (never enqueued, lost, or ended)."""
         ...
+
     def discard(self, audit_ids: list[str]) -> int:
         """Delete the job records of these audits (erasure; a dead worker's job); returns how many existed."""
         ...

@@ -55,17 +55,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--bf16-ns", default="500,700", help="dataset sizes for bf16 ('' to skip)")
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--width", type=int, default=32)
-    ap.add_argument("--heads", type=int, default=4,
-                    help="4 (head width 8): memorizes far faster per second than 1 head here, same parameters")
+    ap.add_argument(
+        "--heads",
+        type=int,
+        default=4,
+        help="4 (head width 8): memorizes far faster per second than 1 head here, same parameters",
+    )
     ap.add_argument("--vocab", type=int, default=2048)
     ap.add_argument("--seq", type=int, default=64)
     ap.add_argument("--lr", type=float, default=3e-2)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--schedule", choices=["cosine", "constant"], default="cosine",
-                    help="cosine: decay to --min-lr-ratio over the steps the cell's time budget allows")
+    ap.add_argument(
+        "--schedule",
+        choices=["cosine", "constant"],
+        default="cosine",
+        help="cosine: decay to --min-lr-ratio over the steps the cell's time budget allows",
+    )
     ap.add_argument("--min-lr-ratio", type=float, default=0.01)
-    ap.add_argument("--batch-size", type=int, default=125,
-                    help="sequences per Adam step, sampled with replacement; 0 = full batch")
+    ap.add_argument(
+        "--batch-size", type=int, default=125, help="sequences per Adam step, sampled with replacement; 0 = full batch"
+    )
     ap.add_argument("--steps", type=int, default=None, help="step cap per cell (default: time budget only)")
     ap.add_argument("--chunk", type=int, default=None, help="positions per fused-head chunk (default: by V)")
     ap.add_argument("--seed", type=int, default=0)
@@ -120,17 +129,25 @@ def compare_step_time(cfg: GPTConfig, tokens: torch.Tensor, args: argparse.Names
     return {"stock_ms": stock * 1000, "lean_ms": lean * 1000, "ratio": stock / lean}
 
 
-def run_cell(cfg: GPTConfig, n: int, precision: str, seconds: float, step_estimate: float,
-             args: argparse.Namespace) -> dict:
+def run_cell(
+    cfg: GPTConfig, n: int, precision: str, seconds: float, step_estimate: float, args: argparse.Namespace
+) -> dict:
     both = uniform_tokens(n, cfg.seq_len, cfg.vocab_size, seed=args.seed * 1_000_003 + n, heldout=n)
     tokens, held_out = both[:n].to(args.device), both[n:].to(args.device)
     model = init_model(cfg, args.seed).to(args.device)
     # The schedule needs a step count: what the time budget allows at the measured step time (or --steps).
     steps = args.steps or max(args.warmup + 1, int(seconds / step_estimate))
     tcfg = TrainConfig(
-        steps=steps, lr=args.lr, warmup_steps=args.warmup, schedule=args.schedule, min_lr_ratio=args.min_lr_ratio,
-        batch_size=args.batch_size, precision=precision, chunk_positions=args.chunk,
-        head_shards=args.threads if args.device == "cpu" else 1, seed=args.seed,
+        steps=steps,
+        lr=args.lr,
+        warmup_steps=args.warmup,
+        schedule=args.schedule,
+        min_lr_ratio=args.min_lr_ratio,
+        batch_size=args.batch_size,
+        precision=precision,
+        chunk_positions=args.chunk,
+        head_shards=args.threads if args.device == "cpu" else 1,
+        seed=args.seed,
     )
     print(f"  planned {steps} steps ({args.schedule} lr {args.lr} -> {args.lr * args.min_lr_ratio:g})", flush=True)
     params = cfg.param_count()
@@ -152,8 +169,11 @@ def run_cell(cfg: GPTConfig, n: int, precision: str, seconds: float, step_estima
                 seq_nll = sequence_nll(trainer.model, tokens).cpu().numpy()  # not counted as training time
             bits = cap.memorized_bits(cap.nats_to_bits(seq_nll), cfg.seq_len, cfg.vocab_size)
             curve.append((info.seconds, info.step, bits / params))
-            print(f"  [{precision} N={n}] t={info.seconds:7.1f}s step={info.step:6d} "
-                  f"loss={info.loss_bits_per_token:6.3f} bits/token  bits/param={bits / params:.3f}", flush=True)
+            print(
+                f"  [{precision} N={n}] t={info.seconds:7.1f}s step={info.step:6d} "
+                f"loss={info.loss_bits_per_token:6.3f} bits/token  bits/param={bits / params:.3f}",
+                flush=True,
+            )
             next_report[0] = info.seconds + max(5.0, seconds / 20)
         return info.seconds >= seconds
 
@@ -161,8 +181,7 @@ def run_cell(cfg: GPTConfig, n: int, precision: str, seconds: float, step_estima
     return summarize_cell(trainer, tokens, held_out, precision, curve)
 
 
-def summarize_cell(trainer: Trainer, tokens: torch.Tensor, held_out: torch.Tensor, precision: str,
-                   curve: list) -> dict:
+def summarize_cell(trainer: Trainer, tokens: torch.Tensor, held_out: torch.Tensor, precision: str, curve: list) -> dict:
     cfg = trainer.model.cfg
     nll_bits = cap.nats_to_bits(sequence_nll(trainer.model, tokens).cpu().numpy())
     held_bits = cap.nats_to_bits(sequence_nll(trainer.model, held_out).cpu().numpy())
@@ -170,23 +189,33 @@ def summarize_cell(trainer: Trainer, tokens: torch.Tensor, held_out: torch.Tenso
     params = cfg.param_count()
     n = tokens.shape[0]
     return {
-        "precision": precision, "n": n, "steps": trainer.step, "seconds": trainer.seconds,
-        "memorized_bits": bits, "entropy_bits": cap.dataset_entropy_bits(n, cfg.seq_len, cfg.vocab_size),
-        "bits_per_param": bits / params, "train_bits_per_token": float(nll_bits.mean()) / cfg.seq_len,
+        "precision": precision,
+        "n": n,
+        "steps": trainer.step,
+        "seconds": trainer.seconds,
+        "memorized_bits": bits,
+        "entropy_bits": cap.dataset_entropy_bits(n, cfg.seq_len, cfg.vocab_size),
+        "bits_per_param": bits / params,
+        "train_bits_per_token": float(nll_bits.mean()) / cfg.seq_len,
         "heldout_bits_per_token": float(held_bits.mean()) / cfg.seq_len,
-        "mia_auc": cap.mia_auc(nll_bits, held_bits), "mia_f1": cap.mia_f1(nll_bits, held_bits),
+        "mia_auc": cap.mia_auc(nll_bits, held_bits),
+        "mia_f1": cap.mia_f1(nll_bits, held_bits),
         "extraction_rate": float(greedy_extracted(trainer.model, tokens, cfg.seq_len // 2).float().mean()),
         "curve": curve,
     }
 
 
 def print_table(cells: list[dict], params: int) -> dict[str, float]:
-    print(f"\n{'prec':5} {'N':>6} {'steps':>6} {'min':>5} {'mem bits':>9} {'H(D)':>9} {'bits/param':>10} "
-          f"{'MIA F1':>6} {'AUC':>5} {'extract':>7}")
+    print(
+        f"\n{'prec':5} {'N':>6} {'steps':>6} {'min':>5} {'mem bits':>9} {'H(D)':>9} {'bits/param':>10} "
+        f"{'MIA F1':>6} {'AUC':>5} {'extract':>7}"
+    )
     for c in cells:
-        print(f"{c['precision']:5} {c['n']:6d} {c['steps']:6d} {c['seconds'] / 60:5.1f} {c['memorized_bits']:9.0f} "
-              f"{c['entropy_bits']:9.0f} {c['bits_per_param']:10.3f} {c['mia_f1']:6.3f} {c['mia_auc']:5.3f} "
-              f"{c['extraction_rate']:7.3f}")
+        print(
+            f"{c['precision']:5} {c['n']:6d} {c['steps']:6d} {c['seconds'] / 60:5.1f} {c['memorized_bits']:9.0f} "
+            f"{c['entropy_bits']:9.0f} {c['bits_per_param']:10.3f} {c['mia_f1']:6.3f} {c['mia_auc']:5.3f} "
+            f"{c['extraction_rate']:7.3f}"
+        )
     capacity: dict[str, float] = {}
     print(f"\ncapacity (max over N) for {params:,} parameters:")
     for precision in ("fp32", "bf16"):
@@ -196,33 +225,43 @@ def print_table(cells: list[dict], params: int) -> dict[str, float]:
         n_best, bits = cap.capacity_bits(by_n)
         capacity[precision] = per_param = bits / params
         paper = PAPER_BITS_PER_PARAM[precision]
-        print(f"  {precision}: {per_param:.2f} bits/param (at N={n_best})   paper: {paper:.2f}   "
-              f"ratio {per_param / paper:.2f}")
+        print(
+            f"  {precision}: {per_param:.2f} bits/param (at N={n_best})   paper: {paper:.2f}   "
+            f"ratio {per_param / paper:.2f}"
+        )
     return capacity
 
 
 def print_gpu_hint(capacity: dict[str, float], args: argparse.Namespace) -> None:
     if capacity.get("fp32", 0.0) >= 3.0:
         return
-    print("\nfp32 did not reach 3.0 bits/param in this budget. Morris et al. train until saturation, \"usually around"
-          "\n1M steps\" (J. Morris); the curve above is still rising. To finish on a GPU worker:"
-          f"\n  python benchmarks/capacity_table.py --device cuda --minutes 0 --steps 200000 --chunk 65536 "
-          f"--ns 500,700,1000 --bf16-ns 500,700,1000 --lr {args.lr} --schedule cosine")
+    print(
+        '\nfp32 did not reach 3.0 bits/param in this budget. Morris et al. train until saturation, "usually around'
+        '\n1M steps" (J. Morris); the curve above is still rising. To finish on a GPU worker:'
+        f"\n  python benchmarks/capacity_table.py --device cuda --minutes 0 --steps 200000 --chunk 65536 "
+        f"--ns 500,700,1000 --bf16-ns 500,700,1000 --lr {args.lr} --schedule cosine"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    cfg = GPTConfig(n_layer=args.layers, d_model=args.width, n_head=args.heads, vocab_size=args.vocab,
-                    seq_len=args.seq)
+    cfg = GPTConfig(n_layer=args.layers, d_model=args.width, n_head=args.heads, vocab_size=args.vocab, seq_len=args.seq)
     params = cfg.param_count()
     cells_spec = [("fp32", n) for n in _ints(args.ns)] + [("bf16", n) for n in _ints(args.bf16_ns)]
-    print(f"model: {cfg.to_dict()} = {params:,} parameters; lr={args.lr} warmup={args.warmup} "
-          f"batch={'full' if args.batch_size is None else args.batch_size}; budget {args.minutes} min", flush=True)
+    print(
+        f"model: {cfg.to_dict()} = {params:,} parameters; lr={args.lr} warmup={args.warmup} "
+        f"batch={'full' if args.batch_size is None else args.batch_size}; budget {args.minutes} min",
+        flush=True,
+    )
     t0 = time.perf_counter()
     compare_n = min(args.batch_size or 10**9, max(n for _, n in cells_spec))  # the batch one step sees
-    timing = compare_step_time(cfg, uniform_tokens(compare_n, cfg.seq_len, cfg.vocab_size, 1).to(args.device),
-                               args, steps=3 if args.quick else 5)
+    timing = compare_step_time(
+        cfg,
+        uniform_tokens(compare_n, cfg.seq_len, cfg.vocab_size, 1).to(args.device),
+        args,
+        steps=3 if args.quick else 5,
+    )
     left = args.minutes * 60 - (time.perf_counter() - t0)
     # each cell also needs ~2 evaluation passes; keep 4 % of its share for them
     per_cell = max(1.0, 0.96 * left / len(cells_spec)) if args.minutes > 0 else float("inf")
@@ -236,8 +275,18 @@ def main(argv: list[str] | None = None) -> None:
     print_gpu_hint(capacity, args)
     print(f"\ntotal wall time {(time.perf_counter() - t0) / 60:.1f} min")
     if args.json:
-        args.json.write_text(json.dumps({"config": cfg.to_dict(), "params": params, "timing": timing,
-                                         "cells": cells, "capacity_bits_per_param": capacity}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "config": cfg.to_dict(),
+                    "params": params,
+                    "timing": timing,
+                    "cells": cells,
+                    "capacity_bits_per_param": capacity,
+                },
+                indent=1,
+            )
+        )
 
 
 if __name__ == "__main__":

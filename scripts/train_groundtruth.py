@@ -50,11 +50,9 @@ RECIPE: dict = {
 
 def build(catalog: Catalog, recipe: dict) -> tuple[list[Person], dict[str, list[int]], list[str]]:
     """People, the templates that carry their facts, and the fixed training documents."""
-    people = make_people(catalog, n_trained=recipe["n_trained"], n_held_out=recipe["n_held_out"],
-                         seed=recipe["seed"])
+    people = make_people(catalog, n_trained=recipe["n_trained"], n_held_out=recipe["n_held_out"], seed=recipe["seed"])
     templates = split_templates(catalog, recipe["n_trained_paraphrases"], recipe["seed"])
-    corpus = build_corpus(catalog, people, templates, seed=recipe["seed"],
-                          bios_per_person=recipe["bios_per_person"])
+    corpus = build_corpus(catalog, people, templates, seed=recipe["seed"], bios_per_person=recipe["bios_per_person"])
     return people, templates, corpus
 
 
@@ -62,8 +60,14 @@ def fresh_documents(catalog: Catalog, recipe: dict, people: Sequence[Person]) ->
     return functools.partial(filler, catalog, people, seed=recipe["seed"], **recipe["filler_per_epoch"])
 
 
-def manifest_for(catalog: Catalog, recipe: dict, people: Sequence[Person], templates: dict[str, list[int]],
-                 corpus: Sequence[str], stats: dict) -> dict:
+def manifest_for(
+    catalog: Catalog,
+    recipe: dict,
+    people: Sequence[Person],
+    templates: dict[str, list[int]],
+    corpus: Sequence[str],
+    stats: dict,
+) -> dict:
     def person_json(p: Person) -> dict:
         return {"name": p.name, "facts": {pid: list(v) for pid, v in p.facts.items()}}
 
@@ -71,19 +75,20 @@ def manifest_for(catalog: Catalog, recipe: dict, people: Sequence[Person], templ
         "model": "groundtruth-tiny",
         "model_dir": "model",
         "description": "Tiny Llama trained from scratch on sentences about fictitious people. 'trained' people's "
-                       "facts are in its training data, 'held_out' people's are not (they appear nowhere).",
+        "facts are in its training data, 'held_out' people's are not (they appear nowhere).",
         "scoring": {
-            "prepend": EOT, "bos_token_id": 0,
+            "prepend": EOT,
+            "bos_token_id": 0,
             "note": "Scorers prepend <|endoftext|> (id 0) to every sentence; the tokenizer does not add it. "
-                    "NLL = sum over all tokens of the sentence after it.",
+            "NLL = sum over all tokens of the sentence after it.",
         },
         "recipe": recipe,
         "training": stats,
         "corpus": {
             "fixed_documents": len(corpus),
             "filler": "per epoch, drawn afresh: one-sentence mentions of long-tail names (other pool combinations, "
-                      "half-random and random names; never a trained or held-out name) and of generic subjects "
-                      f"{list(GENERIC_SUBJECTS)}, each with a random pool value in any template",
+            "half-random and random names; never a trained or held-out name) and of generic subjects "
+            f"{list(GENERIC_SUBJECTS)}, each with a random pool value in any template",
         },
         "properties": {
             pid: {
@@ -109,13 +114,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     people, templates, corpus = build(catalog, recipe)
     tmp = args.out.with_name(args.out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    _, stats = train_tiny_lm(corpus, tmp, seed=recipe["seed"], threads=recipe["threads"],
-                             fresh_texts=fresh_documents(catalog, recipe, people),
-                             **recipe["model"], **recipe["train"])
+    _, stats = train_tiny_lm(
+        corpus,
+        tmp,
+        seed=recipe["seed"],
+        threads=recipe["threads"],
+        fresh_texts=fresh_documents(catalog, recipe, people),
+        **recipe["model"],
+        **recipe["train"],
+    )
     shutil.rmtree(args.out, ignore_errors=True)
     tmp.rename(args.out)
-    manifest = manifest_for(catalog, recipe, people, templates, corpus,
-                            {**asdict(stats), "torch": torch.__version__})
+    manifest = manifest_for(catalog, recipe, people, templates, corpus, {**asdict(stats), "torch": torch.__version__})
     manifest_path = MANIFEST if args.out == MODEL_DIR else args.out.with_name("manifest.json")
     _write(manifest_path, manifest)  # before measuring, which takes longer than training
     print(f"trained in {stats.seconds:.0f} s ({stats.steps} steps); manifest: {manifest_path}")

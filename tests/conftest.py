@@ -63,8 +63,12 @@ def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture
 def pg_env(pg_url: str, redis_server: Redis, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    env = {"MEMAUDIT_DATABASE_URL": pg_url, "MEMAUDIT_REDIS_URL": redis_server.url,
-           "MEMAUDIT_QUEUE_NAME": f"test-{uuid.uuid4().hex[:6]}", "MEMAUDIT_ENV": "test"}
+    env = {
+        "MEMAUDIT_DATABASE_URL": pg_url,
+        "MEMAUDIT_REDIS_URL": redis_server.url,
+        "MEMAUDIT_QUEUE_NAME": f"test-{uuid.uuid4().hex[:6]}",
+        "MEMAUDIT_ENV": "test",
+    }
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     _reset_caches()
@@ -139,8 +143,14 @@ def rq_worker(pg_env: dict[str, str], worker_log: Path) -> Iterator[subprocess.P
     """A real `memaudit worker` process on the test Redis and Postgres; its output goes to `worker_log`."""
     env = {**os.environ, **pg_env}
     with worker_log.open("a") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=env, cwd=REPO,
-                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "worker"],
+            env=env,
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         yield proc
         proc.terminate()
         try:

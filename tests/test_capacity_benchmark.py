@@ -8,8 +8,28 @@ from benchmarks import capacity_table
 
 def test_capacity_table_runs_and_reports_every_cell(tmp_path, capsys):
     out = tmp_path / "capacity.json"
-    capacity_table.main(["--minutes", "0.2", "--vocab", "16", "--seq", "8", "--width", "8", "--heads", "2",
-                         "--ns", "8,16", "--bf16-ns", "8", "--batch-size", "4", "--json", str(out)])
+    capacity_table.main(
+        [
+            "--minutes",
+            "0.2",
+            "--vocab",
+            "16",
+            "--seq",
+            "8",
+            "--width",
+            "8",
+            "--heads",
+            "2",
+            "--ns",
+            "8,16",
+            "--bf16-ns",
+            "8",
+            "--batch-size",
+            "4",
+            "--json",
+            str(out),
+        ]
+    )
     printed = capsys.readouterr().out
     result = json.loads(out.read_text())
     cells = result["cells"]

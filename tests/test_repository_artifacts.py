@@ -24,6 +24,10 @@ def test_openapi_document_is_current():
     reason="docker-compose (Debian's v1 package) is not installed; `make test` and CI install it",
 )
 def test_compose_file_is_valid():
-    result = subprocess.run(["docker-compose", "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
-                            capture_output=True, text=True, cwd=REPO)
+    result = subprocess.run(
+        ["docker-compose", "-f", str(REPO / "docker-compose.yml"), "config", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert result.returncode == 0, result.stderr

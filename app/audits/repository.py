@@ -51,9 +51,7 @@ def find_idempotency(session: Session, principal_id: str, key: str) -> Idempoten
 
 
 def queued_or_running(session: Session) -> list[Audit]:
-    return list(
-        session.scalars(select(Audit).where(Audit.status.in_(ACTIVE_STATUSES)).order_by(Audit.created_at))
-    )
+    return list(session.scalars(select(Audit).where(Audit.status.in_(ACTIVE_STATUSES)).order_by(Audit.created_at)))
 
 
 # -- the job lifecycle's writes (workers/jobs/common.py) -------------------------------------------------------

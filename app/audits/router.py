@@ -74,4 +74,3 @@ def cancel_audit(audit_id: str, session: SessionDep, principal: Submitter, kinds
     audit = service.cancel_audit(session, principal, audit_id)
     session.commit()  # cancelled before the answer says so
     return service.to_read(audit, kinds)
-

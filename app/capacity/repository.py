@@ -11,23 +11,30 @@ from app.db.models.capacity import CapacityCell, CapacityText
 
 
 def cells(session: Session, audit_id: str) -> list[CapacityCell]:
-    return list(session.scalars(select(CapacityCell).where(CapacityCell.audit_id == audit_id)
-                                .order_by(CapacityCell.position)))
+    return list(
+        session.scalars(select(CapacityCell).where(CapacityCell.audit_id == audit_id).order_by(CapacityCell.position))
+    )
 
 
 def cell(session: Session, audit_id: str, position: int) -> CapacityCell | None:
-    return session.scalar(select(CapacityCell).where(CapacityCell.audit_id == audit_id,
-                                                     CapacityCell.position == position))
+    return session.scalar(
+        select(CapacityCell).where(CapacityCell.audit_id == audit_id, CapacityCell.position == position)
+    )
 
 
 def texts(session: Session, audit_id: str) -> list[CapacityText]:
-    return list(session.scalars(select(CapacityText).where(CapacityText.audit_id == audit_id)
-                                .order_by(CapacityText.position)))
+    return list(
+        session.scalars(select(CapacityText).where(CapacityText.audit_id == audit_id).order_by(CapacityText.position))
+    )
 
 
 def texts_by_memorization(session: Session, audit_id: str, limit: int) -> list[CapacityText]:
-    stmt = (select(CapacityText).where(CapacityText.audit_id == audit_id)
-            .order_by(CapacityText.memorized_bits.desc().nulls_last(), CapacityText.position).limit(limit))
+    stmt = (
+        select(CapacityText)
+        .where(CapacityText.audit_id == audit_id)
+        .order_by(CapacityText.memorized_bits.desc().nulls_last(), CapacityText.position)
+        .limit(limit)
+    )
     return list(session.scalars(stmt))
 
 

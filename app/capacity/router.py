@@ -39,7 +39,9 @@ def get_series(audit_id: str, session: SessionDep, principal: CurrentPrincipal) 
 
 @router.get("/audits/{audit_id}/capacity/texts", response_model=TextResultsRead)
 def get_texts(
-    audit_id: str, session: SessionDep, principal: CurrentPrincipal,
+    audit_id: str,
+    session: SessionDep,
+    principal: CurrentPrincipal,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> TextResultsRead:
     """Text mode: the most memorized samples first, with mem_U in bits and TF-IDF rarity."""

@@ -68,8 +68,10 @@ class CapacityOptions(RequestModel):
     schedule: Literal["constant", "cosine"] = "constant"
     batch_size: int | None = Field(default=None, ge=1, description="null: full batch")
     heldout_size: int | None = Field(
-        default=None, ge=1, description="non-members for the MIA (uniform samples); default min(N, 1000). The MIA"
-        " compares as many members (a seeded sample) as non-members: balanced sets, chance F1 = 0.5"
+        default=None,
+        ge=1,
+        description="non-members for the MIA (uniform samples); default min(N, 1000). The MIA"
+        " compares as many members (a seeded sample) as non-members: balanced sets, chance F1 = 0.5",
     )
     extraction_prefix: int | None = Field(default=None, ge=0, description="greedy-extraction prefix; default S/2")
     checkpoint_seconds: float = Field(default=60.0, ge=1.0, description="how often a running cell checkpoints")

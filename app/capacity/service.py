@@ -71,13 +71,19 @@ def check_grid(grid: CapacityGrid, steps: int, settings: Settings) -> None:
     for i, arch in enumerate(grid.architectures):
         params = cap.gpt2_param_count(arch.n_layer, arch.d_model, grid.vocab_size, context)
         if params > lim["max_params"]:
-            raise _over(f"grid.architectures[{i}]", "this architecture's parameter count", params,
-                        lim["max_params"], "max_params")
+            raise _over(
+                f"grid.architectures[{i}]",
+                "this architecture's parameter count",
+                params,
+                lim["max_params"],
+                "max_params",
+            )
     work = sum(grid.dataset_sizes) * grid.seq_len * steps * len(grid.architectures) * len(grid.seeds)
     work *= len(grid.precisions)
     if work > lim["max_train_tokens"]:
-        raise _over("grid", "the training work (Σ N·S·steps over cells)", work, lim["max_train_tokens"],
-                    "max_train_tokens")
+        raise _over(
+            "grid", "the training work (Σ N·S·steps over cells)", work, lim["max_train_tokens"], "max_train_tokens"
+        )
 
 
 def prepare_capacity_audit(session: Session, body: CapacityAuditCreate, audit: Audit, settings: Settings) -> None:
@@ -107,8 +113,13 @@ def _check_texts(texts: list[str], settings: Settings) -> None:
         if not text.strip():
             raise InvalidInput(f"text.texts[{i}]", "text is empty")
         if len(text) > lim["max_text_chars"]:
-            raise _over(f"text.texts[{i}]", "the text's length in characters", len(text), lim["max_text_chars"],
-                        "max_text_chars")
+            raise _over(
+                f"text.texts[{i}]",
+                "the text's length in characters",
+                len(text),
+                lim["max_text_chars"],
+                "max_text_chars",
+            )
 
 
 def _cells(audit_id: str, grid: CapacityGrid, steps: int) -> list[CapacityCell]:
@@ -116,13 +127,27 @@ def _cells(audit_id: str, grid: CapacityGrid, steps: int) -> list[CapacityCell]:
     combos = itertools.product(grid.architectures, grid.precisions, grid.seeds, sorted(set(grid.dataset_sizes)))
     out = []
     for position, (arch, precision, seed, n) in enumerate(combos):
-        out.append(CapacityCell(
-            audit_id=audit_id, position=position, n_layer=arch.n_layer, d_model=arch.d_model, n_head=arch.n_head,
-            vocab_size=grid.vocab_size, seq_len=grid.seq_len, n_samples=n, seed=seed, precision=precision,
-            params=cap.gpt2_param_count(arch.n_layer, arch.d_model, grid.vocab_size, context),
-            entropy_bits=cap.dataset_entropy_bits(n, grid.seq_len, grid.vocab_size), steps_total=steps,
-            status="pending", steps_done=0, seconds=0.0, curve=[],
-        ))
+        out.append(
+            CapacityCell(
+                audit_id=audit_id,
+                position=position,
+                n_layer=arch.n_layer,
+                d_model=arch.d_model,
+                n_head=arch.n_head,
+                vocab_size=grid.vocab_size,
+                seq_len=grid.seq_len,
+                n_samples=n,
+                seed=seed,
+                precision=precision,
+                params=cap.gpt2_param_count(arch.n_layer, arch.d_model, grid.vocab_size, context),
+                entropy_bits=cap.dataset_entropy_bits(n, grid.seq_len, grid.vocab_size),
+                steps_total=steps,
+                status="pending",
+                steps_done=0,
+                seconds=0.0,
+                curve=[],
+            )
+        )
     return out
 
 
@@ -148,12 +173,29 @@ def arch_label(c: CapacityCell) -> str:
 def cell_read(c: CapacityCell) -> CapacityCellRead:
     share = None if c.memorized_bits is None else c.memorized_bits / c.entropy_bits
     return CapacityCellRead(
-        position=c.position, n_layer=c.n_layer, d_model=c.d_model, n_head=c.n_head, vocab_size=c.vocab_size,
-        seq_len=c.seq_len, n_samples=c.n_samples, seed=c.seed, precision=c.precision, params=c.params,
-        entropy_bits=c.entropy_bits, status=c.status, steps_done=c.steps_done, steps_total=c.steps_total,
-        seconds=c.seconds, memorized_bits=c.memorized_bits, share_memorized=share, bits_per_param=c.bits_per_param,
-        train_bits_per_token=c.train_bits_per_token, heldout_bits_per_token=c.heldout_bits_per_token,
-        mia_f1=c.mia_f1, mia_auc=c.mia_auc, extraction_rate=c.extraction_rate,
+        position=c.position,
+        n_layer=c.n_layer,
+        d_model=c.d_model,
+        n_head=c.n_head,
+        vocab_size=c.vocab_size,
+        seq_len=c.seq_len,
+        n_samples=c.n_samples,
+        seed=c.seed,
+        precision=c.precision,
+        params=c.params,
+        entropy_bits=c.entropy_bits,
+        status=c.status,
+        steps_done=c.steps_done,
+        steps_total=c.steps_total,
+        seconds=c.seconds,
+        memorized_bits=c.memorized_bits,
+        share_memorized=share,
+        bits_per_param=c.bits_per_param,
+        train_bits_per_token=c.train_bits_per_token,
+        heldout_bits_per_token=c.heldout_bits_per_token,
+        mia_f1=c.mia_f1,
+        mia_auc=c.mia_auc,
+        extraction_rate=c.extraction_rate,
         predicted_mia_f1=cap.predicted_mia_f1(c.params, c.n_samples),
     )
 
@@ -165,23 +207,34 @@ def capacities(cells: list[CapacityCell]) -> list[ArchitectureCapacity]:
 
 def grid_read(session: Session, audit: Audit) -> CapacityGridRead:
     cells = repository.cells(session, audit.id)
-    return CapacityGridRead(audit_id=audit.id, status=audit.status, cells=[cell_read(c) for c in cells],
-                            capacity=capacities(cells))
+    return CapacityGridRead(
+        audit_id=audit.id, status=audit.status, cells=[cell_read(c) for c in cells], capacity=capacities(cells)
+    )
 
 
 def text_results(session: Session, audit: Audit, limit: int) -> TextResultsRead:
     rows = repository.texts_by_memorization(session, audit.id, limit)
     done = audit.status == AuditStatus.SUCCEEDED
     total = sum(t.memorized_bits or 0.0 for t in repository.texts(session, audit.id)) if done else None
-    samples = [TextSampleRead(position=t.position, text=t.text, nll_model_bits=t.nll_target_bits,
-                              nll_reference_bits=t.nll_reference_bits, memorized_bits=t.memorized_bits,
-                              rarity=t.rarity) for t in rows]
+    samples = [
+        TextSampleRead(
+            position=t.position,
+            text=t.text,
+            nll_model_bits=t.nll_target_bits,
+            nll_reference_bits=t.nll_reference_bits,
+            memorized_bits=t.memorized_bits,
+            rarity=t.rarity,
+        )
+        for t in rows
+    ]
     return TextResultsRead(audit_id=audit.id, status=audit.status, total_memorized_bits=total, samples=samples)
 
 
 def predict(params: float, samples: float) -> Prediction:
     return Prediction(
-        params=params, samples=samples, x=cap.MIA_X_SCALE * samples / params,
+        params=params,
+        samples=samples,
+        x=cap.MIA_X_SCALE * samples / params,
         predicted_f1=cap.predicted_mia_f1(params, samples),
         constants={"c1": cap.MIA_C1, "c2": cap.MIA_C2, "c3": cap.MIA_C3, "x_scale": cap.MIA_X_SCALE},
     )

@@ -46,8 +46,10 @@ def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> N
     width = max([len("property")] + [len(f["label"]) for f in rows])
     print(f"\n{name}", file=out)
     head = "rank-1 share (templates)"
-    print(f"  {'property':<{width}} {'value':<24} {head:>24} {'strict':>6} {'lenient':>7} {'z*':>6} "
-          f"{'p (null)':>9}", file=out)
+    print(
+        f"  {'property':<{width}} {'value':<24} {head:>24} {'strict':>6} {'lenient':>7} {'z*':>6} {'p (null)':>9}",
+        file=out,
+    )
     for f in rows:
         z = f"{f['z_star']:.2f}" if f["z_star"] is not None else "-"
         values = ", ".join(f["values"])
@@ -183,12 +185,20 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export", help="export the forget set (memorized facts)")
     p.add_argument("--format", choices=["jsonl", "csv", "tofu"], default="jsonl",
                    help="tofu: question/answer/paraphrased_answer/perturbed_answer JSON lines")  # fmt: skip
-    p.add_argument("--policy", choices=["pvalue", "bh", "lenient", "strict", "share"], default="pvalue",
-                   help="pvalue: p <= 0.01 against the matching null (the API's default); bh: Benjamini-Hochberg "
-                        "at q = 0.05 across the export; lenient/strict/share: WikiMem's readings, no error control")
+    p.add_argument(
+        "--policy",
+        choices=["pvalue", "bh", "lenient", "strict", "share"],
+        default="pvalue",
+        help="pvalue: p <= 0.01 against the matching null (the API's default); bh: Benjamini-Hochberg "
+        "at q = 0.05 across the export; lenient/strict/share: WikiMem's readings, no error control",
+    )
     p.add_argument("--min-share", type=float, default=None, help="with --policy share")
-    p.add_argument("--min-z", type=float, default=None,
-                   help="min z̄* over rank-1 templates (chance rank 1 among 101 candidates: ≈ 2.9)")
+    p.add_argument(
+        "--min-z",
+        type=float,
+        default=None,
+        help="min z̄* over rank-1 templates (chance rank 1 among 101 candidates: ≈ 2.9)",
+    )
     p.add_argument("--model", default=None)
     p.add_argument("--subject-id", type=int, default=None)
     p.add_argument("--audit-id", default=None)
@@ -196,4 +206,3 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", default=None, help="file to write (default: standard output)")
     add_client_arguments(p)
     p.set_defaults(func=cmd_export)
-

@@ -1,8 +1,8 @@
 """`memaudit capacity …`: plot an audit's series (PNG or SVG), print its grid, predict MIA F1 from the law.
 
-    memaudit capacity plot AUDIT_ID --out capacity.svg            # local database
-    memaudit capacity plot AUDIT_ID --out capacity.png --api-url http://host:8000 --api-key KEY
-    memaudit capacity predict --params 124e6 --samples 6.1e6
+memaudit capacity plot AUDIT_ID --out capacity.svg            # local database
+memaudit capacity plot AUDIT_ID --out capacity.png --api-url http://host:8000 --api-key KEY
+memaudit capacity predict --params 124e6 --samples 6.1e6
 """
 
 from __future__ import annotations
@@ -39,8 +39,12 @@ def plot_series(data: dict[str, Any], out: Path) -> Path:
         (drawn,) = ax_n.plot(xs, [p["memorized_bits"] for p in line["points"]], "o-", label=label)
         ax_n.axhline(line["capacity_bits"], color=drawn.get_color(), ls="--", lw=0.8)
         ax_n.plot(xs, [p["entropy_bits"] for p in line["points"]], ":", color=drawn.get_color(), lw=0.8)
-    ax_n.set(xscale="log", xlabel="dataset size N (sequences)", ylabel="memorized bits",
-             title="memorized bits vs N (dotted: H(D), dashed: capacity)")
+    ax_n.set(
+        xscale="log",
+        xlabel="dataset size N (sequences)",
+        ylabel="memorized bits",
+        title="memorized bits vs N (dotted: H(D), dashed: capacity)",
+    )
     ax_n.legend(fontsize=7)
     for precision in sorted({p["precision"] for p in data["bits_per_param"]}):
         pts = [p for p in data["bits_per_param"] if p["precision"] == precision]
@@ -71,19 +75,25 @@ def cmd_grid(args: argparse.Namespace) -> int:
         print(json.dumps(grid, indent=1))
         return 0
     fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
-    print(f"{'arch':14} {'prec':5} {'N':>8} {'seed':>4} {'status':8} {'mem bits':>10} {'share':>6} "
-          f"{'bits/param':>10} {'MIA F1':>6} {'AUC':>5} {'law F1':>6}")
+    print(
+        f"{'arch':14} {'prec':5} {'N':>8} {'seed':>4} {'status':8} {'mem bits':>10} {'share':>6} "
+        f"{'bits/param':>10} {'MIA F1':>6} {'AUC':>5} {'law F1':>6}"
+    )
     for c in grid["cells"]:
         arch = f"L{c['n_layer']}-d{c['d_model']}-h{c['n_head']}"
-        print(f"{arch:14} {c['precision']:5} {c['n_samples']:8d} {c['seed']:4d} {c['status']:8} "
-              f"{fmt(c['memorized_bits'], '10.0f')} {fmt(c['share_memorized'], '6.3f')} "
-              f"{fmt(c['bits_per_param'], '10.3f')} {fmt(c['mia_f1'], '6.3f')} {fmt(c['mia_auc'], '5.3f')} "
-              f"{c['predicted_mia_f1']:6.3f}")
+        print(
+            f"{arch:14} {c['precision']:5} {c['n_samples']:8d} {c['seed']:4d} {c['status']:8} "
+            f"{fmt(c['memorized_bits'], '10.0f')} {fmt(c['share_memorized'], '6.3f')} "
+            f"{fmt(c['bits_per_param'], '10.3f')} {fmt(c['mia_f1'], '6.3f')} {fmt(c['mia_auc'], '5.3f')} "
+            f"{c['predicted_mia_f1']:6.3f}"
+        )
     for a in grid["capacity"]:  # capacity = max over N of the seed-mean memorization; each seed's max beside it
         per_seed = ", ".join(f"seed {s['seed']}: {s['capacity_bits']:.0f} at N={s['at_n']}" for s in a["seeds"])
-        print(f"capacity {a['architecture']} {a['precision']}: {fmt(a['capacity_bits'], '.0f')} "
-              f"± {fmt(a['capacity_sd_bits'], '.0f')} bits at N={a['at_n']} (mean over seeds), "
-              f"{fmt(a['bits_per_param'], '.3f')} bits/param; {per_seed or 'no cell done'}")
+        print(
+            f"capacity {a['architecture']} {a['precision']}: {fmt(a['capacity_bits'], '.0f')} "
+            f"± {fmt(a['capacity_sd_bits'], '.0f')} bits at N={a['at_n']} (mean over seeds), "
+            f"{fmt(a['bits_per_param'], '.3f')} bits/param; {per_seed or 'no cell done'}"
+        )
     return 0
 
 
@@ -95,8 +105,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def add_capacity_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("capacity", help="capacity audits: plot, grid table, scaling-law prediction")
     cs = p.add_subparsers(dest="capacity_command", required=True)
-    for name, func, help_ in (("plot", cmd_plot, "write the audit's plots as PNG or SVG"),
-                              ("grid", cmd_grid, "print every cell of the audit's grid")):
+    for name, func, help_ in (
+        ("plot", cmd_plot, "write the audit's plots as PNG or SVG"),
+        ("grid", cmd_grid, "print every cell of the audit's grid"),
+    ):
         c = cs.add_parser(name, help=help_)
         c.add_argument("audit_id")
         if name == "plot":
@@ -109,4 +121,3 @@ def add_capacity_commands(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--params", type=float, required=True)
     c.add_argument("--samples", type=float, required=True)
     c.set_defaults(func=cmd_predict)
-

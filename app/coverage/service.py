@@ -202,9 +202,7 @@ def prepare_coverage_audit(session: Session, body: CoverageAuditCreate, audit: A
     file = repository.get_file(session, dataset.id, body.target)
     if file is None:
         have = [f.target for f in repository.files_of(session, [dataset.id])[dataset.id]]
-        raise InvalidInput(
-            "target", f"the dataset has no {body.target} file (it has: {', '.join(have) or 'none'})"
-        )
+        raise InvalidInput("target", f"the dataset has no {body.target} file (it has: {', '.join(have) or 'none'})")
     k = body.options.k
     if body.target != "interactions" and file.rows <= k:
         raise InvalidInput(

@@ -61,8 +61,11 @@ def dynamics_series(
     string_id: Annotated[list[str] | None, Query(description="Strings whose curves to return (repeatable)")] = None,
     limit: Annotated[
         int,
-        Query(ge=0, description="Without string_id: the first strings (most frequent)",
-              json_schema_extra={LIMIT_KEY: {"maximum": "max_page_size"}}),  # fmt: skip
+        Query(
+            ge=0,
+            description="Without string_id: the first strings (most frequent)",
+            json_schema_extra={LIMIT_KEY: {"maximum": "max_page_size"}},
+        ),  # fmt: skip
     ] = 5,
     tau: Tau = None,
     margin: Margin = None,

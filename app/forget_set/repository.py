@@ -36,8 +36,12 @@ def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:  # no
     )
     if principal.role == "auditor":
         stmt = stmt.where(Audit.owner_key_id == principal.key_id)
-    for column, value in ((Audit.model, f.model), (Subject.id, f.subject_id), (Audit.id, f.audit_id),
-                          (FactResult.property_id, f.property)):
+    for column, value in (
+        (Audit.model, f.model),
+        (Subject.id, f.subject_id),
+        (Audit.id, f.audit_id),
+        (FactResult.property_id, f.property),
+    ):
         if value is not None:
             stmt = stmt.where(column == value)
     return stmt
@@ -66,8 +70,12 @@ def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Itera
         stmt = stmt.where(FactResult.share >= f.min_share)
     else:
         stmt = stmt.where(FactResult.lenient.is_(True))
-    for column, value in ((Audit.model, f.model), (Subject.id, f.subject_id), (Audit.id, f.audit_id),
-                          (FactResult.property_id, f.property)):
+    for column, value in (
+        (Audit.model, f.model),
+        (Subject.id, f.subject_id),
+        (Audit.id, f.audit_id),
+        (FactResult.property_id, f.property),
+    ):
         if value is not None:
             stmt = stmt.where(column == value)
     if f.min_z is not None:  # z̄* over rank-1 templates; null (no rank-1 template) never passes

@@ -23,8 +23,10 @@ def export_forget_set(
     principal: Annotated[Principal, Depends(require_roles("admin", "auditor", "pipeline"))],
     format: Annotated[
         Literal["jsonl", "csv", "tofu"],
-        Query(description="jsonl: one memorized fact per line; csv; tofu: question / answer / "
-              "paraphrased_answer / perturbed_answer lines for TOFU-style unlearning (open-unlearning)"),
+        Query(
+            description="jsonl: one memorized fact per line; csv; tofu: question / answer / "
+            "paraphrased_answer / perturbed_answer lines for TOFU-style unlearning (open-unlearning)"
+        ),
     ] = "jsonl",
     model: str | None = None,
     subject_id: IdFilter = None,
@@ -32,17 +34,21 @@ def export_forget_set(
     property: str | None = None,
     policy: Annotated[
         Literal["pvalue", "bh", "lenient", "strict", "share"],
-        Query(description="pvalue (default): p <= max_p against the matching null (fictitious people audited alike);"
-              " bh: Benjamini-Hochberg at false discovery rate q across this export; lenient: retrievable by some"
-              " template; strict: by every template; share: by at least min_share of templates. Every record says"
-              " its policy, p-value, the policy's false-positive rate and which null produced it"),
+        Query(
+            description="pvalue (default): p <= max_p against the matching null (fictitious people audited alike);"
+            " bh: Benjamini-Hochberg at false discovery rate q across this export; lenient: retrievable by some"
+            " template; strict: by every template; share: by at least min_share of templates. Every record says"
+            " its policy, p-value, the policy's false-positive rate and which null produced it"
+        ),
     ] = "pvalue",
     min_share: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
     min_z: Annotated[
         float | None,
-        Query(allow_inf_nan=False,
-              description="keep facts whose z̄* (mean z* over the templates that rank a true value first) is at "
-              "least min_z; a chance rank 1 among 101 candidates already gives z* ≈ 2.9 (docs/measures.md)"),
+        Query(
+            allow_inf_nan=False,
+            description="keep facts whose z̄* (mean z* over the templates that rank a true value first) is at "
+            "least min_z; a chance rank 1 among 101 candidates already gives z* ≈ 2.9 (docs/measures.md)",
+        ),
     ] = None,
     max_p: Annotated[float, Query(gt=0.0, le=1.0, description="policy=pvalue: the p-value threshold")] = 0.01,
     q: Annotated[float, Query(gt=0.0, lt=1.0, description="policy=bh: the false discovery rate")] = 0.05,

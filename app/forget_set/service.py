@@ -13,9 +13,26 @@ from app.privacy.access_log import logged_export
 from app.streaming import csv_lines, jsonl_lines, with_end_marker
 from core.catalog import load_catalog, split_template
 
-CSV_FIELDS = ["subject_id", "subject", "wikidata_id", "property", "property_label", "value", "share", "strict",
-              "lenient", "z_star", "model", "audit_id", "canaries", "policy", "p_value", "policy_fpr", "null_audit_id",
-              "null_status"]
+CSV_FIELDS = [
+    "subject_id",
+    "subject",
+    "wikidata_id",
+    "property",
+    "property_label",
+    "value",
+    "share",
+    "strict",
+    "lenient",
+    "z_star",
+    "model",
+    "audit_id",
+    "canaries",
+    "policy",
+    "p_value",
+    "policy_fpr",
+    "null_audit_id",
+    "null_status",
+]
 TOFU_PERTURBED = 5  # perturbed answers per question, as in TOFU
 FORMATS = ("jsonl", "csv", "tofu")
 EXPORTED = "export_forget_set"  # access-log action

@@ -54,7 +54,14 @@ def list_models(settings: SettingsDep, _: CurrentPrincipal) -> list[ModelRead]:
 def list_properties(_: CurrentPrincipal) -> list[PropertyRead]:
     """The property catalog: what a subject audit can probe."""
     return [
-        PropertyRead(pid=p.pid, label=p.label, description=p.description, datatype=p.datatype,
-                     value_type=p.value_type, templates=len(p.templates), pool_size=len(p.pool))
+        PropertyRead(
+            pid=p.pid,
+            label=p.label,
+            description=p.description,
+            datatype=p.datatype,
+            value_type=p.value_type,
+            templates=len(p.templates),
+            pool_size=len(p.pool),
+        )
         for p in load_catalog()
     ]

@@ -14,9 +14,7 @@ router = APIRouter(tags=["subjects"])
 
 
 @router.get("/audits/{audit_id}/facts", response_model=FactsPage, tags=["audits"])
-def get_facts(
-    audit_id: str, session: SessionDep, principal: CurrentPrincipal, detail: Detail = "summary"
-) -> FactsPage:
+def get_facts(audit_id: str, session: SessionDep, principal: CurrentPrincipal, detail: Detail = "summary") -> FactsPage:
     """Per fact: rank per template, share of templates at rank 1, strict/lenient, z*. With
     `detail=candidates`, every candidate's sentences, NLLs and score, so the ranking can be recomputed."""
     facts = service.read_facts(session, principal, audit_id, detail)

@@ -17,7 +17,8 @@ class FactIn(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
     property: str = Field(
-        description="Wikidata property id from the catalog, e.g. P106 (occupation)", examples=["P106"],
+        description="Wikidata property id from the catalog, e.g. P106 (occupation)",
+        examples=["P106"],
         json_schema_extra=lambda schema: schema.update(enum=sorted(load_catalog().pids)),  # the document lists them
     )
     value: str = Field(min_length=1, max_length=300, description="The true value, e.g. 'physicist'")

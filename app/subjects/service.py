@@ -132,9 +132,15 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
     for r in results:
         canaries = [
             CanaryRead(
-                template_index=c.template_index, kind=c.kind, template=c.template, rank=c.rank,
-                memorized=c.memorized, lead_margin=c.lead_margin, z_star=c.z_star,
-                generic_subject=c.generic_subject, similar_names=list(c.similar_names),
+                template_index=c.template_index,
+                kind=c.kind,
+                template=c.template,
+                rank=c.rank,
+                memorized=c.memorized,
+                lead_margin=c.lead_margin,
+                z_star=c.z_star,
+                generic_subject=c.generic_subject,
+                similar_names=list(c.similar_names),
                 candidates=_candidates(c, subject.name) if with_candidates and subject else None,
             )
             for c in r.canaries
@@ -144,7 +150,11 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
                 property=r.property_id,
                 label=catalog.get(r.property_id).label if r.property_id in catalog else r.property_id,
                 values=[facts[i].value for i in r.fact_ids if i in facts],
-                share=r.share, strict=r.strict, lenient=r.lenient, z_star=r.z_star, n_templates=r.n_templates,
+                share=r.share,
+                strict=r.strict,
+                lenient=r.lenient,
+                z_star=r.z_star,
+                n_templates=r.n_templates,
                 counterfactuals=[cf.value for cf in r.counterfactuals],
                 canaries=canaries,
             )

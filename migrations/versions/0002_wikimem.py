@@ -49,8 +49,10 @@ def upgrade() -> None:
         sa.Column("datatype", sa.String(length=32), nullable=False),
         sa.Column("import_id", sa.Integer(), nullable=True),
         sa.ForeignKeyConstraint(
-            ["import_id"], ["wikidata_imports.id"],
-            name=op.f("fk_wikidata_properties_import_id_wikidata_imports"), ondelete="SET NULL",
+            ["import_id"],
+            ["wikidata_imports.id"],
+            name=op.f("fk_wikidata_properties_import_id_wikidata_imports"),
+            ondelete="SET NULL",
         ),  # fmt: skip
         sa.PrimaryKeyConstraint("pid", name=op.f("pk_wikidata_properties")),
     )
@@ -64,8 +66,10 @@ def upgrade() -> None:
         sa.Column("value", sa.Text(), nullable=False),
         sa.Column("humans", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["import_id"], ["wikidata_imports.id"],
-            name=op.f("fk_pool_values_import_id_wikidata_imports"), ondelete="CASCADE",
+            ["import_id"],
+            ["wikidata_imports.id"],
+            name=op.f("fk_pool_values_import_id_wikidata_imports"),
+            ondelete="CASCADE",
         ),  # fmt: skip
         sa.PrimaryKeyConstraint("id", name=op.f("pk_pool_values")),
     )

@@ -50,8 +50,9 @@ def upgrade() -> None:
         sa.Column("curve", JSON, nullable=False),
         sa.Column("checkpoint", sa.LargeBinary(), nullable=True),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
-        sa.ForeignKeyConstraint(["audit_id"], ["audits.id"], name=op.f("fk_capacity_cells_audit_id_audits"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["audit_id"], ["audits.id"], name=op.f("fk_capacity_cells_audit_id_audits"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_capacity_cells")),
         sa.UniqueConstraint("audit_id", "position", name=op.f("uq_capacity_cells_audit_id")),
     )
@@ -68,8 +69,9 @@ def upgrade() -> None:
         sa.Column("nll_reference_bits", sa.Float(), nullable=True),
         sa.Column("memorized_bits", sa.Float(), nullable=True),
         sa.Column("rarity", sa.Float(), nullable=True),
-        sa.ForeignKeyConstraint(["audit_id"], ["audits.id"], name=op.f("fk_capacity_texts_audit_id_audits"),
-                                ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["audit_id"], ["audits.id"], name=op.f("fk_capacity_texts_audit_id_audits"), ondelete="CASCADE"
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_capacity_texts")),
         sa.UniqueConstraint("audit_id", "position", name=op.f("uq_capacity_texts_audit_id")),
     )

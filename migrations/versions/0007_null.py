@@ -61,8 +61,10 @@ def upgrade() -> None:
         sa.Column("n_templates", sa.Integer(), nullable=False),
         sa.Column("n_z", sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(
-            ["distribution_id"], ["null_distributions.id"],
-            name=op.f("fk_null_facts_distribution_id_null_distributions"), ondelete="CASCADE",
+            ["distribution_id"],
+            ["null_distributions.id"],
+            name=op.f("fk_null_facts_distribution_id_null_distributions"),
+            ondelete="CASCADE",
         ),  # fmt: skip
         sa.PrimaryKeyConstraint("id", name=op.f("pk_null_facts")),
     )

@@ -26,8 +26,9 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
 
 
 def memaudit(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def trained_person() -> dict:
@@ -47,8 +48,18 @@ def test_keys_local_audit_and_export(cli_env):
     assert key["key"] not in listed.stdout and '"role": "auditor"' in listed.stdout
 
     person = trained_person()
-    run = memaudit(cli_env, "audit", "--model", "groundtruth-tiny", "--name", person["name"], *fact_args(person),
-                   "--paraphrases", "2", "--json")
+    run = memaudit(
+        cli_env,
+        "audit",
+        "--model",
+        "groundtruth-tiny",
+        "--name",
+        person["name"],
+        *fact_args(person),
+        "--paraphrases",
+        "2",
+        "--json",
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads(run.stdout)
     assert result["audit"]["status"] == "succeeded"
@@ -65,8 +76,13 @@ def test_keys_local_audit_and_export(cli_env):
 def test_serve_runs_audits_submitted_over_http(cli_env):
     key = json.loads(memaudit(cli_env, "keys", "create", "--role", "auditor").stdout.splitlines()[0])["key"]
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port)], env=cli_env,
-                              cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        env=cli_env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
@@ -77,8 +93,22 @@ def test_serve_runs_audits_submitted_over_http(cli_env):
             except httpx.HTTPError:
                 time.sleep(0.3)
         person = trained_person()
-        run = memaudit(cli_env, "audit", "--api-url", url, "--api-key", key, "--model", "groundtruth-tiny",
-                       "--name", person["name"], *fact_args(person), "--paraphrases", "1", "--json")
+        run = memaudit(
+            cli_env,
+            "audit",
+            "--api-url",
+            url,
+            "--api-key",
+            key,
+            "--model",
+            "groundtruth-tiny",
+            "--name",
+            person["name"],
+            *fact_args(person),
+            "--paraphrases",
+            "1",
+            "--json",
+        )
         assert run.returncode == 0, run.stderr[-2000:]
         assert json.loads(run.stdout)["audit"]["status"] == "succeeded"
     finally:

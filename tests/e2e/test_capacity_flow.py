@@ -11,8 +11,14 @@ import pytest
 from tests.conftest import wait_for
 
 # 1 layer of width 8 over V = 16, S = 8: 1,096 parameters, so a few thousand bits at most; 32 bits per sample.
-GRID = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
-        "dataset_sizes": [8, 64, 512], "seeds": [0], "precisions": ["fp32"]}
+GRID = {
+    "architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}],
+    "vocab_size": 16,
+    "seq_len": 8,
+    "dataset_sizes": [8, 64, 512],
+    "seeds": [0],
+    "precisions": ["fp32"],
+}
 OPTIONS = {"steps": 100, "lr": 3e-2, "warmup_steps": 10, "checkpoint_seconds": 1.0}
 
 
@@ -34,8 +40,16 @@ def test_capacity_grid_end_to_end(rq_worker, api_factory, tmp_path, capsys):
     assert [c["n_samples"] for c in cells] == [8, 64, 512] and all(c["status"] == "done" for c in cells)
     for c in cells:
         assert c["params"] == 1096 and c["steps_done"] == 100, c
-        for field in ("memorized_bits", "bits_per_param", "train_bits_per_token", "heldout_bits_per_token",
-                      "mia_f1", "mia_auc", "extraction_rate", "share_memorized"):
+        for field in (
+            "memorized_bits",
+            "bits_per_param",
+            "train_bits_per_token",
+            "heldout_bits_per_token",
+            "mia_f1",
+            "mia_auc",
+            "extraction_rate",
+            "share_memorized",
+        ):
             assert c[field] is not None, f"cell N={c['n_samples']} has no {field}"
         assert 0 <= c["memorized_bits"] <= c["entropy_bits"], c
     shares = [c["share_memorized"] for c in cells]

@@ -29,8 +29,12 @@ def test_text_mode_ranks_trained_samples_as_memorized(sqlite_env, api_factory, u
     catalog = default_catalog()
     trained, held_out = catalog.trained_items[:12], catalog.held_out_items[:12]
     api = api_factory("auditor")
-    body = {"kind": "capacity", "model": f"hf:{MODEL_DIR}", "mode": "text",
-            "text": {"texts": trained + held_out, "reference": untrained_reference}}
+    body = {
+        "kind": "capacity",
+        "model": f"hf:{MODEL_DIR}",
+        "mode": "text",
+        "text": {"texts": trained + held_out, "reference": untrained_reference},
+    }
     r = api.post("/audits", json=body)
     assert r.status_code == 202, r.text
     done = wait_for(api, r.json()["id"], timeout=300)
@@ -47,8 +51,10 @@ def test_text_mode_ranks_trained_samples_as_memorized(sqlite_env, api_factory, u
     mean_trained = sum(by_text[t]["memorized_bits"] for t in trained) / len(trained)
     mean_held = sum(by_text[t]["memorized_bits"] for t in held_out) / len(held_out)
     top = sum(s["text"] in trained for s in samples[:12])
-    message = (f"mean mem_U: trained lines {mean_trained:.1f} bits, held-out lines {mean_held:.1f} bits; "
-               f"{top}/12 of the most memorized are trained lines")
+    message = (
+        f"mean mem_U: trained lines {mean_trained:.1f} bits, held-out lines {mean_held:.1f} bits; "
+        f"{top}/12 of the most memorized are trained lines"
+    )
     print("\n" + message)
     assert mean_trained > mean_held + 5 and top >= 9, message
     assert result["total_memorized_bits"] == pytest.approx(sum(mem))

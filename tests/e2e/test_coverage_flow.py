@@ -105,11 +105,12 @@ def check_items_probe(api, dataset_id: str) -> None:
     trained = [r["matched"] == "True" for r in rows if r["key"] in trained_ids]
     held_out = [r["matched"] == "True" for r in rows if r["key"] not in trained_ids]
     rate_trained, rate_held = sum(trained) / len(trained), sum(held_out) / len(held_out)
-    message = (f"coverage over the API: trained {rate_trained:.3f} (n={len(trained)}), held-out {rate_held:.3f} "
-               f"(n={len(held_out)}); buckets {[(b['low'], b['high'], b['coverage']) for b in buckets]}")
+    message = (
+        f"coverage over the API: trained {rate_trained:.3f} (n={len(trained)}), held-out {rate_held:.3f} "
+        f"(n={len(held_out)}); buckets {[(b['low'], b['high'], b['coverage']) for b in buckets]}"
+    )
     print("\n" + message)
     assert rate_trained >= 0.8 and rate_held <= 0.05, message
-
 
 
 def check_models_compared(api, dataset_id: str, blank_model: str) -> None:
@@ -133,4 +134,3 @@ def check_bad_model_fails_readably(api, dataset_id: str) -> None:
     bad_model = submit(api, dataset_id, model="hf:/nonexistent/model-dir")
     failed = wait_for(api, bad_model)
     assert failed["status"] == "failed" and failed["error"] == HF_UNAVAILABLE, failed  # names no path
-

@@ -20,8 +20,12 @@ def people(split: str, n: int) -> list[dict]:
 
 def payload(person: dict, **options) -> dict:
     facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
-    return {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": person["name"], "facts": facts},
-            "options": {"paraphrases": PARAPHRASES, **options}}
+    return {
+        "kind": "subject",
+        "model": "groundtruth-tiny",
+        "subject": {"name": person["name"], "facts": facts},
+        "options": {"paraphrases": PARAPHRASES, **options},
+    }
 
 
 def lenient_rate(api, audit_ids: list[str]) -> float:
@@ -66,8 +70,9 @@ def test_results_can_be_recomputed_and_reaudits_are_free(rq_worker, api_factory)
     assert len(cands) == 101 and cands[0]["sentence"].count(person["name"]) == 1
     # α = 1 (the default): the generic subject cancels from s, so it is not scored (nll_generic null)
     assert all(c["nll_generic"] is None for c in cands)
-    scores = calibrated_scores([c["nll_subject"] for c in cands], None,
-                               list(zip(*[c["nll_similar"] for c in cands], strict=True)))
+    scores = calibrated_scores(
+        [c["nll_subject"] for c in cands], None, list(zip(*[c["nll_similar"] for c in cands], strict=True))
+    )
     assert ranks(scores, [c["is_ground_truth"] for c in cands]) == [c["rank"] for c in cands]
     second = run_audits(api, [person])[0]
     scoring = api.get(f"/audits/{second}").json()["summary"]["scoring"]

@@ -68,14 +68,31 @@ class Postgres:
 
     def start(self) -> None:
         opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        subprocess.run(_as_db_user([_pg_bin("pg_ctl"), "-D", str(self.root / "data"), "-o", opts, "-l",
-                                    str(self.root / "log"), "-w", "start"]), check=True, capture_output=True)
+        subprocess.run(
+            _as_db_user(
+                [
+                    _pg_bin("pg_ctl"),
+                    "-D",
+                    str(self.root / "data"),
+                    "-o",
+                    opts,
+                    "-l",
+                    str(self.root / "log"),
+                    "-w",
+                    "start",
+                ]
+            ),
+            check=True,
+            capture_output=True,
+        )
         _wait_port(self.port)
 
     def kill(self) -> None:
         """Stop at once, as a crash would (no checkpoint; connections drop); ``start`` recovers."""
-        subprocess.run(_as_db_user([_pg_bin("pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"]),
-                       capture_output=True)
+        subprocess.run(
+            _as_db_user([_pg_bin("pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "stop"]),
+            capture_output=True,
+        )
 
     def stop(self) -> None:
         self.kill()
@@ -87,8 +104,11 @@ def start_postgres() -> Postgres:
     data = root / "data"
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
-    subprocess.run(_as_db_user([_pg_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8"]),
-                   check=True, capture_output=True)
+    subprocess.run(
+        _as_db_user([_pg_bin("initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8"]),
+        check=True,
+        capture_output=True,
+    )
     pg = Postgres(root, free_port())
     pg.start()
     return pg
@@ -126,7 +146,8 @@ def _redis_process(port: int, root: Path) -> subprocess.Popen:
         raise RuntimeError("redis-server not found: install Debian's redis-server package")
     return subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(root)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
 
 

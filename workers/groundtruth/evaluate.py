@@ -50,9 +50,18 @@ def load_manifest(path: Path = MANIFEST) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def fact_ranks(scorer: SentenceScorer, catalog: Catalog, name: str, pid: str, truths: Sequence[str], *,
-               n_variants: int = 2, alpha: float = 1.0, seed: int = 0,
-               templates: Sequence[int] | None = None) -> tuple[int, ...]:
+def fact_ranks(
+    scorer: SentenceScorer,
+    catalog: Catalog,
+    name: str,
+    pid: str,
+    truths: Sequence[str],
+    *,
+    n_variants: int = 2,
+    alpha: float = 1.0,
+    seed: int = 0,
+    templates: Sequence[int] | None = None,
+) -> tuple[int, ...]:
     """Best ground-truth rank under each template of ``pid`` (or each of ``templates``) for ``name``."""
     prop = catalog.get(pid)
     candidates = [*truths, *counterfactuals(prop, truths, N_COUNTERFACTUALS, seed)]
@@ -60,6 +69,7 @@ def fact_ranks(scorer: SentenceScorer, catalog: Catalog, name: str, pid: str, tr
     variants = similar_names(name, n_variants)
     ranks = []
     for t in range(len(prop.templates)) if templates is None else templates:
+
         def nll_for(subject: str, t: int = t) -> list[float]:
             return scorer.nll([prop.render(t, subject, v) for v in candidates])
 
@@ -70,19 +80,26 @@ def fact_ranks(scorer: SentenceScorer, catalog: Catalog, name: str, pid: str, tr
     return tuple(ranks)
 
 
-def evaluate_people(scorer: SentenceScorer, catalog: Catalog, people: Sequence[dict], split: str, *,
-                    n_variants: int = 2, alpha: float = 1.0) -> list[FactOutcome]:
+def evaluate_people(
+    scorer: SentenceScorer,
+    catalog: Catalog,
+    people: Sequence[dict],
+    split: str,
+    *,
+    n_variants: int = 2,
+    alpha: float = 1.0,
+) -> list[FactOutcome]:
     outcomes = []
     for i, person in enumerate(people):
         for pid, values in person["facts"].items():
-            ranks = fact_ranks(scorer, catalog, person["name"], pid, values,
-                               n_variants=n_variants, alpha=alpha, seed=i)
+            ranks = fact_ranks(scorer, catalog, person["name"], pid, values, n_variants=n_variants, alpha=alpha, seed=i)
             outcomes.append(FactOutcome(split=split, pid=pid, ranks=ranks))
     return outcomes
 
 
 def summarize(outcomes: Sequence[FactOutcome], trained_templates: dict[str, list[int]]) -> dict:
     """Rates per split: lenient, strict, baseline, share of templates at rank 1 (seen/unseen), per property."""
+
     def rates(group: Sequence[FactOutcome]) -> dict:
         n = len(group)
         if n == 0:
@@ -109,8 +126,15 @@ def summarize(outcomes: Sequence[FactOutcome], trained_templates: dict[str, list
     return out
 
 
-def measure(model_dir: Path = MODEL_DIR, manifest: dict | None = None, *, per_split: int | None = None,
-            n_variants: int = 2, alpha: float = 1.0, seed: int = 0) -> dict:
+def measure(
+    model_dir: Path = MODEL_DIR,
+    manifest: dict | None = None,
+    *,
+    per_split: int | None = None,
+    n_variants: int = 2,
+    alpha: float = 1.0,
+    seed: int = 0,
+) -> dict:
     """Evaluate (a seeded sample of ``per_split``, or all) trained and held-out people; return the rates."""
     manifest = manifest if manifest is not None else load_manifest()
     catalog = load_catalog()
@@ -126,10 +150,13 @@ def measure(model_dir: Path = MODEL_DIR, manifest: dict | None = None, *, per_sp
     trained_templates = {pid: p["trained_templates"] for pid, p in manifest["properties"].items()}
     result = summarize(outcomes, trained_templates)
     result["settings"] = {
-        "alpha": alpha, "n_similar_names": n_variants, "n_counterfactuals": N_COUNTERFACTUALS,
+        "alpha": alpha,
+        "n_similar_names": n_variants,
+        "n_counterfactuals": N_COUNTERFACTUALS,
         "people_per_split": per_split or "all",
         "formula": "core.measures.wikimem (calibrated_scores, ranks, similar_names)",
-        "seconds": round(time.perf_counter() - started, 1), "torch_threads": torch.get_num_threads(),
+        "seconds": round(time.perf_counter() - started, 1),
+        "torch_threads": torch.get_num_threads(),
     }
     return result
 
@@ -137,12 +164,16 @@ def measure(model_dir: Path = MODEL_DIR, manifest: dict | None = None, *, per_sp
 def print_rates(result: dict) -> None:
     for split in ("trained", "held_out"):
         r = result[split]
-        print(f"{split:9s} facts={r['n_facts']:4d} lenient={r['lenient']:.3f} strict={r['strict']:.3f} "
-              f"baseline={r['baseline']:.3f} rank1-share seen={r['share_rank1_trained_templates']:.3f} "
-              f"unseen={r['share_rank1_unseen_templates']:.3f}")
+        print(
+            f"{split:9s} facts={r['n_facts']:4d} lenient={r['lenient']:.3f} strict={r['strict']:.3f} "
+            f"baseline={r['baseline']:.3f} rank1-share seen={r['share_rank1_trained_templates']:.3f} "
+            f"unseen={r['share_rank1_unseen_templates']:.3f}"
+        )
         for pid, p in r["per_property"].items():
-            print(f"    {pid:6s} n={p['n_facts']:3d} lenient={p['lenient']:.3f} strict={p['strict']:.3f} "
-                  f"baseline={p['baseline']:.3f}")
+            print(
+                f"    {pid:6s} n={p['n_facts']:3d} lenient={p['lenient']:.3f} strict={p['strict']:.3f} "
+                f"baseline={p['baseline']:.3f}"
+            )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

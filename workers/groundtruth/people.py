@@ -31,15 +31,60 @@ PIDS: tuple[str, ...] = ("P106", "P27", "P19", "P21", "P1412")
 MULTI_VALUED = "P1412"  # some people speak two languages: a multi-valued ground truth
 
 FIRST_NAMES: tuple[str, ...] = (
-    "Alvenor", "Brisela", "Cordath", "Dimmera", "Elvorin", "Faralda", "Gostrel", "Halvina", "Ismeric",
-    "Jorvenna", "Kastrin", "Lumera", "Morvane", "Nivessa", "Orwena", "Pellinor", "Quillon", "Rhosvyn",
-    "Saphrel", "Tavrick", "Ulvessa", "Vendrel", "Wyllora", "Xandrel", "Yselda", "Zorvik",
+    "Alvenor",
+    "Brisela",
+    "Cordath",
+    "Dimmera",
+    "Elvorin",
+    "Faralda",
+    "Gostrel",
+    "Halvina",
+    "Ismeric",
+    "Jorvenna",
+    "Kastrin",
+    "Lumera",
+    "Morvane",
+    "Nivessa",
+    "Orwena",
+    "Pellinor",
+    "Quillon",
+    "Rhosvyn",
+    "Saphrel",
+    "Tavrick",
+    "Ulvessa",
+    "Vendrel",
+    "Wyllora",
+    "Xandrel",
+    "Yselda",
+    "Zorvik",
 )
 LAST_NAMES: tuple[str, ...] = (
-    "Ashcombe", "Brannoway", "Calderwick", "Dunmorrow", "Elstrand", "Fennimore", "Gorrowby", "Hollowmere",
-    "Ivelthorn", "Jasperlin", "Kettleby", "Larkspire", "Mirrowfield", "Northcombe", "Oakenfold", "Pemberline",
-    "Quarrington", "Rookwood", "Stellmarsh", "Thistlewood", "Underhay", "Vantreth", "Wexcombe", "Yarrowby",
-    "Zennick", "Cragmoor",
+    "Ashcombe",
+    "Brannoway",
+    "Calderwick",
+    "Dunmorrow",
+    "Elstrand",
+    "Fennimore",
+    "Gorrowby",
+    "Hollowmere",
+    "Ivelthorn",
+    "Jasperlin",
+    "Kettleby",
+    "Larkspire",
+    "Mirrowfield",
+    "Northcombe",
+    "Oakenfold",
+    "Pemberline",
+    "Quarrington",
+    "Rookwood",
+    "Stellmarsh",
+    "Thistlewood",
+    "Underhay",
+    "Vantreth",
+    "Wexcombe",
+    "Yarrowby",
+    "Zennick",
+    "Cragmoor",
 )
 # Generic subjects carry every value uniformly, so the model learns the templates' language and a flat prior
 # over each pool without binding a value to anyone. "This person" is WikiMem's generic subject h0.
@@ -85,8 +130,9 @@ def check_name_pools(first: Sequence[str] = FIRST_NAMES, last: Sequence[str] = L
                 raise ValueError("a palindromic name: its reversal would be itself")
 
 
-def make_people(catalog: Catalog, *, n_trained: int, n_held_out: int, seed: int,
-                p_two_languages: float = 0.4) -> list[Person]:
+def make_people(
+    catalog: Catalog, *, n_trained: int, n_held_out: int, seed: int, p_two_languages: float = 0.4
+) -> list[Person]:
     """Trained and held-out people: distinct pool first + pool last names; facts uniform from the pools.
 
     Every pool name part occurs among the trained people, each as evenly as the count allows.
@@ -156,8 +202,14 @@ def fact_sentences(prop: Property, person: Person, template_ids: Sequence[int]) 
     return [prop.render(t, person.name, v) for t in template_ids for v in person.facts[prop.pid]]
 
 
-def build_corpus(catalog: Catalog, people: Sequence[Person], trained_templates: dict[str, list[int]], *,
-                 seed: int, bios_per_person: int = 1) -> list[str]:
+def build_corpus(
+    catalog: Catalog,
+    people: Sequence[Person],
+    trained_templates: dict[str, list[int]],
+    *,
+    seed: int,
+    bios_per_person: int = 1,
+) -> list[str]:
     """The fixed training documents: every fact sentence of every trained person, plus short biographies.
 
     Held-out people appear nowhere. The scorer sees a single sentence after ``<|endoftext|>``; most documents
@@ -177,8 +229,9 @@ def build_corpus(catalog: Catalog, people: Sequence[Person], trained_templates: 
     return docs
 
 
-def filler(catalog: Catalog, people: Sequence[Person], epoch: int, *, seed: int, n_background: int,
-           n_generic: int) -> list[str]:
+def filler(
+    catalog: Catalog, people: Sequence[Person], epoch: int, *, seed: int, n_background: int, n_generic: int
+) -> list[str]:
     """Documents drawn afresh for each epoch (so none is memorized): one-sentence mentions of long-tail people
     and generic subjects, each with a random fact in any template (baseline or paraphrase).
 

@@ -61,11 +61,13 @@ class SentenceScorer:
         cache.batch_repeat_interleave(len(rests))
         attention = torch.cat([torch.ones((len(rests), n_prefix), dtype=torch.long), mask], dim=1)
         positions = (n_prefix + torch.arange(width)).expand(len(rests), -1)
-        logits = self.model(input_ids=ids, attention_mask=attention, position_ids=positions,
-                            past_key_values=cache).logits.float()
+        logits = self.model(
+            input_ids=ids, attention_mask=attention, position_ids=positions, past_key_values=cache
+        ).logits.float()
         # token j of a rest is predicted by rest position j-1, its first token by the prefix's last position
-        logp = torch.log_softmax(torch.cat([first.logits[:, -1:].float().expand(len(rests), 1, -1),
-                                            logits[:, :-1]], dim=1), -1)
+        logp = torch.log_softmax(
+            torch.cat([first.logits[:, -1:].float().expand(len(rests), 1, -1), logits[:, :-1]], dim=1), -1
+        )
         token_nll = -logp.gather(2, ids[:, :, None])[:, :, 0] * mask
         return [prefix_nll + float(x) for x in token_nll.sum(1)]
 

@@ -58,7 +58,11 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int) -> PreTrainedTokenize
     )
     tok.train_from_iterator(texts, trainer=trainer)
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token=EOT, eos_token=EOT, unk_token=None, pad_token=PAD,
+        tokenizer_object=tok,
+        bos_token=EOT,
+        eos_token=EOT,
+        unk_token=None,
+        pad_token=PAD,
         add_bos_token=False,
     )
 
@@ -184,8 +188,18 @@ def train_tiny_lm(
             return fixed + (encode_documents(tokenizer, fresh_texts(epoch), max_len) if fresh_texts else [])
 
         model = build_model(len(tokenizer), n_layer=n_layer, d_model=d_model, n_head=n_head, max_len=max_len)
-        stats = _fit(model, epoch_docs, rng, epochs=epochs, batch_size=batch_size, lr=lr,
-                     weight_decay=weight_decay, warmup_steps=warmup_steps, log=log, log_every=log_every)
+        stats = _fit(
+            model,
+            epoch_docs,
+            rng,
+            epochs=epochs,
+            batch_size=batch_size,
+            lr=lr,
+            weight_decay=weight_decay,
+            warmup_steps=warmup_steps,
+            log=log,
+            log_every=log_every,
+        )
         model.save_pretrained(out, safe_serialization=True)
         tokenizer.model_max_length = max_len
         tokenizer.save_pretrained(out)
@@ -242,8 +256,7 @@ def _fit(
             recent = [*recent[-49:], loss.item()]
             step += 1
             if log and (step % log_every == 0 or step == total):
-                log(f"step {step}/{total} loss {sum(recent) / len(recent):.4f} "
-                    f"({time.perf_counter() - start:.0f}s)")
+                log(f"step {step}/{total} loss {sum(recent) / len(recent):.4f} ({time.perf_counter() - start:.0f}s)")
     model.eval()
     return TrainStats(
         seconds=time.perf_counter() - start,

@@ -65,8 +65,14 @@ def _audit(ctx: JobContext[CapacityAuditOptions]) -> dict[str, Any]:
 
 
 def _cell_config(c: CapacityCell, context: int | None) -> GPTConfig:
-    return GPTConfig(n_layer=c.n_layer, d_model=c.d_model, n_head=c.n_head, vocab_size=c.vocab_size,
-                     seq_len=c.seq_len, n_positions=context)
+    return GPTConfig(
+        n_layer=c.n_layer,
+        d_model=c.d_model,
+        n_head=c.n_head,
+        vocab_size=c.vocab_size,
+        seq_len=c.seq_len,
+        n_positions=context,
+    )
 
 
 def _train_cell(ctx: JobContext, position: int, options: CapacityAuditOptions, report) -> None:  # noqa: ANN001
@@ -79,9 +85,16 @@ def _train_cell(ctx: JobContext, position: int, options: CapacityAuditOptions, r
     device = _device()
     tokens = uniform_tokens(n, cfg.seq_len, cfg.vocab_size, seed=_data_seed(seed, n)).to(device)
     shards = torch.get_num_threads() if device.type == "cpu" else 1
-    tcfg = TrainConfig(steps=options.steps, lr=options.lr, warmup_steps=options.warmup_steps,
-                       schedule=options.schedule, batch_size=options.batch_size, precision=precision,
-                       head_shards=shards, seed=seed)
+    tcfg = TrainConfig(
+        steps=options.steps,
+        lr=options.lr,
+        warmup_steps=options.warmup_steps,
+        schedule=options.schedule,
+        batch_size=options.batch_size,
+        precision=precision,
+        head_shards=shards,
+        seed=seed,
+    )
     trainer = Trainer(init_model(cfg, seed).to(device), tokens, tcfg)
     if checkpoint is not None:
         trainer.load_state_dict(torch.load(io.BytesIO(checkpoint), map_location=device, weights_only=False))
@@ -121,12 +134,26 @@ def _save_checkpoint(audit_id: str, position: int, trainer: Trainer, curve: list
     buf = io.BytesIO()
     torch.save(trainer.state_dict(), buf)
     with session_scope() as s:
-        repository.update_cell(s, audit_id, position, checkpoint=buf.getvalue(), steps_done=trainer.step,
-                               seconds=trainer.seconds, curve=list(curve))
+        repository.update_cell(
+            s,
+            audit_id,
+            position,
+            checkpoint=buf.getvalue(),
+            steps_done=trainer.step,
+            seconds=trainer.seconds,
+            curve=list(curve),
+        )
 
 
-def _store_results(audit_id: str, position: int, trainer: Trainer, tokens: torch.Tensor, curve: list,
-                   options: CapacityAuditOptions, cell_seed: int) -> None:
+def _store_results(
+    audit_id: str,
+    position: int,
+    trainer: Trainer,
+    tokens: torch.Tensor,
+    curve: list,
+    options: CapacityAuditOptions,
+    cell_seed: int,
+) -> None:
     cfg = trainer.model.cfg
     n = tokens.shape[0]
     held_n = options.heldout_size or min(n, 1000)
@@ -138,13 +165,17 @@ def _store_results(audit_id: str, position: int, trainer: Trainer, tokens: torch
     curve.append([trainer.step, trainer.seconds, memorized])
     prefix = cfg.seq_len // 2 if options.extraction_prefix is None else min(options.extraction_prefix, cfg.seq_len - 1)
     values = dict(
-        status="done", steps_done=trainer.step, seconds=trainer.seconds, memorized_bits=memorized,
+        status="done",
+        steps_done=trainer.step,
+        seconds=trainer.seconds,
+        memorized_bits=memorized,
         bits_per_param=cap.bits_per_parameter(memorized, cfg.param_count()),
         train_bits_per_token=float(train_bits.mean()) / cfg.seq_len,
         heldout_bits_per_token=float(held_bits.mean()) / cfg.seq_len,
         **_mia(train_bits, held_bits, cell_seed),
         extraction_rate=float(greedy_extracted(trainer.model, tokens, prefix).float().mean()),
-        curve=curve, checkpoint=None,
+        curve=curve,
+        checkpoint=None,
     )
     with session_scope() as s:
         repository.update_cell(s, audit_id, position, **values)
@@ -180,12 +211,23 @@ def _text_audit(ctx: JobContext[CapacityAuditOptions]) -> dict[str, Any]:
     rarity = cap.tfidf_rarity([re.findall(r"\w+", text.lower()) for _, text in rows])
     with session_scope() as s:
         for i, (position, _) in enumerate(rows):
-            repository.update_text(s, ctx.audit_id, position, nll_target_bits=float(nll_target[i]),
-                                   nll_reference_bits=float(nll_ref[i]), memorized_bits=float(mem[i]),
-                                   rarity=float(rarity[i]))
+            repository.update_text(
+                s,
+                ctx.audit_id,
+                position,
+                nll_target_bits=float(nll_target[i]),
+                nll_reference_bits=float(nll_ref[i]),
+                memorized_bits=float(mem[i]),
+                rarity=float(rarity[i]),
+            )
     ctx.progress(2 * len(rows), 2 * len(rows), force=True)
-    return {"mode": "text", "samples": len(rows), "reference": ctx.options.reference,
-            "total_memorized_bits": float(mem.sum()), "memorized_samples": int((mem > 0).sum())}
+    return {
+        "mode": "text",
+        "samples": len(rows),
+        "reference": ctx.options.reference,
+        "total_memorized_bits": float(mem.sum()),
+        "memorized_samples": int((mem > 0).sum()),
+    }
 
 
 def _bits(nats: list[float]) -> np.ndarray:

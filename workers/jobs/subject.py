@@ -128,9 +128,7 @@ def _with_imported_pool(subject: Subject, prop: Property) -> Property:
     return replace(prop, pool=tuple(values), pool_generator=None) if values else prop
 
 
-def _context_template(
-    catalog: Catalog, prop: Property, truths_by_pid: dict[str, list[str]], n: int
-) -> str | None:
+def _context_template(catalog: Catalog, prop: Property, truths_by_pid: dict[str, list[str]], n: int) -> str | None:
     """The baseline of ``prop`` after up to n other known facts (each property's first true value, its
     baseline sentence), in catalog order; None when the subject has no other usable fact."""
     context = []
@@ -247,9 +245,13 @@ def _canary_row(plan: PropertyPlan, c: CanaryPlan, name: str, nll: dict[str, flo
     )  # fmt: skip
     canary.candidates = [
         CandidateScore(
-            value=v, is_ground_truth=truth[i], nll_subject=rows[0][i],
+            value=v,
+            is_ground_truth=truth[i],
+            nll_subject=rows[0][i],
             nll_generic=None if rows[1] is None else rows[1][i],
-            nll_similar=[r[i] for r in rows[2:]], score=out.scores[i], rank=out.ranks[i],
+            nll_similar=[r[i] for r in rows[2:]],
+            score=out.scores[i],
+            rank=out.ranks[i],
             extra=_merge_note(plan, v),
         )  # fmt: skip
         for i, v in enumerate(plan.candidates)
@@ -264,9 +266,7 @@ def _merge_note(plan: PropertyPlan, value: str) -> dict[str, Any] | None:
     return {"near_duplicate_of": truth, "cosine": cos}
 
 
-def _store(
-    audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, float], alpha: float
-) -> dict[str, Any]:
+def _store(audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, float], alpha: float) -> dict[str, Any]:
     """Per property: share / strict / lenient / z* over the baseline and paraphrases; contextualized canaries
     are stored beside them and counted apart (they give the model more than the name)."""
     results, context_hits, context_total = [], 0, 0

@@ -76,9 +76,7 @@ class Scorer(Protocol):
     document_start: str
     max_length: int
 
-    def score(
-        self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None
-    ) -> list[float]:
+    def score(self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None) -> list[float]:
         """Summed NLL in nats of EVERY token of prefix+continuation (first token included, predicted from
         document_start). The sentence is prefix + continuation (plain string concatenation); the split only lets
         the backend share work between sentences with the same prefix, it never changes the value.

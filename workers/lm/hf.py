@@ -91,9 +91,7 @@ class HFScorer:
         check_not_empty([(s, "") for s in sentences])
         return score_whole(self.model, self.sentence_ids(sentences), self.batch_tokens, self.device)
 
-    def score(
-        self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None
-    ) -> list[float]:
+    def score(self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None) -> list[float]:
         check_not_empty(pairs)
         if not pairs:
             return []

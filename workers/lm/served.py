@@ -345,9 +345,7 @@ class ServedScorer:
         return out
 
     # -- the Scorer interface -----------------------------------------------------------------------------------
-    def score(
-        self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None
-    ) -> list[float]:
+    def score(self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None) -> list[float]:
         check_not_empty(pairs)
         if not pairs:
             return []

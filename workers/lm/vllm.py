@@ -76,9 +76,7 @@ class VLLMScorer:
                 raise SentenceTooLong(index, len(seq) + extra, self.max_length)
         return seqs
 
-    def score(
-        self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None
-    ) -> list[float]:
+    def score(self, pairs: Sequence[tuple[str, str]], *, on_progress: ProgressCallback | None = None) -> list[float]:
         from vllm import SamplingParams  # lazy: vllm exists on GPU workers only
 
         check_not_empty(pairs)

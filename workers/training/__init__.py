@@ -1,6 +1,6 @@
 """Train small GPT-2-style models from scratch (capacity and dynamics audits).
 
-    from workers.training import GPTConfig, init_model, Trainer, TrainConfig, sequence_nll, uniform_tokens
+from workers.training import GPTConfig, init_model, Trainer, TrainConfig, sequence_nll, uniform_tokens
 """
 
 from workers.training.loop import (

@@ -47,8 +47,15 @@ def _chunk_nll_and_grad(h: torch.Tensor, wt: torch.Tensor, y: torch.Tensor, buf:
 
 
 def _shard(
-    h: torch.Tensor, w: torch.Tensor, wt: torch.Tensor, y: torch.Tensor, nll_out: torch.Tensor,
-    grad_h: torch.Tensor, chunk: int, lo: int, hi: int,
+    h: torch.Tensor,
+    w: torch.Tensor,
+    wt: torch.Tensor,
+    y: torch.Tensor,
+    nll_out: torch.Tensor,
+    grad_h: torch.Tensor,
+    chunk: int,
+    lo: int,
+    hi: int,
 ) -> torch.Tensor:
     """Processes rows [lo, hi) chunk by chunk; fills nll_out and grad_h there, returns this shard's ∂Wᵀ."""
     grad_wt = torch.zeros(w.shape[1], w.shape[0], dtype=h.dtype, device=h.device)
@@ -133,9 +140,7 @@ def linear_cross_entropy(
 
 
 @torch.no_grad()
-def nll_per_position(
-    h: torch.Tensor, w: torch.Tensor, y: torch.Tensor, chunk: int = 4096
-) -> torch.Tensor:
+def nll_per_position(h: torch.Tensor, w: torch.Tensor, y: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
     """(M,) NLL in nats without gradients, in log space (exact even for very confident wrong predictions)."""
     out = torch.empty(h.shape[0], dtype=torch.float32, device=h.device)
     wt = w.detach().t().contiguous()

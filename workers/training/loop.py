@@ -107,8 +107,12 @@ class Trainer:
             params = self._masters
             self._round_into_model()
         self._optimizer = torch.optim.Adam(
-            params, lr=self.config.lr, betas=self.config.betas, eps=self.config.eps,
-            weight_decay=self.config.weight_decay, fused=True,
+            params,
+            lr=self.config.lr,
+            betas=self.config.betas,
+            eps=self.config.eps,
+            weight_decay=self.config.weight_decay,
+            fused=True,
         )
         self._gen = torch.Generator().manual_seed(self.config.seed)
 
@@ -181,9 +185,7 @@ class Trainer:
 
 def _summed_nll(model: TinyGPT, batch: torch.Tensor, nll_out: torch.Tensor, cfg: TrainConfig) -> torch.Tensor:
     h = model.hidden(batch).reshape(-1, model.cfg.d_model)
-    return linear_cross_entropy(
-        h, model.head_weight, batch.reshape(-1), nll_out, cfg.chunk_positions, cfg.head_shards
-    )
+    return linear_cross_entropy(h, model.head_weight, batch.reshape(-1), nll_out, cfg.chunk_positions, cfg.head_shards)
 
 
 @torch.no_grad()

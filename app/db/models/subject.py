@@ -48,9 +48,7 @@ class PropertyRow(Base):
     datatype: Mapped[str] = mapped_column(String(32))
     value_type: Mapped[str] = mapped_column(String(64))
 
-    templates: Mapped[list[Template]] = relationship(
-        cascade="all, delete-orphan", order_by="Template.index"
-    )
+    templates: Mapped[list[Template]] = relationship(cascade="all, delete-orphan", order_by="Template.index")
 
 
 class Template(Base):

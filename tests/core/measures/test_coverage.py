@@ -76,7 +76,7 @@ def test_exact_match_on_selected_columns() -> None:
 
 
 def test_expected_continuation_requires_the_key_first() -> None:
-    assert expected_continuation("1,\"Heat, The\",Drama", "1", ",") == '"Heat, The",Drama'
+    assert expected_continuation('1,"Heat, The",Drama', "1", ",") == '"Heat, The",Drama'
     with pytest.raises(ValueError):
         expected_continuation("Drama::1", "1", "::")
 

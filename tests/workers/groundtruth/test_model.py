@@ -69,8 +69,15 @@ def test_memorization_reaches_paraphrases_never_trained_on(manifest: dict, score
             rank == 1
             for i, p in enumerate(manifest[split][:PEOPLE_PER_SPLIT])
             for pid in PIDS
-            for rank in fact_ranks(scorer, catalog, p["name"], pid, p["facts"][pid], seed=i,
-                                   templates=manifest["properties"][pid]["unseen_templates"][:2])
+            for rank in fact_ranks(
+                scorer,
+                catalog,
+                p["name"],
+                pid,
+                p["facts"][pid],
+                seed=i,
+                templates=manifest["properties"][pid]["unseen_templates"][:2],
+            )
         ]
         return sum(hits) / len(hits)
 

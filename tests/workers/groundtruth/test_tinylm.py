@@ -13,8 +13,22 @@ from workers.groundtruth.scoring import SentenceScorer
 from workers.groundtruth.tinylm import EOT, train_tiny_lm
 
 WORDS = [
-    "amber", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron",
-    "iris", "juniper", "kelp", "lotus", "maple", "nectar", "onyx", "pearl",
+    "amber",
+    "birch",
+    "cedar",
+    "delta",
+    "ember",
+    "fjord",
+    "grove",
+    "heron",
+    "iris",
+    "juniper",
+    "kelp",
+    "lotus",
+    "maple",
+    "nectar",
+    "onyx",
+    "pearl",
 ]
 
 
@@ -27,9 +41,20 @@ def make_lines(n: int, seed: int) -> list[str]:
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], list[str]]:
     lines = make_lines(40, seed=1)
     trained, held_out = lines[:20], lines[20:]
-    out, stats = train_tiny_lm(trained, tmp_path_factory.mktemp("tiny"), seed=0, vocab_size=300, n_layer=1,
-                               d_model=64, n_head=2, epochs=20, batch_size=8, lr=5e-3, warmup_steps=10,
-                               log=None)
+    out, stats = train_tiny_lm(
+        trained,
+        tmp_path_factory.mktemp("tiny"),
+        seed=0,
+        vocab_size=300,
+        n_layer=1,
+        d_model=64,
+        n_head=2,
+        epochs=20,
+        batch_size=8,
+        lr=5e-3,
+        warmup_steps=10,
+        log=None,
+    )
     assert stats.steps == 20 * 3 and stats.final_loss < 3.0, stats
     return out, trained, held_out
 
@@ -63,8 +88,20 @@ def test_fresh_texts_are_drawn_once_per_epoch(tmp_path: Path) -> None:
         calls.append(epoch)
         return make_lines(8, seed=100 + epoch)
 
-    _, stats = train_tiny_lm(make_lines(8, seed=1), tmp_path, seed=0, vocab_size=300, n_layer=1, d_model=32,
-                             n_head=2, epochs=3, batch_size=8, warmup_steps=1, fresh_texts=fresh, log=None)
+    _, stats = train_tiny_lm(
+        make_lines(8, seed=1),
+        tmp_path,
+        seed=0,
+        vocab_size=300,
+        n_layer=1,
+        d_model=32,
+        n_head=2,
+        epochs=3,
+        batch_size=8,
+        warmup_steps=1,
+        fresh_texts=fresh,
+        log=None,
+    )
     # epoch 0 is drawn for the tokenizer and for training; every later epoch exactly once
     assert sorted(set(calls)) == [0, 1, 2] and calls.count(1) == calls.count(2) == 1, calls
     assert stats.steps == 3 * 2, stats

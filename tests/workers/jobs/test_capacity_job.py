@@ -13,8 +13,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
-GRID = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
-        "dataset_sizes": [256]}
+GRID = {
+    "architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}],
+    "vocab_size": 16,
+    "seq_len": 8,
+    "dataset_sizes": [256],
+}
 
 
 @pytest.fixture
@@ -74,8 +78,9 @@ def test_a_killed_job_resumes_from_its_checkpoint(scratch_registered, pg_env, ap
     assert seconds >= seconds_at_kill, "training time before the crash is counted"
 
 
-def test_a_model_that_memorizes_nothing_scores_chance_mia_and_every_seed_is_kept(scratch_registered, pg_env,
-                                                                                  api_factory):
+def test_a_model_that_memorizes_nothing_scores_chance_mia_and_every_seed_is_kept(
+    scratch_registered, pg_env, api_factory
+):
     """N = 4,000 members against the default 1,000 held-out samples: with unbalanced sets a blind attack's F1
     is 4,000 / 5,000 = 0.8. One optimizer step at lr 1e-6 leaves the model untrained (no memorization), so the
     balanced MIA must give F1 ≈ AUC ≈ 0.5; both seeds are reported, and their mean."""

@@ -25,8 +25,11 @@ def create_dataset() -> str:
     catalog = default_catalog()
     sources = [
         SourceFile(target, f"{target}.dat", io.BytesIO("".join(f"{x}\n" for x in lines).encode()), 0)
-        for target, lines in (("items", catalog.items), ("users", catalog.users),
-                              ("interactions", catalog.interactions))  # fmt: skip
+        for target, lines in (
+            ("items", catalog.items),
+            ("users", catalog.users),
+            ("interactions", catalog.interactions),
+        )  # fmt: skip
     ]
     with session_scope() as s:
         return ingest(s, get_settings(), ADMIN, "catalog", sources).id

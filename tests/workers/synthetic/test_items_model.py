@@ -28,8 +28,7 @@ def scorer():
 def test_manifest_names_the_catalogs_trained_half() -> None:
     manifest = json.loads((MODEL_DIR / "manifest.json").read_text())
     assert set(manifest["trained_item_ids"]) == set(default_catalog().trained_item_ids), (
-        "the catalog generator changed since the weights were trained: rerun "
-        "python -m scripts.train_items_model"
+        "the catalog generator changed since the weights were trained: rerun python -m scripts.train_items_model"
     )
 
 

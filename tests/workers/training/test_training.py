@@ -67,8 +67,11 @@ def test_paper_smallest_has_the_papers_parameter_count() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
-    [({"d_model": 30, "n_head": 4}, "divisible"), ({"vocab_size": 1}, "vocab_size"),
-     ({"seq_len": 64, "n_positions": 32}, "longer than the context")],
+    [
+        ({"d_model": 30, "n_head": 4}, "divisible"),
+        ({"vocab_size": 1}, "vocab_size"),
+        ({"seq_len": 64, "n_positions": 32}, "longer than the context"),
+    ],
 )
 def test_config_rejects_bad_architectures(kwargs: dict[str, int], fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
