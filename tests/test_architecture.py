@@ -24,9 +24,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 CORE_MAY_IMPORT = {"numpy", "core"}
-WORKERS_MAY_IMPORT_FROM_APP = re.compile(r"^app\.(db(\..*)?|settings|\w+\.repository|\w+\.schemas|coverage\.formats)$")
-WORKER_ENTRY_MAY_ALSO_IMPORT = {"app.kinds", "app.queue"}
-AUDITS_MAY_IMPORT_FROM_APP = re.compile(r"^app\.(audits|auth|db|deps|errors|queue|settings)(\..*)?$")
+# Data layers, settings, schemas, and the job lifecycle's lease operations (conditional UPDATEs on the audit row).
+WORKERS_MAY_IMPORT_FROM_APP = re.compile(
+    r"^app\.(db(\..*)?|settings|\w+\.repository|\w+\.schemas|\w+\.config|coverage\.formats|reliability\.leases)$"
+)
+WORKER_ENTRY_MAY_ALSO_IMPORT = {"app.kinds", "app.queue", "app.reliability.reconciler"}
+AUDITS_MAY_IMPORT_FROM_APP = re.compile(r"^app\.(audits|auth|db|deps|errors|limits|queue|settings|validation)(\..*)?$")
 HEAVY = ("torch", "transformers", "vllm", "sentence_transformers")
 
 
