@@ -43,6 +43,15 @@ def audits(dataset_id: str) -> dict[str, dict]:
             "mode": "text",
             "text": {"texts": ["Ada Lovelace was a mathematician."], "reference": "groundtruth-tiny"},
         },
+        "null": {
+            "kind": "null",
+            "model": "groundtruth-tiny",
+            "properties": ["P106"],
+            "options": subject_options,
+            "method": "pseudo",
+            "facts_per_property": 3,
+            "min_people": 1,
+        },
         "dynamics": {
             "kind": "dynamics",
             "model": "hf:acme/provider-llm",
@@ -57,6 +66,7 @@ EXPECTED_LINKS = {
     "capacity uniform": {"self", "grid", "series"},
     "capacity text": {"self", "texts"},
     "dynamics": {"self", "strings", "series"},
+    "null": {"self", "null"},
 }
 
 

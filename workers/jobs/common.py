@@ -129,6 +129,14 @@ def _transient(exc: BaseException) -> bool:
     )
 
 
+def _was_cancelled(audit_id: str) -> bool:
+    try:
+        with session_scope() as s:
+            return repository.status_of(s, audit_id) == AuditStatus.CANCELLED
+    except (OperationalError, InterfaceError):
+        return False
+
+
 def _call_fenced(ctx: JobContext, owner: str, body: JobBody) -> dict[str, Any]:
     leases.fence_commits(ctx.audit_id, owner, get_settings().lease_ttl_seconds)
     try:
@@ -141,7 +149,11 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
     try:
         summary = _call_fenced(ctx, owner, body)
     except LeaseLost:
-        log.warning("audit %s: this run lost its lease (taken over or erased); it stops, writing nothing", ctx.audit_id)
+        if _was_cancelled(ctx.audit_id):  # a cancellation releases the lease: say which it was
+            log.info("audit %s cancelled", ctx.audit_id)
+        else:
+            log.warning("audit %s: this run lost its lease (taken over or erased); it stops, writing nothing",
+                        ctx.audit_id)  # fmt: skip
         return
     except Cancelled:
         log.info("audit %s cancelled", ctx.audit_id)
