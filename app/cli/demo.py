@@ -63,7 +63,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"\n{SHARE_NOTE}.")
     print(f"{lenient}/{total} facts memorized (lenient: a true value ranks first under at least one template).")
     print(f"Scored {scored:,} new sentences, {cached:,} read from the NLL cache.")
-    print(f"Forget set: wrote {n} records to {args.output}  ({duration(time.monotonic() - started)} in all)")
+    records = f"{n} record{'' if n == 1 else 's'}"
+    print(f"Forget set: wrote {records} to {args.output}  ({duration(time.monotonic() - started)} in all)")
     return 0
 
 

@@ -57,6 +57,8 @@ def setup_logging(verbose: bool, service: bool = False) -> None:
     for old in [h for h in root.handlers if isinstance(h, BarSafeHandler)]:  # an earlier main() in this process
         root.removeHandler(old)
     handler = BarSafeHandler()
+    for name in (*LIBRARIES, *NOTICES, "memaudit.jobs"):  # levels an earlier call in this process may have set
+        logging.getLogger(name).setLevel(logging.NOTSET)
     if verbose or service:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         root.setLevel(logging.INFO)

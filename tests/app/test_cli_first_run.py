@@ -34,6 +34,10 @@ def memaudit(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
                           timeout=900)  # fmt: skip
 
 
+def plural(n: int) -> str:
+    return f"{n} record{'' if n == 1 else 's'}"
+
+
 def count(db: Path, table: str, where: str = "1 = 1") -> int:
     with sqlite3.connect(db) as con:
         return con.execute(f"SELECT count(*) FROM {table} WHERE {where}").fetchone()[0]
@@ -47,7 +51,7 @@ def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Pa
     assert scored > 0, first.stdout
     assert not [word for word in CHATTER if word in first.stderr], first.stderr[-3000:]
     assert "baseline + 0 paraphrases" in first.stdout and "Albert Einstein" in first.stdout
-    n = int(re.search(r"wrote (\d+) records to", first.stdout).group(1))
+    n = int(re.search(r"wrote (\d+) records? to", first.stdout).group(1))
     assert n == len(out.read_text().splitlines())
 
     second = memaudit(cli_env, "demo", "--people", "1", *TINY, "--output", str(out))
@@ -70,10 +74,10 @@ def test_export_says_how_many_records_it_wrote_and_where(cli_env, tmp_path: Path
         with path.open(newline="") as fh:
             lines = len(list(csv.reader(fh))) if fmt == "csv" else len(fh.read().splitlines())
         records = lines - 1 if fmt in ("csv", "jsonl") else lines  # csv: the header; jsonl: the end marker
-        assert records >= 1 and exported.stderr.strip() == f"wrote {records} records to {path}", exported.stderr
+        assert records >= 1 and exported.stderr.strip() == f"wrote {plural(records)} to {path}", exported.stderr
     to_stdout = memaudit(cli_env, "export", "--policy", "strict")
     n = len(to_stdout.stdout.splitlines()) - 1  # jsonl ends with its marker line
-    assert to_stdout.stderr.strip() == f"wrote {n} records to standard output"
+    assert to_stdout.stderr.strip() == f"wrote {plural(n)} to standard output"
 
 
 def test_cli_audits_are_visible_to_admin_and_regulator_keys(sqlite_env, api_factory, capsys) -> None:
