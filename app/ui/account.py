@@ -77,7 +77,7 @@ def _defaults(kinds) -> dict[str, Any]:  # noqa: ANN001
 def submit_page(request: Request, ui: Signed, kinds: KindsDep, settings: SettingsDep) -> HTMLResponse:
     require_roles(*SUBMITTERS)(ui.principal)
     return render(request, "submit.html", defaults=_defaults(kinds), form={}, errors=[],
-                  models=sorted(settings.models))  # fmt: skip
+                  models=sorted(settings.models), default_model=settings.default_model)  # fmt: skip
 
 
 def _facts(text: str) -> list[dict[str, str]]:
@@ -157,5 +157,5 @@ def _create(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse: 
         errors = [(exc.field or "", exc.message)]
     if errors:
         return render(request, "submit.html", status_code=422, defaults=defaults, form=form, errors=errors,
-                      models=sorted(settings.models))  # fmt: skip
+                      models=sorted(settings.models), default_model=settings.default_model)  # fmt: skip
     return render(request, "submitted.html", audit=created)
