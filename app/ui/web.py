@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from fastapi import Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -73,6 +73,14 @@ def error_page(request: Request, status_code: int, message: str) -> HTMLResponse
     return render(request, "error.html", status_code=status_code, status=status_code, message=message)
 
 
+def _drop_blank_params(request: Request) -> None:
+    """A GET form sends its empty fields as `name=`: an empty filter is no filter (so pages work without JS)."""
+    raw = request.scope.get("query_string", b"")
+    if b"=&" in raw + b"&":
+        kept = [(k, v) for k, v in parse_qsl(raw.decode("latin-1"), keep_blank_values=True) if v != ""]
+        request.scope["query_string"] = urlencode(kept).encode("latin-1")
+
+
 class UiRoute(APIRoute):
     """Dashboard routes answer HTML: not signed in -> the sign-in page; a domain error -> an HTML page with its
     status and message (404 for another principal's audit, as the API); and every answer gets the security
@@ -86,6 +94,7 @@ class UiRoute(APIRoute):
         handler = super().get_route_handler()
 
         async def route(request: Request) -> Response:
+            _drop_blank_params(request)
             try:
                 response = await handler(request)
             except NotSignedIn:

@@ -42,7 +42,10 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(pg_url: str, redis_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # noqa: ANN001
     env = {"MEMAUDIT_DATABASE_URL": pg_url, "MEMAUDIT_REDIS_URL": redis_server.url,
-           "MEMAUDIT_QUEUE_NAME": f"ui-{uuid.uuid4().hex[:6]}", "MEMAUDIT_ENV": "test"}  # fmt: skip
+           "MEMAUDIT_QUEUE_NAME": f"ui-{uuid.uuid4().hex[:6]}", "MEMAUDIT_ENV": "test",
+           # a small calibration null (fictitious people), queued when a subject audit's results are first read
+           "MEMAUDIT_NULL_MIN_PEOPLE": "2", "MEMAUDIT_NULL_MAX_PEOPLE": "3",
+           "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "3"}  # fmt: skip
     logs = tmp_path_factory.mktemp("ui-servers")
     shots = Path(os.environ.get("UI_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
     shots.mkdir(parents=True, exist_ok=True)
@@ -60,7 +63,10 @@ def stack(pg_url: str, redis_server, tmp_path_factory: pytest.TempPathFactory) -
         finally:
             api.stop()
             worker.terminate()
-            worker.wait(timeout=20)
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                worker.kill()
             _reset_caches()
 
 
