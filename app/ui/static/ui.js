@@ -53,7 +53,11 @@ function drawChart(holder) {
     points: { show: !bars }, spanGaps: true,
   })));
   const width = Math.min(720, holder.parentElement.clientWidth || 720);
-  const opts = { width, height: 260, series, scales: { x: { time: false } },
+  const top = Math.max(...ys.flat().filter((y) => y !== null), 0);
+  const scales = bars  // bars start at zero, with half a bar of room on each side
+    ? { x: { time: false, range: [Math.min(...xs) - 0.5, Math.max(...xs) + 0.5] }, y: { range: [0, top * 1.1 || 1] } }
+    : { x: { time: false } };
+  const opts = { width, height: 260, series, scales,
     axes: [{ label: table.dataset.x || "" }, {}] };
   holder.setAttribute("role", "img");
   holder.setAttribute("aria-label", "chart of the table below: " + (table.caption ? table.caption.textContent : ""));
