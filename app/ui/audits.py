@@ -13,9 +13,11 @@ from starlette.concurrency import run_in_threadpool
 
 from app.audits import polling, repository, service
 from app.audits.kinds import KindsDep
+from app.coverage import service as coverage
 from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
-from app.deps import SUBMITTERS, SessionDep, require_roles
+from app.deps import SUBMITTERS, SessionDep, SettingsDep, require_roles
 from app.errors import InvalidInput, ServiceUnavailable
+from app.privacy import erasure
 from app.ui import results
 from app.ui.session import check_csrf
 from app.ui.web import Signed, UiRoute, render, url
@@ -120,3 +122,33 @@ def cancel(
     service.cancel_audit(session, ui.principal, audit_id)
     session.commit()
     return RedirectResponse(url(f"/audits/{audit_id}"), status_code=303)
+
+
+@router.post("/subjects/{subject_id}/erase")
+def erase_subject(
+    subject_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
+    session: SessionDep,
+    settings: SettingsDep,
+    ui: Signed,
+    csrf: Annotated[str | None, Form(max_length=200)] = None,
+) -> RedirectResponse:
+    """As DELETE /subjects/{id}: the subject, its facts, audits and results, and the cached sentences naming them."""
+    check_csrf(ui, csrf)
+    require_roles(*SUBMITTERS)(ui.principal)
+    erasure.erase(session, settings, ui.principal, subject_id)
+    return RedirectResponse(url("/audits"), status_code=303)
+
+
+@router.post("/datasets/{dataset_id}/delete")
+def delete_dataset(
+    dataset_id: Annotated[str, Path(max_length=64)],
+    session: SessionDep,
+    ui: Signed,
+    csrf: Annotated[str | None, Form(max_length=200)] = None,
+) -> RedirectResponse:
+    """As DELETE /datasets/{id}: the dataset, its records and the coverage outcomes quoting them."""
+    check_csrf(ui, csrf)
+    require_roles(*SUBMITTERS)(ui.principal)
+    coverage.delete(session, ui.principal, dataset_id)
+    session.commit()
+    return RedirectResponse(url("/audits"), status_code=303)

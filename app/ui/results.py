@@ -43,7 +43,7 @@ def _coverage(session: Session, principal: Principal, audit: Audit, page: int) -
     summary = audit.summary or {}
     records = list(islice(coverage.result_rows(audit.id, True), RECORDS_SHOWN))  # the records the model reproduced
     return {"kind": "coverage", "summary": summary, "buckets": summary.get("buckets", []), "records": records,
-            "dataset_id": (audit.options or {}).get("dataset_id")}  # fmt: skip
+            "dataset_id": summary.get("dataset_id")}  # fmt: skip
 
 
 def _capacity(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:

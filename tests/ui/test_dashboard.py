@@ -145,6 +145,12 @@ def test_headers_cookie_and_csrf(stack: Stack, browser, subject: dict) -> None: 
     for form in ({"csrf": "forged"}, {}):
         assert page.request.post(f"/ui/audits/{queued}/cancel", form=form).status == 403
     assert stack.client("auditor").get(f"/audits/{queued}").json()["status"] != "cancelled"
+    subject_id = stack.client("auditor").get(f"/audits/{subject['id']}").json()["subject_id"]
+    dataset = stack.client("auditor").get(f"/audits/{stack.audits['coverage']}").json()["summary"]["dataset_id"]
+    for action in (f"/ui/subjects/{subject_id}/erase", f"/ui/datasets/{dataset}/delete"):
+        assert page.request.post(action, form={"csrf": "forged"}).status == 403
+    assert stack.client("auditor").get(f"/audits/{subject['id']}").status_code == 200
+    assert stack.client("auditor").get(f"/datasets/{dataset}").status_code == 200
     # a tampered cookie is no session: back to the sign-in page
     page.context.add_cookies([{**cookie, "value": cookie["value"][:-4] + "AAAA"}])
     page.goto("/ui/audits")
@@ -159,6 +165,10 @@ def test_html_in_names_and_facts_is_shown_as_text(stack: Stack, browser) -> None
     assert page.inner_text(".subject-name").startswith(EVIL)
     assert page.evaluate("window.pwned") is None and page.locator("img[src=x]").count() == 0
     assert re.search(r"&lt;script&gt;window\.pwned", page.content())
+    wait_for(stack.client("auditor"), audit_id, timeout=120)
+    page.goto(f"/ui/audits/{audit_id}")
+    page.click("form.erase button")  # the genuine form erases: the audit is gone
+    assert "/ui/audits" in page.url and stack.client("auditor").get(f"/audits/{audit_id}").status_code == 404
     page.click("header button")  # sign out (a CSRF-protected form)
     assert "/ui/signin" in page.url
     assert page.goto(f"/ui/audits/{audit_id}") and "/ui/signin" in page.url
