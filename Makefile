@@ -18,12 +18,13 @@ install:
 install-test: install
 	$(PIP) install -q -e ".[test,dev,served-test]"   # served-test: llama-cpp-python[server], built from source once
 
-# PostgreSQL and Redis servers for the tests (Debian packages); docker-compose v1 to validate the compose file.
+# PostgreSQL and Redis servers for the tests (Debian packages); docker-compose v1 to validate the compose file;
+# chromium for the dashboard's browser tests (tests/ui: Playwright drives it; no browser is downloaded).
 system-deps:
 	@if ! command -v redis-server >/dev/null || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
-	   || ! command -v docker-compose >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server docker-compose >/dev/null; \
-	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server docker-compose >/dev/null; fi; \
+	   || ! command -v docker-compose >/dev/null || ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server docker-compose chromium >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server docker-compose chromium >/dev/null; fi; \
 	fi
 
 demo: install

@@ -52,4 +52,5 @@ def require_roles(*roles: str) -> Callable[[Principal], Principal]:
 
 
 # Who may submit, cancel and erase (audits, datasets, subjects): admins and auditors.
-Submitter = Annotated[Principal, Depends(require_roles("admin", "auditor"))]
+SUBMITTERS = ("admin", "auditor")
+Submitter = Annotated[Principal, Depends(require_roles(*SUBMITTERS))]

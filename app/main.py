@@ -24,6 +24,7 @@ from app.openapi import install as install_openapi
 from app.privacy.router import router as privacy_router
 from app.reliability.admission import Admission
 from app.settings import get_settings
+from app.ui.router import mount as mount_dashboard
 
 log = logging.getLogger("memaudit.api")
 
@@ -112,6 +113,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
         app.include_router(router)
     # Routers of features that are not audit kinds are included here, one line each.
     app.include_router(privacy_router)
+    mount_dashboard(app)  # the web dashboard under /ui/ (app/ui)
     # Added last, so outermost: bounds whatever holds threads and database connections (app/reliability/admission).
     app.add_middleware(Admission, limit=get_settings().max_concurrent_requests)
     install_openapi(app, {kind.create.__name__: kind.own_models for kind in kinds.values()}, tuple(kinds))

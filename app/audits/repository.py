@@ -3,6 +3,8 @@ a data-subject token sees its one audit; anyone else sees nothing (404, never 40
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import Select, false, func, select, update
 from sqlalchemy.orm import Session
 
@@ -32,11 +34,17 @@ def page(
     filters: dict[str, object],
     page: int,
     page_size: int,
+    created_from: datetime | None = None,
+    created_before: datetime | None = None,
 ) -> tuple[list[Audit], int]:
     stmt = visible(select(Audit), principal)
     for column, value in filters.items():
         if value is not None:
             stmt = stmt.where(getattr(Audit, column) == value)
+    if created_from is not None:
+        stmt = stmt.where(Audit.created_at >= created_from)
+    if created_before is not None:
+        stmt = stmt.where(Audit.created_at < created_before)
     total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
     rows = session.scalars(
         stmt.order_by(Audit.created_at.desc(), Audit.id).offset((page - 1) * page_size).limit(page_size)

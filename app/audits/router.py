@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Header, Query, Response, status
+from fastapi import APIRouter, Body, Header, Query, Request, Response, status
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
-from app.audits import repository, service
+from app.audits import polling, repository, service
 from app.audits.kinds import KindRegistry, KindsDep
 from app.audits.schemas import AuditCreated, AuditPage, AuditRead
 from app.db.models.audit import AuditStatus
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
-from app.errors import InvalidInput
+from app.errors import InvalidInput, ServiceUnavailable
 from app.validation import IdFilter, Page, PageSize
 
 router = APIRouter(prefix="/audits", tags=["audits"])
@@ -46,6 +48,8 @@ def submit_router(kinds: KindRegistry) -> APIRouter:
 
 @router.get("", response_model=AuditPage)
 def list_audits(
+    request: Request,
+    response: Response,
     session: SessionDep,
     principal: CurrentPrincipal,
     kinds: KindsDep,
@@ -60,12 +64,34 @@ def list_audits(
         raise InvalidInput("kind", f"kind must be one of {', '.join(kinds)}")
     filters = {"model": model, "kind": kind, "status": status_, "subject_id": subject_id}
     rows, total = repository.page(session, principal, filters=filters, page=page, page_size=page_size)
-    return AuditPage(items=[service.to_read(a, kinds) for a in rows], page=page, page_size=page_size, total=total)
+    body = AuditPage(items=[service.to_read(a, kinds) for a in rows], page=page, page_size=page_size, total=total)
+    return _conditional(request, response, body)
 
 
 @router.get("/{audit_id}", response_model=AuditRead)
-def get_audit(audit_id: str, session: SessionDep, principal: CurrentPrincipal, kinds: KindsDep) -> AuditRead:
-    return service.to_read(service.get_audit(session, principal, audit_id), kinds)
+def get_audit(
+    audit_id: str, request: Request, response: Response, session: SessionDep, principal: CurrentPrincipal,
+    kinds: KindsDep,
+) -> AuditRead:  # fmt: skip
+    """The audit. Poll with `If-None-Match: <the last ETag>`: 304 while nothing changed (or use `/events`)."""
+    return _conditional(request, response, service.to_read(service.get_audit(session, principal, audit_id), kinds))
+
+
+def _conditional(request: Request, response: Response, body):  # noqa: ANN001, ANN202 - the body or a 304
+    etag = polling.etag_of(body)
+    polling.tagged(response, etag)
+    return polling.not_modified(request, etag) or body
+
+
+@router.get("/{audit_id}/events", response_class=StreamingResponse)
+async def audit_events(audit_id: str, request: Request, principal: CurrentPrincipal) -> StreamingResponse:
+    """Server-Sent Events (`text/event-stream`): `progress` events with status and progress as they change, then
+    `end` at a final status (`timeout` after a few minutes: reconnect). Same visibility as GET /audits/{id}."""
+    await run_in_threadpool(polling.check_visible, principal, audit_id)  # 404 before the stream starts
+    if polling.too_many_streams():
+        raise ServiceUnavailable("too many event streams are open; poll GET /audits/{id} with If-None-Match")
+    events = polling.audit_events(principal, audit_id, request)
+    return StreamingResponse(events, media_type="text/event-stream", headers=polling.SSE_HEADERS)
 
 
 @router.delete("/{audit_id}", response_model=AuditRead)

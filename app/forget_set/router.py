@@ -16,11 +16,12 @@ from app.validation import IdFilter
 router = APIRouter(tags=["forget-set"])
 MEDIA = {**MEDIA_TYPES, "tofu": MEDIA_TYPES["jsonl"]}
 SUFFIX = {"jsonl": "jsonl", "csv": "csv", "tofu": "tofu.jsonl"}
+EXPORTERS = ("admin", "auditor", "pipeline")  # who may export a forget set (a regulator reads, exports nothing)
 
 
 @router.get("/forget-set", response_class=StreamingResponse)
 def export_forget_set(
-    principal: Annotated[Principal, Depends(require_roles("admin", "auditor", "pipeline"))],
+    principal: Annotated[Principal, Depends(require_roles(*EXPORTERS))],
     format: Annotated[
         Literal["jsonl", "csv", "tofu"],
         Query(

@@ -21,7 +21,8 @@ class Admission:
         self._semaphore: asyncio.Semaphore | None = None  # made in the server's event loop, on first use
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.limit <= 0:
+        # Event streams (GET /audits/{id}/events) stay open for minutes holding no connection: not counted.
+        if scope["type"] != "http" or self.limit <= 0 or scope["path"].endswith("/events"):
             await self.app(scope, receive, send)
             return
         if self._semaphore is None:

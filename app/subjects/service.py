@@ -191,3 +191,22 @@ def erase_subject(session: Session, principal: Principal, subject_id: int) -> di
     session.delete(subject)
     session.flush()
     return {"subject_id": subject_id, "facts": n_facts, "audits": n_audits, "cached_sentences": removed}
+
+
+def read_canary(session: Session, principal: Principal, audit_id: str, fact: int, template: int) -> CanaryRead:
+    """One template of one fact (facts in the order of GET /audits/{id}/facts) with its candidates, for a
+    drill-down: loads that canary's candidates only, not the whole audit's."""
+    audit = visible_audit_of_kind(session, principal, audit_id, "subject")
+    results = repository.results_for_audit(session, audit_id, with_candidates=False)
+    canary = None
+    if 0 <= fact < len(results):
+        canary = next((c for c in results[fact].canaries if c.template_index == template), None)
+    if canary is None:
+        raise NotFound("no such fact or template in this audit; pick one from the audit's grid")
+    subject = repository.get_subject(session, audit.subject_id) if audit.subject_id else None
+    return CanaryRead(
+        template_index=canary.template_index, kind=canary.kind, template=canary.template, rank=canary.rank,
+        memorized=canary.memorized, lead_margin=canary.lead_margin, z_star=canary.z_star,
+        generic_subject=canary.generic_subject, similar_names=list(canary.similar_names),
+        candidates=_candidates(canary, subject.name) if subject else [],
+    )  # fmt: skip

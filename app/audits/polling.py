@@ -1,0 +1,112 @@
+"""Polling done cheaply: entity tags for audit reads (``If-None-Match`` -> 304) and a Server-Sent-Events stream of
+one audit's status and progress that ends at a final status.
+
+The stream holds no database connection between its reads: each read is a short transaction of its own, run in the
+thread pool, and re-applies the principal's visibility (an audit erased meanwhile ends the stream). It lives at most
+``EVENTS_MAX_SECONDS``; a client that still wants news reconnects (EventSource does so by itself)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import AsyncIterator
+
+from fastapi import Request, Response
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+
+from app.audits import repository, service
+from app.auth.keys import Principal
+from app.db.engine import session_scope
+from app.db.models.audit import FINAL_STATUSES
+
+EVENTS_MAX_SECONDS = 300.0  # one stream's lifetime; EventSource reconnects after it
+EVENTS_POLL_SECONDS = 1.0  # how often the stream reads the audit's row
+EVENTS_KEEPALIVE_SECONDS = 15.0  # a comment line so that proxies keep an idle stream open
+MAX_STREAMS = 200  # streams open at once in this process (they bypass the admission limit: they hold no connection)
+_open_streams = 0
+
+
+def etag_of(body: BaseModel) -> str:
+    """A strong tag of the JSON answer: any change of status, progress, summary or links changes it."""
+    digest = hashlib.sha256(body.model_dump_json().encode()).hexdigest()[:32]
+    return f'"{digest}"'
+
+
+def not_modified(request: Request, etag: str) -> Response | None:
+    """A 304 when the client's If-None-Match holds ``etag`` (or ``*``); None when the full answer is due."""
+    header = request.headers.get("if-none-match")
+    if header is None:
+        return None
+    tags = {t.strip().removeprefix("W/") for t in header.split(",")[:50]}  # bounded: a header is client input
+    if etag in tags or "*" in tags:
+        return Response(status_code=304, headers={"ETag": etag, "Cache-Control": "private, no-cache"})
+    return None
+
+
+def tagged(response: Response, etag: str) -> None:
+    response.headers["ETag"] = etag
+    response.headers["Cache-Control"] = "private, no-cache"  # revalidate each time; never in a shared cache
+
+
+def check_visible(principal: Principal, audit_id: str) -> None:
+    """404 (NotFound) unless the principal may see the audit; a short transaction of its own."""
+    with session_scope() as session:
+        service.get_audit(session, principal, audit_id)
+
+
+def _snapshot(principal: Principal, audit_id: str) -> dict[str, object] | None:
+    with session_scope() as session:
+        audit = repository.get_visible(session, principal, audit_id)
+        if audit is None:
+            return None
+        return {
+            "id": audit.id,
+            "status": audit.status,
+            "progress": {"done": audit.progress_done, "total": audit.progress_total},
+            "error": audit.error,
+        }
+
+
+def _event(name: str, data: dict[str, object]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+def too_many_streams() -> bool:
+    return _open_streams >= MAX_STREAMS
+
+
+async def audit_events(principal: Principal, audit_id: str, request: Request) -> AsyncIterator[str]:
+    """``event: progress`` whenever status or progress changed, then ``event: end`` at a final status (or
+    ``event: gone`` if the audit disappeared, ``event: timeout`` at the lifetime's end, with ``retry`` advice)."""
+    global _open_streams
+    _open_streams += 1
+    try:
+        yield f"retry: {int(EVENTS_POLL_SECONDS * 3000)}\n\n"
+        last: dict[str, object] | None = None
+        started = quiet_since = time.monotonic()
+        while time.monotonic() - started < EVENTS_MAX_SECONDS:
+            if await request.is_disconnected():
+                return
+            now = await run_in_threadpool(_snapshot, principal, audit_id)
+            if now is None:
+                yield _event("gone", {"id": audit_id})
+                return
+            if now != last:
+                yield _event("progress", now)
+                last, quiet_since = now, time.monotonic()
+            if now["status"] in FINAL_STATUSES:
+                yield _event("end", now)
+                return
+            if time.monotonic() - quiet_since > EVENTS_KEEPALIVE_SECONDS:
+                yield ": keep-alive\n\n"
+                quiet_since = time.monotonic()
+            await asyncio.sleep(EVENTS_POLL_SECONDS)
+        yield _event("timeout", {"id": audit_id, "reconnect": True})
+    finally:
+        _open_streams -= 1
+
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

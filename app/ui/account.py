@@ -1,0 +1,161 @@
+"""Signing in and out of the dashboard, and submitting a subject audit from a form."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from app.audits import service
+from app.audits.kinds import KindsDep
+from app.db.engine import session_scope
+from app.deps import SUBMITTERS, SettingsDep, require_roles
+from app.errors import InvalidInput, Unauthorized
+from app.limits import check_rate
+from app.settings import get_settings
+from app.ui import session as ui_session
+from app.ui.session import check_csrf
+from app.ui.web import Signed, UiRoute, render, url
+
+router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
+SUBMIT_KIND = "subject"
+MAX_FACT_LINES = 200  # the schema's own limit (max_facts_per_subject) applies after this bound on parsing
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a dashboard path: never an open redirect to another site."""
+    if target and target.startswith("/ui/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return url("/audits")
+
+
+@router.get("/", response_class=HTMLResponse)
+def home() -> RedirectResponse:
+    return RedirectResponse(url("/audits"), status_code=303)
+
+
+@router.get("/signin", response_class=HTMLResponse)
+def signin_page(request: Request, next: str | None = None) -> HTMLResponse:
+    return render(request, "signin.html", next=_safe_next(next), error=None)
+
+
+@router.post("/signin", response_class=HTMLResponse)
+def signin(
+    request: Request,
+    settings: SettingsDep,
+    token: Annotated[str, Form(max_length=300)] = "",
+    next: Annotated[str, Form(max_length=2000)] = "",
+) -> HTMLResponse | RedirectResponse:
+    try:
+        ui = ui_session.sign_in(settings, token)
+    except Unauthorized:  # the message may describe the key's shape, never the key: still, say less here
+        error = "This key or token is not valid (or was revoked). Paste an API key (mak_…) or a data-subject token."
+        return render(request, "signin.html", status_code=401, next=_safe_next(next), error=error)
+    response = RedirectResponse(_safe_next(next), status_code=303)
+    response.set_cookie(ui_session.COOKIE, ui_session.encode(ui, settings), **ui_session.cookie_flags(settings))
+    return response
+
+
+@router.post("/signout")
+def signout(ui: Signed, csrf: Annotated[str | None, Form(max_length=200)] = None) -> RedirectResponse:
+    check_csrf(ui, csrf)
+    response = RedirectResponse(url("/signin"), status_code=303)
+    response.delete_cookie(ui_session.COOKIE, path="/ui")
+    return response
+
+
+def _defaults(kinds) -> dict[str, Any]:  # noqa: ANN001
+    options = kinds[SUBMIT_KIND].create.model_fields["options"].default_factory()
+    return options.model_dump(mode="json")
+
+
+@router.get("/submit", response_class=HTMLResponse)
+def submit_page(request: Request, ui: Signed, kinds: KindsDep, settings: SettingsDep) -> HTMLResponse:
+    require_roles(*SUBMITTERS)(ui.principal)
+    return render(request, "submit.html", defaults=_defaults(kinds), form={}, errors=[],
+                  models=sorted(settings.models), default_model=settings.default_model)  # fmt: skip
+
+
+def _facts(text: str) -> list[dict[str, str]]:
+    """One fact a line, `P106 = physicist` (or a tab/colon instead of `=`)."""
+    lines = [line for line in text.splitlines()[: MAX_FACT_LINES + 1] if line.strip()]
+    if len(lines) > MAX_FACT_LINES:
+        raise InvalidInput("subject.facts", f"at most {MAX_FACT_LINES} fact lines")
+    facts = []
+    for i, line in enumerate(lines):
+        for sep in ("=", "\t", ":"):
+            if sep in line:
+                pid, value = line.split(sep, 1)
+                facts.append({"property": pid.strip().upper(), "value": value.strip()})
+                break
+        else:
+            raise InvalidInput(f"subject.facts[{i}]", "write each fact as `P106 = physicist` (property = value)")
+    return facts
+
+
+def _scalar(raw: str) -> Any:
+    """A form's text as JSON would carry it: numbers as numbers, anything else as the text."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return raw
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else raw
+
+
+def _body(form: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
+    subject: dict[str, Any] = {"facts": _facts(form.get("facts", ""))}
+    for field in ("name", "wikidata_id"):
+        if form.get(field, "").strip():
+            subject[field] = form[field].strip()
+    options: dict[str, Any] = {}
+    for name, default in defaults.items():
+        raw = form.get(f"option_{name}")
+        if isinstance(default, bool):
+            options[name] = raw == "on"
+        elif raw not in (None, ""):
+            options[name] = _scalar(raw)  # then pydantic checks it (strictly, as the JSON API), naming the field
+    return {"kind": SUBMIT_KIND, "model": form.get("model", ""), "subject": subject, "options": options}
+
+
+def _message(error: dict[str, Any]) -> str:
+    """pydantic's message, unless it quotes the rejected value (a name or a fact): then only the error's type."""
+    value, message = error.get("input"), error["msg"]
+    if isinstance(value, str) and len(value) >= 3 and value in message:
+        return f"invalid value ({error['type']})"
+    return message
+
+
+@router.post("/submit", response_class=HTMLResponse)
+async def submit(request: Request, ui: Signed, kinds: KindsDep) -> HTMLResponse:
+    form = {k: v for k, v in (await request.form(max_files=0, max_fields=60)).items() if isinstance(v, str)}
+    return await _submit(request, ui, kinds, form)
+
+
+async def _submit(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse:  # noqa: ANN001
+    check_csrf(ui, form.get(ui_session.CSRF_FIELD))
+    require_roles(*SUBMITTERS)(ui.principal)
+    return await run_in_threadpool(_create, request, ui, kinds, form)
+
+
+def _create(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse:  # noqa: ANN001
+    settings, defaults = get_settings(), _defaults(kinds)
+    errors: list[tuple[str, str]] = []
+    try:
+        body = kinds[SUBMIT_KIND].create.model_validate(_body(form, defaults))
+        check_rate(settings, ui.principal.id, "submissions", settings.submit_rate_per_minute)
+        with session_scope() as session:
+            audit, _ = service.create_audit(session, settings, ui.principal, body, None, kinds)
+            session.commit()  # committed, and enqueued by the commit's hook, before the page says so
+            created = service.to_created(audit, settings, kinds)
+    except ValidationError as exc:  # field names only: the values may be personal data
+        errors = [(".".join(str(p) for p in e["loc"]), _message(e)) for e in exc.errors()]
+    except InvalidInput as exc:
+        errors = [(exc.field or "", exc.message)]
+    if errors:
+        return render(request, "submit.html", status_code=422, defaults=defaults, form=form, errors=errors,
+                      models=sorted(settings.models), default_model=settings.default_model)  # fmt: skip
+    return render(request, "submitted.html", audit=created)

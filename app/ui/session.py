@@ -1,0 +1,108 @@
+"""The dashboard's session: an API key or a data subject's token, checked once by the API's own authentication,
+becomes a signed cookie (HttpOnly, SameSite=Strict, Secure outside development and test) that names the principal,
+its expiry and a CSRF token. The key itself is never stored in the cookie.
+
+Each request re-checks that the key is still valid (not revoked, same role) and that a subject token was not
+revoked, so revoking a key signs its sessions out at once. The signature is an HMAC-SHA256 under a key derived from
+the service's pepper; changing the pepper signs everybody out."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from dataclasses import dataclass
+
+from app.auth.keys import Principal, principal_for
+from app.db.engine import session_scope
+from app.db.models import ApiKey
+from app.privacy.tokens import is_revoked
+from app.settings import Settings
+
+COOKIE = "memaudit_ui"
+MAX_AGE_SECONDS = 8 * 3600  # a working day; the cookie and the signed payload expire together
+CSRF_FIELD = "csrf"
+
+
+class NotSignedIn(Exception):
+    """No cookie, a forged or expired one, or a principal that is no longer valid: the sign-in page."""
+
+
+class BadCsrf(Exception):
+    """A state-changing form without the session's CSRF token: 403, nothing done."""
+
+
+@dataclass(frozen=True)
+class UiSession:
+    principal: Principal
+    csrf: str
+    expires: int
+
+
+def _signing_key(settings: Settings) -> bytes:
+    return hmac.new(settings.key_pepper.encode(), b"memaudit-ui-session", hashlib.sha256).digest()
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def encode(session: UiSession, settings: Settings) -> str:
+    p = session.principal
+    payload = {"id": p.id, "role": p.role, "key": p.key_id, "scope": p.audit_scope, "csrf": session.csrf,
+               "exp": session.expires}  # fmt: skip
+    body = _b64(json.dumps(payload, separators=(",", ":")).encode())
+    mac = _b64(hmac.new(_signing_key(settings), body.encode(), hashlib.sha256).digest())
+    return f"{body}.{mac}"
+
+
+def decode(cookie: str | None, settings: Settings, now: float | None = None) -> UiSession:
+    """The session in a cookie, or NotSignedIn (a forged, malformed or expired cookie)."""
+    if not cookie or len(cookie) > 2000 or cookie.count(".") != 1:
+        raise NotSignedIn
+    body, mac = cookie.split(".")
+    expected = _b64(hmac.new(_signing_key(settings), body.encode(), hashlib.sha256).digest())
+    if not hmac.compare_digest(mac, expected):
+        raise NotSignedIn
+    try:
+        data = json.loads(_unb64(body))
+        principal = Principal(id=data["id"], role=data["role"], key_id=data["key"], audit_scope=data["scope"])
+        session = UiSession(principal, str(data["csrf"]), int(data["exp"]))
+    except (ValueError, KeyError, TypeError):
+        raise NotSignedIn from None
+    if session.expires < (now if now is not None else time.time()):
+        raise NotSignedIn
+    return session
+
+
+def sign_in(settings: Settings, token: str) -> UiSession:
+    """Exchange a key or subject token for a session: the API's authentication decides (Unauthorized if bad)."""
+    principal = principal_for(settings, token.strip())
+    return UiSession(principal, secrets.token_urlsafe(24), int(time.time()) + MAX_AGE_SECONDS)
+
+
+def still_valid(principal: Principal) -> bool:
+    """The key behind a session is not revoked and keeps its role; a subject token was not revoked."""
+    with session_scope() as db:
+        if principal.audit_scope is not None:
+            return not is_revoked(db, principal.audit_scope)
+        key = db.get(ApiKey, principal.key_id) if principal.key_id is not None else None
+        return key is not None and not key.revoked and key.role == principal.role
+
+
+def check_csrf(session: UiSession, sent: str | None) -> None:
+    if not sent or not hmac.compare_digest(sent.encode(), session.csrf.encode()):
+        raise BadCsrf
+
+
+def cookie_flags(settings: Settings) -> dict[str, object]:
+    """HttpOnly, SameSite=Strict, path /ui; Secure wherever the service runs behind TLS (not on loopback tests)."""
+    return {"httponly": True, "samesite": "strict", "path": "/ui", "max_age": MAX_AGE_SECONDS,
+            "secure": settings.env == "production"}  # fmt: skip

@@ -1,0 +1,139 @@
+"""The dashboard in a real browser: Debian's chromium driven by Playwright (nothing is downloaded), against a live
+uvicorn on loopback with the test Postgres, Redis and a real RQ worker process. One server, one worker and one set
+of finished audits per module (starting them costs more than the tests).
+
+Screenshots of each page kind go to a temporary directory, or to ``$UI_SCREENSHOTS`` when set
+(``UI_SCREENSHOTS=docs/img pytest tests/ui`` refreshes the README's images)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from app.settings import GROUNDTRUTH_DIR
+from tests.conftest import REPO, _reset_caches, make_key, wait_for
+from tests.support.live import LiveApi, start_api
+
+MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
+ROLES = ("admin", "auditor", "regulator", "pipeline")
+__all__ = ["GROUNDTRUTH_DIR", "Stack", "finish", "other_kinds", "shoot", "sign_in", "trained_person"]
+
+
+@dataclass
+class Stack:
+    api: LiveApi
+    keys: dict[str, str]
+    shots: Path
+    audits: dict[str, str] = field(default_factory=dict)  # kind -> a finished audit of it
+
+    def client(self, role: str):  # noqa: ANN201
+        return self.api.client(self.keys[role])
+
+
+@pytest.fixture(scope="module")
+def stack(pg_url: str, redis_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # noqa: ANN001
+    env = {"MEMAUDIT_DATABASE_URL": pg_url, "MEMAUDIT_REDIS_URL": redis_server.url,
+           "MEMAUDIT_QUEUE_NAME": f"ui-{uuid.uuid4().hex[:6]}", "MEMAUDIT_ENV": "test",
+           # a small calibration null (fictitious people), queued when a subject audit's results are first read
+           "MEMAUDIT_NULL_MIN_PEOPLE": "2", "MEMAUDIT_NULL_MAX_PEOPLE": "3",
+           "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "3"}  # fmt: skip
+    logs = tmp_path_factory.mktemp("ui-servers")
+    shots = Path(os.environ.get("UI_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        _reset_caches()
+        with (logs / "worker.log").open("a") as log:
+            worker = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env={**os.environ, **env},
+                                      cwd=REPO, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        api = start_api(env, logs / "api.log")
+        keys = {role: make_key(role) for role in ROLES} | {"other_auditor": make_key("auditor")}
+        try:
+            yield Stack(api, keys, shots)
+        finally:
+            api.stop()
+            worker.terminate()
+            try:
+                worker.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+            _reset_caches()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    executable = shutil.which("chromium")
+    assert executable, "install Debian's chromium package (apt-get install chromium); .ci/run does"
+    with sync_playwright() as p:
+        # --no-sandbox: CI runs as root, where chromium's sandbox cannot start
+        b = p.chromium.launch(executable_path=executable, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        yield b
+        b.close()
+
+
+def sign_in(browser, stack: Stack, token: str, path: str = "/ui/audits"):  # noqa: ANN001, ANN201
+    """A fresh browser context (its own cookies) signed in with ``token`` through the sign-in form."""
+    context = browser.new_context(base_url=stack.api.url, viewport={"width": 1280, "height": 800},
+                                  accept_downloads=True)  # fmt: skip
+    page = context.new_page()
+    page.goto(path)
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+    return page
+
+
+def shoot(page, stack: Stack, name: str) -> None:  # noqa: ANN001
+    """A screenshot of the viewport, stored as a 128-colour PNG (a third of the size; the README shows them)."""
+    from PIL import Image
+
+    path = stack.shots / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    Image.open(path).convert("RGB").quantize(colors=128).save(path, optimize=True)
+
+
+def trained_person() -> dict:
+    return json.loads(MANIFEST.read_text())["trained"][0]
+
+
+def other_kinds(stack: Stack, workdir: Path) -> dict[str, str]:
+    """A small finished audit of each kind the dashboard cannot submit (over the JSON API, as clients do)."""
+    from scripts.train_items_model import MODEL_DIR, default_catalog
+
+    api, ids = stack.client("auditor"), {}
+    grid = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
+            "dataset_sizes": [8, 32, 128], "seeds": [0], "precisions": ["fp32"]}  # fmt: skip
+    options = {"steps": 60, "lr": 3e-2, "warmup_steps": 5, "checkpoint_seconds": 1.0}
+    body = {"kind": "capacity", "model": "scratch", "grid": grid, "options": options}
+    ids["capacity"] = api.post("/audits", json=body).json()["id"]
+    paths = default_catalog().write(workdir)
+    files = {t: (p.name, p.read_bytes(), "application/octet-stream") for t, p in paths.items()}
+    dataset = api.post("/datasets", data={"name": "synthetic catalog"}, files=files).json()["id"]
+    body = {"kind": "coverage", "model": f"hf:{MODEL_DIR}", "dataset_id": dataset, "target": "items",
+            "options": {"sample": 40}}  # fmt: skip
+    ids["coverage"] = api.post("/audits", json=body).json()["id"]
+    strings = [{"id": f"s{i}", "text": "abcdefabcdef"[i % 6 :][:8] + str(i), "count": 1 + (i % 3 == 0)}
+               for i in range(12)]  # fmt: skip
+    options = {"folds": 2, "epochs": 3, "d_model": 16, "n_layer": 1, "n_head": 2, "batch_size": 8, "lr": 1e-2}
+    body = {"kind": "dynamics", "model": "groundtruth-tiny", "strings": strings, "options": options}
+    ids["dynamics"] = api.post("/audits", json=body).json()["id"]
+    return ids
+
+
+def finish(stack: Stack, ids: dict[str, str]) -> None:
+    api = stack.client("admin")
+    for kind, audit_id in ids.items():
+        done = wait_for(api, audit_id, timeout=300)
+        assert done["status"] == "succeeded", (kind, done)
