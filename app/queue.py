@@ -4,11 +4,17 @@ Jobs are enqueued by dotted path with the audit id only (never personal data), a
 transaction that created the audit has committed: a rolled-back request enqueues nothing. The database is the
 record of what must run: if the queue cannot take a job (Redis down, or lost without persistence), the audit
 stays `queued` in the database and the reconciler (app/reliability/reconciler.py) enqueues it again.
+
+Fair scheduling: audits of a batch (app/batches) go to a low-priority queue, ``<queue_name>-batch``; every
+worker listens to the interactive queue first (``queue_names``), and RQ takes a worker's next job from the first
+of its queues that holds one. A single audit submitted while a 100,000-person batch runs therefore waits for at
+most one batch audit per worker, never for the batch. The embedded runner keeps the same order.
 """
 
 from __future__ import annotations
 
 import importlib
+import itertools
 import logging
 import queue as stdlib_queue
 import threading
@@ -30,10 +36,17 @@ from app.settings import Settings, get_settings
 
 log = logging.getLogger("memaudit.queue")
 PENDING = "memaudit_pending_jobs"
+BATCH_QUEUE_SUFFIX = "-batch"
+
+
+def queue_names(settings: Settings) -> list[str]:
+    """The RQ queues a worker serves, in the order it serves them: interactive first, then batches."""
+    return [settings.queue_name, settings.queue_name + BATCH_QUEUE_SUFFIX]
 
 
 class Dispatcher(Protocol):
-    def send(self, job_path: str, audit_id: str) -> None: ...
+    def send(self, job_path: str, audit_id: str, *, low_priority: bool = False) -> None: ...
+    def send_many(self, job_path: str, audit_ids: list[str], *, low_priority: bool = False) -> None: ...
     def cancel(self, audit_id: str) -> None: ...
     def missing(self, audit_ids: list[str]) -> list[str]:
         """Those of ``audit_ids`` that no job will run (never enqueued, lost, or ended)."""
@@ -61,11 +74,13 @@ class RQDispatcher:
         timeout = settings.redis_timeout_seconds
         self.redis = Redis.from_url(settings.redis_url, socket_connect_timeout=timeout, socket_timeout=timeout,
                                     retry=RedisRetry(NoBackoff(), 1))  # fmt: skip
-        self.queue = Queue(settings.queue_name, connection=self.redis, serializer=JSONSerializer)
+        self.queue, self.batch_queue = (
+            Queue(name, connection=self.redis, serializer=JSONSerializer) for name in queue_names(settings)
+        )
 
-    def send(self, job_path: str, audit_id: str) -> None:
+    def _data(self, job_path: str, audit_id: str):  # noqa: ANN202 (rq's EnqueueData)
         s = self.settings
-        self.queue.enqueue_call(
+        return Queue.prepare_data(
             job_path,
             args=(audit_id,),
             job_id=job_id(audit_id),
@@ -75,7 +90,16 @@ class RQDispatcher:
             retry=Retry(max=s.job_retries, interval=[10, 60]) if s.job_retries else None,
             description=f"{job_path}({audit_id})",
         )
+
+    def send(self, job_path: str, audit_id: str, *, low_priority: bool = False) -> None:
+        self.send_many(job_path, [audit_id], low_priority=low_priority)
         log.info("enqueued %s for audit %s", job_path, audit_id)
+
+    def send_many(self, job_path: str, audit_ids: list[str], *, low_priority: bool = False) -> None:
+        """One pipelined round trip per 1,000 jobs (a batch's 100,000 are enqueued in seconds)."""
+        queue = self.batch_queue if low_priority else self.queue
+        for i in range(0, len(audit_ids), 1000):
+            queue.enqueue_many([self._data(job_path, a) for a in audit_ids[i : i + 1000]])
 
     def cancel(self, audit_id: str) -> None:
         try:
@@ -120,21 +144,27 @@ class RQDispatcher:
 
 
 class EmbeddedDispatcher:
-    """One daemon thread runs queued jobs in order, in this process (models stay loaded)."""
+    """One daemon thread runs queued jobs in this process (models stay loaded): single audits in the order sent,
+    then batch audits (the same order as the RQ workers' queues)."""
 
     def __init__(self) -> None:
-        self._jobs: stdlib_queue.Queue[tuple[str, str]] = stdlib_queue.Queue()
+        self._jobs: stdlib_queue.PriorityQueue[tuple[int, int, str, str]] = stdlib_queue.PriorityQueue()
+        self._sent = itertools.count()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._held: set[str] = set()  # audits sent and not yet finished in this process
 
-    def send(self, job_path: str, audit_id: str) -> None:
+    def send(self, job_path: str, audit_id: str, *, low_priority: bool = False) -> None:
         self._ensure_thread()
         with self._lock:
             if audit_id in self._held:
                 return
             self._held.add(audit_id)
-        self._jobs.put((job_path, audit_id))
+        self._jobs.put((int(low_priority), next(self._sent), job_path, audit_id))
+
+    def send_many(self, job_path: str, audit_ids: list[str], *, low_priority: bool = False) -> None:
+        for audit_id in audit_ids:
+            self.send(job_path, audit_id, low_priority=low_priority)
 
     def cancel(self, audit_id: str) -> None:
         """Nothing to do: the job checks the audit row before and while it runs."""
@@ -154,7 +184,7 @@ class EmbeddedDispatcher:
 
     def _loop(self) -> None:
         while True:
-            job_path, audit_id = self._jobs.get()
+            _, _, job_path, audit_id = self._jobs.get()
             try:
                 import_path(job_path)(audit_id)
             except Exception:  # the job records its own failure; never let the thread die
@@ -178,19 +208,27 @@ def get_dispatcher() -> Dispatcher:
     return _dispatcher_for(get_settings().redis_url)
 
 
-def enqueue_after_commit(session: Session, job_path: str, audit_id: str) -> None:
-    session.info.setdefault(PENDING, []).append((job_path, audit_id))
+def enqueue_after_commit(session: Session, job_path: str, audit_id: str, *, low_priority: bool = False) -> None:
+    session.info.setdefault(PENDING, []).append((job_path, [audit_id], low_priority))
+
+
+def enqueue_many_after_commit(session: Session, job_path: str, audit_ids: list[str], *, low_priority: bool) -> None:
+    """Many audits of one job at once (a batch's): sent in bulk after the commit."""
+    session.info.setdefault(PENDING, []).append((job_path, list(audit_ids), low_priority))
 
 
 @event.listens_for(Session, "after_commit")
 def _send_pending(session: Session) -> None:
     pending = session.info.pop(PENDING, [])
-    for job_path, audit_id in pending:
+    for job_path, audit_ids, low_priority in pending:
         try:
-            get_dispatcher().send(job_path, audit_id)
-        except Exception as exc:  # the audit is committed: queued durably, the reconciler enqueues it
-            log.warning("audit %s is stored but not enqueued (%s); the reconciler will enqueue it",
-                        audit_id, type(exc).__name__)  # fmt: skip
+            if len(audit_ids) == 1:
+                get_dispatcher().send(job_path, audit_ids[0], low_priority=low_priority)
+            else:
+                get_dispatcher().send_many(job_path, audit_ids, low_priority=low_priority)
+        except Exception as exc:  # the audits are committed: queued durably, the reconciler enqueues them
+            log.warning("%d audits (first %s) are stored but not enqueued (%s); the reconciler will enqueue them",
+                        len(audit_ids), audit_ids[0], type(exc).__name__)  # fmt: skip
 
 
 @event.listens_for(Session, "after_soft_rollback")

@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 
-from app.queue import get_dispatcher
+from app.queue import get_dispatcher, queue_names
 from app.reliability.reconciler import Reconciler, reconcile_once
 from app.settings import get_settings
 from workers.lm.registry import get_scorer
@@ -48,8 +48,9 @@ def _work(*, burst: bool) -> bool:
     """One RQ work loop; True when it ended because it was asked to stop (or ran out of work in burst mode)."""
     settings = get_settings()
     redis = Redis.from_url(settings.redis_url)
-    queue = Queue(settings.queue_name, connection=redis, serializer=JSONSerializer)
-    worker = SimpleWorker([queue], connection=redis, serializer=JSONSerializer)
+    # Interactive audits first, then batches (app.queue.queue_names): RQ serves a worker's queues in this order.
+    queues = [Queue(name, connection=redis, serializer=JSONSerializer) for name in queue_names(settings)]
+    worker = SimpleWorker(queues, connection=redis, serializer=JSONSerializer)
     try:
         worker.work(burst=burst, logging_level="INFO", with_scheduler=True)
     except RedisError:

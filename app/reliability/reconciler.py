@@ -60,7 +60,7 @@ def _recover_expired(settings: Settings, dispatcher: Dispatcher, report: Report,
             if not leases.take_over_expired(s, audit_id, status=leases.QUEUED):
                 continue  # renewed meanwhile, or another reconciler was first
         dispatcher.discard([audit_id])  # the dead run's job record
-        dispatcher.send(kinds[kind].job, audit_id)
+        dispatcher.send(kinds[kind].job, audit_id, low_priority=_in_batch(audit_id))
         report.recovered.append(audit_id)
 
 
@@ -70,7 +70,7 @@ def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report,
     while True:
         with session_scope() as s:
             stmt = (
-                select(Audit.id, Audit.kind)
+                select(Audit.id, Audit.kind, Audit.batch_id)
                 .where(Audit.status == leases.QUEUED, Audit.created_at < cutoff, Audit.id > last)
                 .order_by(Audit.id)
                 .limit(BATCH)
@@ -78,11 +78,18 @@ def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report,
             rows = [tuple(r) for r in s.execute(stmt)]
         if not rows:
             return
-        kind_of = {audit_id: kind for audit_id, kind in rows if kind in kinds}
+        kind_of = {audit_id: kind for audit_id, kind, _ in rows if kind in kinds}
+        batched = {audit_id for audit_id, _, batch_id in rows if batch_id is not None}
         for audit_id in dispatcher.missing(list(kind_of)):
-            dispatcher.send(kinds[kind_of[audit_id]].job, audit_id)
+            dispatcher.send(kinds[kind_of[audit_id]].job, audit_id, low_priority=audit_id in batched)
             report.enqueued.append(audit_id)
         last = rows[-1][0]
+
+
+def _in_batch(audit_id: str) -> bool:
+    """Batch audits go back to the batch queue (app.queue: fair scheduling)."""
+    with session_scope() as s:
+        return s.scalar(select(Audit.batch_id).where(Audit.id == audit_id)) is not None
 
 
 def reconcile_once(settings: Settings, dispatcher: Dispatcher, kinds: KindRegistry = KINDS) -> Report:

@@ -52,6 +52,9 @@ class Audit(CreatedAtMixin, Base):
     # The worker running the audit and until when its heartbeat vouches for it (app/reliability/leases.py).
     lease_owner: Mapped[str | None] = mapped_column(String(64))
     lease_expires_at: Mapped[datetime | None]
+    # Audits submitted in a batch (app/batches): the batch, and the person's row in its roster (1-based).
+    batch_id: Mapped[str | None] = mapped_column(ForeignKey("batches.id", ondelete="SET NULL"), index=True)
+    batch_row: Mapped[int | None] = mapped_column(Integer)
 
 
 class IdempotencyKey(CreatedAtMixin, Base):

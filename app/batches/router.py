@@ -1,0 +1,169 @@
+"""HTTP endpoints of batches: parse (JSON or an uploaded roster file), call the service, map results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi.concurrency import run_in_threadpool
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException
+
+from app.audits.kinds import KindsDep
+from app.batches import service
+from app.batches.report import read_report
+from app.batches.roster import rows_from_csv, rows_from_json, rows_from_jsonl
+from app.batches.schemas import BatchAuditsPage, BatchCreate, BatchCreated, BatchRead, BatchReport
+from app.db.models.audit import AuditStatus
+from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
+from app.errors import InvalidInput
+from app.subjects.schemas import SubjectAuditOptions
+from app.validation import Page, PageSize
+
+router = APIRouter(prefix="/batches", tags=["batches"])
+UPLOAD_FIELDS = ("roster", "model", "options")
+
+_UPLOAD_SCHEMA = {
+    "type": "object",
+    "required": ["roster", "model"],
+    "properties": {
+        "roster": {"type": "string", "format": "binary", "description": "CSV (.csv) or JSON lines (.jsonl)"},
+        "model": {"type": "array", "items": {"type": "string"}, "description": "repeat to compare models"},
+        "options": {"type": "string", "description": "subject audit options as a JSON object"},
+    },
+}
+_OPENAPI = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"$ref": "#/components/schemas/BatchCreate"}},
+            "multipart/form-data": {"schema": _UPLOAD_SCHEMA},
+        },
+    }
+}
+
+
+def _decode(data: bytes) -> str:
+    """UTF-8 text or a 422: a binary file (NUL bytes, invalid UTF-8) is refused before any row is read."""
+    if b"\x00" in data:
+        raise InvalidInput("roster", "the roster is a binary file; send a CSV or JSON-lines text file (UTF-8)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidInput("roster", "the roster is not UTF-8 text; save it as UTF-8 CSV or JSON lines") from None
+
+
+async def _upload_spec(request: Request, partial: bool) -> service.BatchSpec:
+    try:  # the body's size is bounded by app.middleware.RequestGuard (413), counted as it streams in
+        form = await request.form(max_files=1, max_fields=len(UPLOAD_FIELDS) + 4)
+    except MultiPartException as exc:
+        raise InvalidInput("body", f"not a valid multipart upload: {exc.message}") from None
+    roster, models, raw_options = form.get("roster"), form.getlist("model"), form.get("options")
+    if not isinstance(roster, UploadFile):
+        raise InvalidInput("roster", "upload the roster file in the form field `roster`")
+    if not models or not all(isinstance(m, str) and m for m in models):
+        raise InvalidInput("model", "give the model in the form field `model` (repeat it to compare models)")
+    try:
+        options = SubjectAuditOptions.model_validate_json(raw_options) if isinstance(raw_options, str) else None
+    except ValidationError:
+        raise InvalidInput("options", "options must be a JSON object of subject audit options") from None
+    data = await roster.read()
+    text = _decode(data)
+    name = (roster.filename or "").lower()
+    is_jsonl = name.endswith((".jsonl", ".ndjson")) or (not name.endswith(".csv") and text.lstrip().startswith("{"))
+    rows = rows_from_jsonl(text) if is_jsonl else rows_from_csv(text)
+    options = options or SubjectAuditOptions()
+    digest = hashlib.sha256(data + json.dumps([models, options.model_dump(mode="json")]).encode()).hexdigest()
+    return service.BatchSpec(list(models), options, rows, digest, partial)
+
+
+async def _json_spec(request: Request, partial: bool) -> service.BatchSpec:
+    data = await request.body()
+    try:
+        body = BatchCreate.model_validate_json(data)
+    except ValidationError as exc:
+        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
+    digest = hashlib.sha256(data).hexdigest()
+    return service.BatchSpec(body.model_list(), body.options, rows_from_json(body.people), digest, partial)
+
+
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=BatchCreated, openapi_extra=_OPENAPI)
+async def create_batch(
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    principal: Submitter,
+    response: Response,
+    partial: Annotated[bool, Query(description="create the valid rows and report the others")] = False,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200)] = None,
+) -> Any:
+    """Submit a roster (JSON, or a CSV / JSON-lines file as multipart `roster`): every row is validated first; bad
+    rows → 422 listing each row and field (nothing created), or with `partial=true` only the valid rows are
+    created. One subject audit per person and model, queued behind single audits (fair scheduling)."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("multipart/form-data"):
+        spec = await _upload_spec(request, partial)
+    elif content_type.startswith("application/json"):
+        spec = await _json_spec(request, partial)
+    else:
+        raise InvalidInput("body", "send the roster as application/json or as a multipart/form-data upload")
+
+    def create() -> Any:
+        try:
+            batch, roster = service.create_batch(session, settings, principal, spec, idempotency_key)
+        except service.RosterRejected as exc:
+            errors = service.errors_read(exc.roster.errors)
+            detail = [{"field": None, "message": exc.message, "row": None}, *errors]
+            return JSONResponse(status_code=422, content={"detail": detail, "rows": exc.roster.rows,
+                                                          "rejected": exc.roster.rejected_rows})  # fmt: skip
+        session.commit()  # the 202 acknowledges only what is durable: committed, and enqueued by the commit's hook
+        response.headers["Location"] = f"/batches/{batch.id}"
+        if roster is None:
+            response.headers["Idempotent-Replayed"] = "true"
+        out = service.batch_read(session, batch).model_dump()
+        errors = service.errors_read(roster.errors) if roster is not None else []
+        return jsonable_encoder(BatchCreated(**out, errors=errors))
+
+    return await run_in_threadpool(create)
+
+
+@router.get("/{batch_id}", response_model=BatchRead)
+def get_batch(batch_id: str, session: SessionDep, principal: CurrentPrincipal) -> BatchRead:
+    """Progress: audits queued / running / succeeded / failed / cancelled, overall and per model, and an ETA."""
+    return service.batch_read(session, service.get_batch(session, principal, batch_id))
+
+
+@router.get("/{batch_id}/report", response_model=BatchReport)
+def get_report(batch_id: str, session: SessionDep, principal: CurrentPrincipal) -> BatchReport:
+    """Cohort statistics per model (M̄ strict / lenient, z̄* over rank-1 templates, H_{M=0}, per property, and the
+    matching null's rates beside them) over the batch's succeeded audits; with several models, what one memorized
+    and another did not."""
+    return read_report(session, service.get_batch(session, principal, batch_id))
+
+
+@router.get("/{batch_id}/audits", response_model=BatchAuditsPage)
+def list_batch_audits(
+    batch_id: str,
+    session: SessionDep,
+    principal: CurrentPrincipal,
+    kinds: KindsDep,
+    status_: Annotated[AuditStatus | None, Query(alias="status")] = None,
+    page: Page = 1,
+    page_size: PageSize = 50,
+) -> BatchAuditsPage:
+    batch = service.get_batch(session, principal, batch_id)
+    return service.page_audits(session, principal, batch, status_, page, page_size, kinds)
+
+
+@router.delete("/{batch_id}", response_model=BatchRead)
+def cancel_batch(batch_id: str, session: SessionDep, principal: Submitter) -> BatchRead:
+    """Cancel the batch's audits that have not started (running ones finish)."""
+    batch = service.cancel_batch(session, principal, batch_id)
+    session.commit()
+    return service.batch_read(session, batch)
