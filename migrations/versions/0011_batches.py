@@ -43,7 +43,9 @@ def upgrade() -> None:
     with op.batch_alter_table("audits") as batch:
         batch.add_column(sa.Column("batch_id", sa.String(length=32), nullable=True))
         batch.add_column(sa.Column("batch_row", sa.Integer(), nullable=True))
-        batch.create_foreign_key(op.f("fk_audits_batch_id_batches"), "batches", ["batch_id"], ["id"], ondelete="SET NULL")
+        batch.create_foreign_key(
+            op.f("fk_audits_batch_id_batches"), "batches", ["batch_id"], ["id"], ondelete="SET NULL"
+        )
         batch.create_index(op.f("ix_audits_batch_id"), ["batch_id"])
 
 

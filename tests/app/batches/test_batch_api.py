@@ -30,7 +30,7 @@ MIXED_CSV = (
     "Good Person One,Q42,physicist,France,\n"  # row 1: good
     ",,physicist,,\n"  # row 2: empty name
     "Good Person Two,,chemist,,P569=1950-01-01\n"  # row 3: good
-    f"{SECRET},,=HYPERLINK(\"x\"),,\n"  # row 4: formula in a cell
+    f'{SECRET},,=HYPERLINK("x"),,\n'  # row 4: formula in a cell
     f"{SECRET},,,,P999999=anything\n"  # row 5: unknown property
     f"{SECRET},,{'x' * 400},,\n"  # row 6: over-long value
     "Good Person One,Q42,physicist,France,\n"  # row 7: duplicate of row 1
@@ -66,13 +66,17 @@ def test_a_mixed_roster_file_gets_a_per_row_report_and_creates_nothing(pg_env, a
     with session_scope() as s:  # row 3's facts: the P106 column and the P569=… cell, normalised as a subject's
         subject = s.get(Subject, facts["subject_id"])
         assert subject.name == "Good Person Two"
-        assert sorted((f.property_id, f.value) for f in subject.facts) == [("P106", "chemist"), ("P569", "1 January 1950")]
+        assert sorted((f.property_id, f.value) for f in subject.facts) == [
+            ("P106", "chemist"),
+            ("P569", "1 January 1950"),
+        ]
 
 
 def test_json_rosters_compare_models_and_replay_with_an_idempotency_key(pg_env, api_factory):
     api = api_factory("auditor")
     body = {"models": [MODEL, "smollm2-135m"], "options": {"paraphrases": 1},
-            "people": [person(1), {"name": "Batch Person 2", "P106": ["chemist", "physicist"], "wikidata_id": "Q7"}]}  # fmt: skip
+            "people": [person(1), {"name": "Batch Person 2", "P106": ["chemist", "physicist"], "wikidata_id": "Q7"}],
+            }  # fmt: skip
     first = api.post("/batches", json=body, headers={"Idempotency-Key": "k1"})
     assert first.status_code == 202, first.text
     again = api.post("/batches", json=body, headers={"Idempotency-Key": "k1"})
@@ -83,9 +87,8 @@ def test_json_rosters_compare_models_and_replay_with_an_idempotency_key(pg_env, 
     assert {m: c["total"] for m, c in batch["per_model"].items()} == {MODEL: 2, "smollm2-135m": 2}
     other = api.post("/batches", json={**body, "people": [person(3)]}, headers={"Idempotency-Key": "k1"})
     assert other.status_code == 409 and other.json()["detail"][0]["field"] == "Idempotency-Key"
-    assert api.get(f"/audits/{api.get(batch['links']['audits']).json()['items'][0]['id']}").json()["options"][
-        "paraphrases"
-    ] == 1
+    first_audit = api.get(batch["links"]["audits"]).json()["items"][0]["id"]
+    assert api.get(f"/audits/{first_audit}").json()["options"]["paraphrases"] == 1
     # another auditor does not see the batch
     assert api_factory("auditor").get(f"/batches/{batch['id']}").status_code == 404
 
