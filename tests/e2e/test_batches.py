@@ -1,0 +1,112 @@
+"""Batches end to end on real Redis, Postgres and `memaudit worker` processes, on the ground-truth model:
+two workers run a 20-person batch, every audit exactly once, each generic-subject sentence scored once in all;
+a single audit submitted while a batch runs finishes before the batch (fair scheduling)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from app.db.engine import session_scope
+from app.db.models import Audit, NllCache
+from app.nll_cache.repository import text_hash
+from tests.conftest import REPO, wait_for
+
+MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
+MODEL = "groundtruth-tiny"
+# Small enough to keep the suite fast; α < 1 so that the generic subject's sentences are scored (at α = 1 they
+# cancel from s exactly and are never scored).
+OPTIONS = {"paraphrases": 1, "counterfactuals": 15, "similar_names": 1, "alpha": 0.5, "near_duplicates": False}
+
+
+def roster(split: str, n: int, start: int = 0) -> list[dict]:
+    people = json.loads(MANIFEST.read_text())[split][start : start + n]
+    return [{"name": p["name"], **{pid: values for pid, values in p["facts"].items()}} for p in people]
+
+
+def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
+    with log.open("a") as out:
+        return subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env={**os.environ, **env}, cwd=REPO,
+                                stdout=out, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+
+
+@pytest.fixture
+def two_workers(pg_env: dict[str, str], tmp_path: Path) -> Iterator[list[subprocess.Popen]]:
+    procs = [start_worker(pg_env, tmp_path / f"worker-{i}.log") for i in range(2)]
+    yield procs
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def wait_batch(api, batch_id: str, timeout: float = 300) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = api.get(f"/batches/{batch_id}").json()
+        if body["status"] in ("finished", "cancelled"):
+            return body
+        time.sleep(0.5)
+    raise AssertionError(f"batch {batch_id} did not finish in {timeout} s (last: {body})")
+
+
+def batch_audits(api, batch_id: str) -> list[dict]:
+    return api.get(f"/batches/{batch_id}/audits", params={"page_size": 200}).json()["items"]
+
+
+def test_two_workers_run_a_batch_once_and_share_generic_sentences(two_workers, api_factory):
+    api = api_factory("auditor")
+    created = api.post("/batches", json={"model": MODEL, "options": OPTIONS, "people": roster("trained", 20)})
+    assert created.status_code == 202, created.text
+    batch = wait_batch(api, created.json()["id"])
+    assert batch["progress"]["succeeded"] == 20, batch
+    audits = batch_audits(api, batch["id"])
+    with session_scope() as s:  # exactly once: no audit was claimed by a second worker, or twice by one
+        attempts = dict(s.execute(select(Audit.id, Audit.attempts).where(Audit.batch_id == batch["id"])).all())
+    assert sorted(attempts.values()) == [1] * 20, attempts
+    generic, scored, needed = set(), 0, 0
+    for audit in audits:
+        scored += audit["summary"]["scoring"]["generic_scored"]
+        own = set()
+        for fact in api.get(f"/audits/{audit['id']}/facts", params={"detail": "candidates"}).json()["facts"]:
+            for canary in fact["canaries"]:
+                own.update(c["generic_sentence"] for c in canary["candidates"])
+        generic |= own
+        needed += len(own)
+    assert scored == len(generic) > 0, "each generic-subject sentence scored once across both workers"
+    assert needed > 2 * scored, "the audits of a batch reuse each other's generic sentences"
+    hashes = [text_hash(g) for g in generic]
+    with session_scope() as s:
+        cached = s.scalar(select(func.count()).select_from(NllCache).where(NllCache.text_hash.in_(hashes)))
+    assert cached == len(generic)
+    report = api.get(f"/batches/{batch['id']}/report").json()
+    assert report["cohorts"][MODEL]["cohort"]["subjects"] == 20
+
+
+def test_a_single_audit_submitted_during_a_batch_finishes_first(rq_worker, api_factory):
+    api = api_factory("auditor")
+    batch = api.post("/batches", json={"model": MODEL, "options": OPTIONS, "people": roster("held_out", 12)}).json()
+    deadline = time.monotonic() + 120
+    while api.get(f"/batches/{batch['id']}").json()["progress"]["succeeded"] < 1:  # the worker is busy with it
+        assert time.monotonic() < deadline, "the batch did not start"
+        time.sleep(0.2)
+    person = roster("trained", 1)[0]
+    facts = [{"property": p, "value": v} for p, values in person.items() if p != "name" for v in values]
+    single = api.post("/audits", json={"kind": "subject", "model": MODEL, "options": OPTIONS,
+                                       "subject": {"name": person["name"], "facts": facts}}).json()  # fmt: skip
+    assert wait_for(api, single["id"], timeout=120)["status"] == "succeeded"
+    progress = api.get(f"/batches/{batch['id']}").json()["progress"]
+    assert progress["queued"] > 0, f"FIFO would have run the whole batch first: {progress}"
+    finished = wait_batch(api, batch["id"])
+    assert finished["progress"]["succeeded"] == 12
