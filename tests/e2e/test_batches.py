@@ -110,3 +110,40 @@ def test_a_single_audit_submitted_during_a_batch_finishes_first(rq_worker, api_f
     assert progress["queued"] > 0, f"FIFO would have run the whole batch first: {progress}"
     finished = wait_batch(api, batch["id"])
     assert finished["progress"]["succeeded"] == 12
+
+
+def test_the_batch_report_matches_a_hand_computation_and_compares_models(rq_worker, api_factory):
+    from app.settings import GROUNDTRUTH_DIR
+
+    api = api_factory("auditor")
+    same_weights = f"hf:{GROUNDTRUTH_DIR}"  # the same model under a second name: the comparison must agree
+    people = roster("trained", 3) + roster("held_out", 2)
+    created = api.post("/batches", json={"models": [MODEL, same_weights], "options": OPTIONS, "people": people})
+    batch = wait_batch(api, created.json()["id"])
+    assert batch["progress"]["succeeded"] == 10, batch
+    report = api.get(f"/batches/{batch['id']}/report").json()
+    # By hand, from each canary's rank: a template memorizes a fact when a true value ranks first.
+    shares, strict, lenient, z_rank1, empty_subjects = [], [], [], [], 0
+    audits = [a for a in batch_audits(api, batch["id"]) if a["model"] == MODEL]
+    for audit in audits:
+        facts = api.get(f"/audits/{audit['id']}/facts").json()["facts"]
+        any_memorized = False
+        for fact in facts:
+            hits = [c["rank"] == 1 and c["memorized"] for c in fact["canaries"] if c["kind"] != "context"]
+            shares.append(sum(hits) / len(hits))
+            strict.append(all(hits))
+            lenient.append(any(hits))
+            any_memorized |= any(hits)
+            z_rank1 += [c["z_star"] for c in fact["canaries"] if c["kind"] != "context" and c["memorized"]]
+        empty_subjects += not any_memorized
+    cohort = report["cohorts"][MODEL]["cohort"]
+    assert cohort["subjects"] == 5 and cohort["facts"] == len(shares)
+    assert cohort["mean_memorization"] == pytest.approx(sum(shares) / len(shares))
+    assert cohort["strict"] == pytest.approx(sum(strict) / len(strict))
+    assert cohort["lenient"] == pytest.approx(sum(lenient) / len(lenient))
+    assert cohort["z_star"] == pytest.approx(sum(z_rank1) / len(z_rank1))
+    assert cohort["zero_memorization"] == pytest.approx(empty_subjects / 5)
+    assert sum(lenient) > 0, "trained people: the ground-truth model memorizes some of their facts"
+    (pair,) = report["comparison"]
+    assert (pair["people"], pair["facts"]) == (5, len(shares))
+    assert pair["only_a"] == pair["only_b"] == 0 and pair["both"] == sum(lenient)
