@@ -183,6 +183,21 @@ def _columns(header: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def rows_from_file(data: bytes, filename: str | None) -> Iterator[RawRow]:
+    """An uploaded roster: JSON lines (.jsonl, .ndjson, or text starting with an object) or CSV. A binary file
+    (NUL bytes, invalid UTF-8) is refused before any row is read."""
+    if b"\x00" in data:
+        raise InvalidInput("roster", "the roster is a binary file; send a CSV or JSON-lines text file (UTF-8)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InvalidInput("roster", "the roster is not UTF-8 text; save it as UTF-8 CSV or JSON lines") from None
+    name = (filename or "").lower()
+    if name.endswith((".jsonl", ".ndjson")) or (not name.endswith(".csv") and text.lstrip().startswith("{")):
+        return rows_from_jsonl(text)
+    return rows_from_csv(text)
+
+
 # -- validating ------------------------------------------------------------------------------------------------
 def validate(rows: Iterable[RawRow], settings: Settings, max_rows: int) -> Roster:
     """Every row checked; the valid ones as people. Raises RosterTooLarge past ``max_rows`` rows."""

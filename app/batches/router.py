@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response, status
@@ -18,7 +17,7 @@ from starlette.formparsers import MultiPartException
 from app.audits.kinds import KindsDep
 from app.batches import service
 from app.batches.report import read_report
-from app.batches.roster import rows_from_csv, rows_from_json, rows_from_jsonl
+from app.batches.roster import rows_from_json
 from app.batches.schemas import BatchAuditsPage, BatchCreate, BatchCreated, BatchRead, BatchReport
 from app.db.models.audit import AuditStatus
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
@@ -49,16 +48,6 @@ _OPENAPI = {
 }
 
 
-def _decode(data: bytes) -> str:
-    """UTF-8 text or a 422: a binary file (NUL bytes, invalid UTF-8) is refused before any row is read."""
-    if b"\x00" in data:
-        raise InvalidInput("roster", "the roster is a binary file; send a CSV or JSON-lines text file (UTF-8)")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise InvalidInput("roster", "the roster is not UTF-8 text; save it as UTF-8 CSV or JSON lines") from None
-
-
 async def _upload_spec(request: Request, partial: bool) -> service.BatchSpec:
     try:  # the body's size is bounded by app.middleware.RequestGuard (413), counted as it streams in
         form = await request.form(max_files=1, max_fields=len(UPLOAD_FIELDS) + 4)
@@ -74,13 +63,7 @@ async def _upload_spec(request: Request, partial: bool) -> service.BatchSpec:
     except ValidationError:
         raise InvalidInput("options", "options must be a JSON object of subject audit options") from None
     data = await roster.read()
-    text = _decode(data)
-    name = (roster.filename or "").lower()
-    is_jsonl = name.endswith((".jsonl", ".ndjson")) or (not name.endswith(".csv") and text.lstrip().startswith("{"))
-    rows = rows_from_jsonl(text) if is_jsonl else rows_from_csv(text)
-    options = options or SubjectAuditOptions()
-    digest = hashlib.sha256(data + json.dumps([models, options.model_dump(mode="json")]).encode()).hexdigest()
-    return service.BatchSpec(list(models), options, rows, digest, partial)
+    return service.file_spec(data, roster.filename, list(models), options or SubjectAuditOptions(), partial)
 
 
 async def _json_spec(request: Request, partial: bool) -> service.BatchSpec:

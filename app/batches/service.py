@@ -7,6 +7,8 @@ batch queue (app.queue: fair scheduling)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from app.audits.service import check_model
 from app.audits.service import to_read as audit_read
 from app.auth.keys import Principal
 from app.batches import repository
-from app.batches.roster import RawRow, Roster, RosterTooLarge, RowError, validate
+from app.batches.roster import RawRow, Roster, RosterTooLarge, RowError, rows_from_file, validate
 from app.batches.schemas import BatchAuditsPage, BatchRead, Counts
 from app.db.engine import session_scope
 from app.db.models.audit import AuditStatus
@@ -53,6 +55,13 @@ class BatchSpec:
     rows: Iterable[RawRow]  # read lazily: validation stops at the batch size limit
     request_hash: str
     partial: bool = False
+
+
+def file_spec(data: bytes, filename: str | None, models: list[str], options: SubjectAuditOptions,
+              partial: bool) -> BatchSpec:  # fmt: skip
+    """A batch from an uploaded roster file (API upload, or the command line's local client)."""
+    digest = hashlib.sha256(data + json.dumps([models, options.model_dump(mode="json")]).encode()).hexdigest()
+    return BatchSpec(models, options, rows_from_file(data, filename), digest, partial)
 
 
 def create_batch(session: Session, settings: Settings, principal: Principal, spec: BatchSpec,
