@@ -37,11 +37,14 @@ _UPLOAD_SCHEMA = {
         "options": {"type": "string", "description": "subject audit options as a JSON object"},
     },
 }
+# The JSON body's schema inline; its nested models (SubjectAuditOptions) are components already (POST /audits).
+_JSON_SCHEMA = {k: v for k, v in BatchCreate.model_json_schema(ref_template="#/components/schemas/{model}").items()
+                if k != "$defs"}  # fmt: skip
 _OPENAPI = {
     "requestBody": {
         "required": True,
         "content": {
-            "application/json": {"schema": {"$ref": "#/components/schemas/BatchCreate"}},
+            "application/json": {"schema": _JSON_SCHEMA},
             "multipart/form-data": {"schema": _UPLOAD_SCHEMA},
         },
     }
