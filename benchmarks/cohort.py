@@ -185,6 +185,26 @@ def measure(service: Service, model: str, workers: int, people: int, probe: bool
                round(1000 * seconds * workers / max(scored, 1), 2), fair, fifo)  # fmt: skip
 
 
+def measure_submit(service: Service, people: int) -> dict[str, float]:
+    """POST /batches of ``people`` rows with no worker running (validation, bulk insert, enqueue), then cancel."""
+    base, key = service.start(0)
+    try:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=1800) as http:
+            body = {"model": "groundtruth-tiny", "options": OPTIONS, "people": roster(people, 3)}
+            size = len(json.dumps(body))
+            start = time.monotonic()
+            r = http.post("/batches", json=body)
+            seconds = time.monotonic() - start
+            r.raise_for_status()
+            start = time.monotonic()
+            http.delete(f"/batches/{r.json()['id']}").raise_for_status()
+            cancel = time.monotonic() - start
+    finally:
+        service.stop_processes()
+    return {"people": people, "body_bytes": size, "submit_s": round(seconds, 1), "cancel_s": round(cancel, 2),
+            "people_per_s": round(people / seconds)}  # fmt: skip
+
+
 def _scored(http: httpx.Client, batch_id: str) -> int:
     total, page = 0, 1
     while True:
@@ -197,16 +217,20 @@ def _scored(http: httpx.Client, batch_id: str) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--people", type=int, default=200)
+    parser.add_argument("--people", type=int, default=200, help="people on groundtruth-tiny (0: skip those runs)")
     parser.add_argument("--workers", type=int, action="append", help="worker processes (repeatable; default 1 2 4)")
     parser.add_argument("--smollm2", type=int, default=8, help="people on smollm2-135m, 1 worker (0: skip)")
+    parser.add_argument("--submit", type=int, default=20_000, help="also time POST /batches of this many people")
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_cohort.json")
     args = parser.parse_args()
     root = Path(os.environ.get("TMPDIR", "/tmp")) / f"cohort-bench-{uuid.uuid4().hex[:6]}"
     root.mkdir(parents=True)
-    service, rows = Service(root), []
+    service, rows, submit = Service(root), [], None
     try:
-        for n in args.workers or [1, 2, 4]:
+        if args.submit:
+            submit = measure_submit(service, args.submit)
+            print(f"submit: {submit}", flush=True)
+        for n in (args.workers or [1, 2, 4]) if args.people else []:
             rows.append(measure(service, "groundtruth-tiny", n, args.people, probe=True))
             print(format_row(rows[-1]), flush=True)
         if args.smollm2:
@@ -222,7 +246,12 @@ def main() -> None:
           "wait: fair | FIFO |\n|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
     for r in rows:
         print(format_row(r))
-    args.out.write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
+    if submit:
+        print(
+            f"\nPOST /batches of {submit['people']:,} people ({submit['body_bytes']:,} bytes of JSON): "
+            f"{submit['submit_s']} s ({submit['people_per_s']:,} people/s); DELETE (cancel): {submit['cancel_s']} s"
+        )
+    args.out.write_text(json.dumps({"runs": [asdict(r) for r in rows], "submit": submit}, indent=1) + "\n")
 
 
 def format_row(r: Row) -> str:
