@@ -244,7 +244,7 @@ class RemoteClient:
         with path.open("rb") as roster:
             data = {"model": models, "options": json.dumps(options)}
             return self._json("POST", "/batches", params={"partial": str(partial).lower()}, data=data,
-                              files={"roster": (path.name, roster)})  # fmt: skip
+                              files={"roster": (path.name, roster)}, timeout=600)  # 100,000 rows: ~1 min  # fmt: skip
 
     def batch(self, batch_id: str, part: str = "") -> dict[str, Any]:
         return self._json("GET", f"/batches/{batch_id}" + (f"/{part}" if part else ""))

@@ -144,6 +144,10 @@ def test_the_batch_report_matches_a_hand_computation_and_compares_models(rq_work
     assert cohort["z_star"] == pytest.approx(sum(z_rank1) / len(z_rank1))
     assert cohort["zero_memorization"] == pytest.approx(empty_subjects / 5)
     assert sum(lenient) > 0, "trained people: the ground-truth model memorizes some of their facts"
+    forget = api.get("/forget-set", params={"batch_id": batch["id"], "policy": "lenient"}).text.splitlines()
+    assert json.loads(forget[-1])["_end"]["records"] >= 2 * sum(lenient), "both models' memorized facts"
+    other = api.get("/forget-set", params={"batch_id": "0" * 32, "policy": "lenient"}).text.splitlines()
+    assert json.loads(other[-1])["_end"]["records"] == 0
     (pair,) = report["comparison"]
     assert (pair["people"], pair["facts"]) == (5, len(shares))
     assert pair["only_a"] == pair["only_b"] == 0 and pair["both"] == sum(lenient)
