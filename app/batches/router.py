@@ -91,7 +91,11 @@ async def create_batch(
 ) -> Any:
     """Submit a roster (JSON, or a CSV / JSON-lines file as multipart `roster`): every row is validated first; bad
     rows → 422 listing each row and field (nothing created), or with `partial=true` only the valid rows are
-    created. One subject audit per person and model, queued behind single audits (fair scheduling)."""
+    created. One subject audit per person and model, queued behind single audits (fair scheduling).
+
+    A rejected roster's 422 is the one error shape with more: `detail[0]` sums up (`field` null), then one item per
+    bad row (at most 1,000) with its `row` (1-based) beside `field` and `message`; `rows` and `rejected` count
+    them. Messages never repeat a value."""
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
         spec = await _upload_spec(request, partial)
