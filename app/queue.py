@@ -113,21 +113,25 @@ class RQDispatcher:
     def missing(self, audit_ids: list[str]) -> list[str]:
         from datetime import timedelta
 
-        from rq.job import Job
-        from rq.serializers import JSONSerializer
+        from rq.utils import utcparse
 
         from app.db.base import utcnow
 
-        jobs = Job.fetch_many([job_id(a) for a in audit_ids], connection=self.redis, serializer=JSONSerializer)
+        # Two fields of each job hash, pipelined: every worker's reconciler asks this of every queued audit every
+        # pass, and loading whole jobs made one pass over a 100,000-audit batch take 18 s (benchmarks/cohort.py).
+        with self.redis.pipeline(transaction=False) as pipe:
+            for audit_id in audit_ids:
+                pipe.hmget(Job.key_for(job_id(audit_id)), "status", "started_at")
+            rows = pipe.execute()
         # A job `started` long ago for an audit still queued lost its worker before the worker claimed it.
         stale = utcnow() - timedelta(seconds=self.settings.lease_ttl_seconds)
         out = []
-        for audit_id, job in zip(audit_ids, jobs, strict=True):
-            status = job.get_status(refresh=False) if job is not None else None
-            started = job.started_at if job is not None else None
+        for audit_id, (status, started) in zip(audit_ids, rows, strict=True):
+            status = status.decode() if status else None
             if status in ("queued", "deferred", "scheduled"):
                 continue
-            if status == "started" and (started is None or started.replace(tzinfo=stale.tzinfo) > stale):
+            started_at = utcparse(started.decode()) if started else None
+            if status == "started" and (started_at is None or started_at.replace(tzinfo=stale.tzinfo) > stale):
                 continue
             out.append(audit_id)
         return out
