@@ -196,13 +196,26 @@ def measure_submit(service: Service, people: int) -> dict[str, float]:
             r = http.post("/batches", json=body)
             seconds = time.monotonic() - start
             r.raise_for_status()
+            reconcile = _time_reconcile()
             start = time.monotonic()
             http.delete(f"/batches/{r.json()['id']}").raise_for_status()
             cancel = time.monotonic() - start
     finally:
         service.stop_processes()
     return {"people": people, "body_bytes": size, "submit_s": round(seconds, 1), "cancel_s": round(cancel, 2),
-            "people_per_s": round(people / seconds)}  # fmt: skip
+            "people_per_s": round(people / seconds), "reconcile_pass_s": reconcile}  # fmt: skip
+
+
+def _time_reconcile() -> float:
+    """One reconciler pass (every worker runs one every 10 s) over the queued batch: it checks each audit's job."""
+    from app.queue import get_dispatcher
+    from app.reliability.reconciler import reconcile_once
+    from app.settings import get_settings
+
+    start = time.monotonic()
+    report = reconcile_once(get_settings(), get_dispatcher())
+    assert not report.enqueued, "every queued audit of the batch has its job"
+    return round(time.monotonic() - start, 2)
 
 
 def _scored(http: httpx.Client, batch_id: str) -> int:
@@ -249,7 +262,8 @@ def main() -> None:
     if submit:
         print(
             f"\nPOST /batches of {submit['people']:,} people ({submit['body_bytes']:,} bytes of JSON): "
-            f"{submit['submit_s']} s ({submit['people_per_s']:,} people/s); DELETE (cancel): {submit['cancel_s']} s"
+            f"{submit['submit_s']} s ({submit['people_per_s']:,} people/s); DELETE (cancel): {submit['cancel_s']} s; "
+            f"one reconciler pass over them: {submit['reconcile_pass_s']} s"
         )
     args.out.write_text(json.dumps({"runs": [asdict(r) for r in rows], "submit": submit}, indent=1) + "\n")
 
