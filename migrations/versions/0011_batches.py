@@ -47,10 +47,12 @@ def upgrade() -> None:
             op.f("fk_audits_batch_id_batches"), "batches", ["batch_id"], ["id"], ondelete="SET NULL"
         )
         batch.create_index(op.f("ix_audits_batch_id"), ["batch_id"])
+        batch.create_index("ix_audits_status_id", ["status", "id"])  # the reconciler's pages of queued audits
 
 
 def downgrade() -> None:
     with op.batch_alter_table("audits") as batch:
+        batch.drop_index("ix_audits_status_id")
         batch.drop_index(op.f("ix_audits_batch_id"))
         batch.drop_constraint(op.f("fk_audits_batch_id_batches"), type_="foreignkey")
         batch.drop_column("batch_row")
