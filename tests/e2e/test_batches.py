@@ -24,7 +24,7 @@ MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
 MODEL = "groundtruth-tiny"
 # Small enough to keep the suite fast; α < 1 so that the generic subject's sentences are scored (at α = 1 they
 # cancel from s exactly and are never scored).
-OPTIONS = {"paraphrases": 1, "counterfactuals": 15, "similar_names": 1, "alpha": 0.5, "near_duplicates": False}
+OPTIONS = {"paraphrases": 1, "counterfactuals": 8, "similar_names": 1, "alpha": 0.5, "near_duplicates": False}
 
 
 def roster(split: str, n: int, start: int = 0) -> list[dict]:
