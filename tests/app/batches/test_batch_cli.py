@@ -56,3 +56,24 @@ def test_batch_submit_lists_bad_rows_and_creates_nothing(cli_env, tmp_path):
     assert done.returncode == 2
     assert "row 2: name:" in done.stderr and "row 3: P106:" in done.stderr
     assert "Secret" not in done.stderr and "cmd()" not in done.stderr
+
+
+def test_batch_submit_to_a_remote_api(live_api, tmp_path):
+    from tests.conftest import make_key
+
+    api, key = live_api(), make_key("auditor")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMAUDIT_")}
+    people = json.loads(MANIFEST.read_text())["trained"][:2]
+    roster = write_roster(tmp_path / "people.csv", people)
+    remote = ("--api-url", api.url, "--api-key", key)
+    done = memaudit(env, "batch", "submit", str(roster), "--model", "groundtruth-tiny", "--compare",
+                    "smollm2-135m", "--no-wait", *remote)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    batch = json.loads(done.stdout)
+    assert batch["models"] == ["groundtruth-tiny", "smollm2-135m"] and batch["progress"]["total"] == 4
+    status = json.loads(memaudit(env, "batch", "status", batch["id"], *remote).stdout)
+    assert status["id"] == batch["id"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,P106\n,physicist\n")
+    done = memaudit(env, "batch", "submit", str(bad), "--model", "groundtruth-tiny", *remote)
+    assert done.returncode == 2 and "row 1: name:" in done.stderr
