@@ -71,8 +71,7 @@ class Client(Protocol):
     def datasets(self) -> list[dict[str, Any]]: ...
     def delete_dataset(self, dataset_id: str) -> dict[str, Any]: ...
     def coverage_comparison(self, dataset_id: str, target: str | None) -> dict[str, Any]: ...
-    def submit_batch(self, path: Path, models: list[str], options: dict[str, Any], partial: bool) -> dict[str, Any]:
-        ...
+    def submit_batch(self, path: Path, models: list[str], options: dict[str, Any], partial: bool) -> dict[str, Any]: ...
 
     def batch(self, batch_id: str, part: str = "") -> dict[str, Any]: ...
 
@@ -165,7 +164,6 @@ class LocalClient:
         with session_scope() as s:
             return dataset_service.compare(s, self.principal, dataset_id, target).model_dump(mode="json")
 
-
     def submit_batch(self, path: Path, models: list[str], options: dict[str, Any], partial: bool) -> dict[str, Any]:
         spec = batch_service.file_spec(path.read_bytes(), path.name, models, SubjectAuditOptions(**options), partial)
         with session_scope() as s:
@@ -238,7 +236,6 @@ class RemoteClient:
 
     def coverage_comparison(self, dataset_id: str, target: str | None) -> dict[str, Any]:
         return self._json("GET", f"/datasets/{dataset_id}/coverage", params={"target": target} if target else {})
-
 
     def submit_batch(self, path: Path, models: list[str], options: dict[str, Any], partial: bool) -> dict[str, Any]:
         with path.open("rb") as roster:
