@@ -5,10 +5,12 @@ transaction that created the audit has committed: a rolled-back request enqueues
 record of what must run: if the queue cannot take a job (Redis down, or lost without persistence), the audit
 stays `queued` in the database and the reconciler (app/reliability/reconciler.py) enqueues it again.
 
-Fair scheduling: audits of a batch (app/batches) go to a low-priority queue, ``<queue_name>-batch``; every
-worker listens to the interactive queue first (``queue_names``), and RQ takes a worker's next job from the first
-of its queues that holds one. A single audit submitted while a 100,000-person batch runs therefore waits for at
-most one batch audit per worker, never for the batch. The embedded runner keeps the same order.
+Fair scheduling: audits of a batch (app/batches) go to one of ``batch_lanes`` low-priority queues,
+``<queue_name>-batch-<lane>``, the lane of the API key that owns the batch (key id modulo the lanes). Every worker
+listens to the interactive queue first, then to the lanes in turn (``queue_names``; workers/worker.py rotates the
+lanes after each job): a single audit submitted while a 100,000-person batch runs waits for at most one batch
+audit per worker, never for the batch, and the batches of keys on different lanes share the workers job by job.
+The embedded runner serves single audits first, then batch audits in the order sent.
 """
 
 from __future__ import annotations
@@ -36,17 +38,28 @@ from app.settings import Settings, get_settings
 
 log = logging.getLogger("memaudit.queue")
 PENDING = "memaudit_pending_jobs"
-BATCH_QUEUE_SUFFIX = "-batch"
+BATCH_QUEUE_SUFFIX = "-batch-"
 
 
 def queue_names(settings: Settings) -> list[str]:
-    """The RQ queues a worker serves, in the order it serves them: interactive first, then batches."""
-    return [settings.queue_name, settings.queue_name + BATCH_QUEUE_SUFFIX]
+    """The RQ queues a worker serves: interactive first, then the batch lanes (rotated by the worker)."""
+    return [
+        settings.queue_name,
+        *(f"{settings.queue_name}{BATCH_QUEUE_SUFFIX}{i}" for i in range(settings.batch_lanes)),
+    ]
+
+
+def batch_lane(settings: Settings, owner_key_id: int | None) -> int:
+    """The batch queue of an API key's batches: consecutive keys get different lanes."""
+    return (owner_key_id or 0) % settings.batch_lanes
 
 
 class Dispatcher(Protocol):
-    def send(self, job_path: str, audit_id: str, *, low_priority: bool = False) -> None: ...
-    def send_many(self, job_path: str, audit_ids: list[str], *, low_priority: bool = False) -> None: ...
+    def send(self, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
+        """Enqueue one job: on the interactive queue, or with ``lane`` on that batch queue."""
+        ...
+
+    def send_many(self, job_path: str, audit_ids: list[str], *, lane: int | None = None) -> None: ...
     def cancel(self, audit_id: str) -> None: ...
     def missing(self, audit_ids: list[str]) -> list[str]:
         """Those of ``audit_ids`` that no job will run (never enqueued, lost, or ended)."""
@@ -74,7 +87,7 @@ class RQDispatcher:
         timeout = settings.redis_timeout_seconds
         self.redis = Redis.from_url(settings.redis_url, socket_connect_timeout=timeout, socket_timeout=timeout,
                                     retry=RedisRetry(NoBackoff(), 1))  # fmt: skip
-        self.queue, self.batch_queue = (
+        self.queue, *self.lanes = (
             Queue(name, connection=self.redis, serializer=JSONSerializer) for name in queue_names(settings)
         )
 
@@ -91,13 +104,13 @@ class RQDispatcher:
             description=f"{job_path}({audit_id})",
         )
 
-    def send(self, job_path: str, audit_id: str, *, low_priority: bool = False) -> None:
-        self.send_many(job_path, [audit_id], low_priority=low_priority)
+    def send(self, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
+        self.send_many(job_path, [audit_id], lane=lane)
         log.info("enqueued %s for audit %s", job_path, audit_id)
 
-    def send_many(self, job_path: str, audit_ids: list[str], *, low_priority: bool = False) -> None:
+    def send_many(self, job_path: str, audit_ids: list[str], *, lane: int | None = None) -> None:
         """One pipelined round trip per 1,000 jobs (a batch's 100,000 are enqueued in seconds)."""
-        queue = self.batch_queue if low_priority else self.queue
+        queue = self.queue if lane is None else self.lanes[lane % len(self.lanes)]
         for i in range(0, len(audit_ids), 1000):
             queue.enqueue_many([self._data(job_path, a) for a in audit_ids[i : i + 1000]])
 
@@ -158,17 +171,17 @@ class EmbeddedDispatcher:
         self._lock = threading.Lock()
         self._held: set[str] = set()  # audits sent and not yet finished in this process
 
-    def send(self, job_path: str, audit_id: str, *, low_priority: bool = False) -> None:
+    def send(self, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
         self._ensure_thread()
         with self._lock:
             if audit_id in self._held:
                 return
             self._held.add(audit_id)
-        self._jobs.put((int(low_priority), next(self._sent), job_path, audit_id))
+        self._jobs.put((int(lane is not None), next(self._sent), job_path, audit_id))
 
-    def send_many(self, job_path: str, audit_ids: list[str], *, low_priority: bool = False) -> None:
+    def send_many(self, job_path: str, audit_ids: list[str], *, lane: int | None = None) -> None:
         for audit_id in audit_ids:
-            self.send(job_path, audit_id, low_priority=low_priority)
+            self.send(job_path, audit_id, lane=lane)
 
     def cancel(self, audit_id: str) -> None:
         """Nothing to do: the job checks the audit row before and while it runs."""
@@ -212,24 +225,24 @@ def get_dispatcher() -> Dispatcher:
     return _dispatcher_for(get_settings().redis_url)
 
 
-def enqueue_after_commit(session: Session, job_path: str, audit_id: str, *, low_priority: bool = False) -> None:
-    session.info.setdefault(PENDING, []).append((job_path, [audit_id], low_priority))
+def enqueue_after_commit(session: Session, job_path: str, audit_id: str) -> None:
+    session.info.setdefault(PENDING, []).append((job_path, [audit_id], None))
 
 
-def enqueue_many_after_commit(session: Session, job_path: str, audit_ids: list[str], *, low_priority: bool) -> None:
-    """Many audits of one job at once (a batch's): sent in bulk after the commit."""
-    session.info.setdefault(PENDING, []).append((job_path, list(audit_ids), low_priority))
+def enqueue_many_after_commit(session: Session, job_path: str, audit_ids: list[str], *, lane: int) -> None:
+    """A batch's audits: sent in bulk after the commit, to batch queue ``lane``."""
+    session.info.setdefault(PENDING, []).append((job_path, list(audit_ids), lane))
 
 
 @event.listens_for(Session, "after_commit")
 def _send_pending(session: Session) -> None:
     pending = session.info.pop(PENDING, [])
-    for job_path, audit_ids, low_priority in pending:
+    for job_path, audit_ids, lane in pending:
         try:
             if len(audit_ids) == 1:
-                get_dispatcher().send(job_path, audit_ids[0], low_priority=low_priority)
+                get_dispatcher().send(job_path, audit_ids[0], lane=lane)
             else:
-                get_dispatcher().send_many(job_path, audit_ids, low_priority=low_priority)
+                get_dispatcher().send_many(job_path, audit_ids, lane=lane)
         except Exception as exc:  # the audits are committed: queued durably, the reconciler enqueues them
             log.warning("%d audits (first %s) are stored but not enqueued (%s); the reconciler will enqueue them",
                         len(audit_ids), audit_ids[0], type(exc).__name__)  # fmt: skip

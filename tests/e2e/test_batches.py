@@ -151,3 +151,13 @@ def test_the_batch_report_matches_a_hand_computation_and_compares_models(rq_work
     (pair,) = report["comparison"]
     assert (pair["people"], pair["facts"]) == (5, len(shares))
     assert pair["only_a"] == pair["only_b"] == 0 and pair["both"] == sum(lenient)
+
+
+def test_two_keys_batches_take_turns(rq_worker, api_factory):
+    first, second = api_factory("auditor"), api_factory("auditor")  # consecutive keys: different batch lanes
+    big = first.post("/batches", json={"model": MODEL, "options": OPTIONS, "people": roster("held_out", 10)}).json()
+    small = second.post("/batches", json={"model": MODEL, "options": OPTIONS, "people": roster("trained", 2)}).json()
+    assert wait_batch(second, small["id"], timeout=120)["progress"]["succeeded"] == 2
+    progress = first.get(f"/batches/{big['id']}").json()["progress"]
+    assert progress["queued"] >= 4, f"one queue for both keys would have run the first batch first: {progress}"
+    assert wait_batch(first, big["id"])["progress"]["succeeded"] == 10
