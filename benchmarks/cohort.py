@@ -14,7 +14,8 @@ database, so each starts with an empty NLL cache. The roster (seeded) is made of
 Reported per configuration: wall time from POST /batches to the last audit's end, people per minute, the speed-up
 over 1 worker, and the queue wait (audit created → started) of one single audit submitted when 25 % of the batch has
 finished, two ways: **fair** (POST /audits: the interactive queue, which workers serve first) and **FIFO** (the same
-audit submitted as a one-person batch: behind the whole batch in the batch queue, what one shared queue would give).
+audit submitted as a one-person batch of the same key: behind the whole batch on its lane, what one shared queue
+would give).
 For smollm2-135m: seconds per person and per scored sentence (the cost model of docs/batches.md).
 """
 
