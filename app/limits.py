@@ -121,11 +121,42 @@ def check_active_audits(session: Session, settings: Settings, key_id: int | None
     if limit <= 0 or key_id is None:
         return
     active = session.scalar(
-        select(func.count()).where(Audit.owner_key_id == key_id, Audit.status.in_(("queued", "running")))
+        select(func.count()).where(
+            Audit.owner_key_id == key_id, Audit.status.in_(("queued", "running")), Audit.batch_id.is_(None)
+        )
     )
     if (active or 0) >= limit:
         raise TooManyRequests(
             f"this key already has {limit} audits queued or running (MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY); "
             "wait for some to finish or cancel them",
+            retry_after=QUOTA_RETRY_SECONDS,
+        )
+
+
+def check_batch_size(settings: Settings, rows: int | None) -> None:
+    """Quota: a batch holds at most `max_batch_size` people (``rows=None``: the roster was cut off past it)."""
+    limit = settings.max_batch_size
+    if limit > 0 and (rows is None or rows > limit):
+        raise TooManyRequests(
+            f"a batch holds at most {limit} people (MEMAUDIT_MAX_BATCH_SIZE); split the roster into several batches",
+            retry_after=QUOTA_RETRY_SECONDS,
+        )
+
+
+def check_active_batch_audits(session: Session, settings: Settings, key_id: int | None, adding: int) -> None:
+    """Quota: an API key's batches may have at most `max_active_batch_audits_per_key` audits queued or running,
+    these ``adding`` included. Counted apart from single audits, so that a large batch never blocks them."""
+    limit = settings.max_active_batch_audits_per_key
+    if limit <= 0 or key_id is None:
+        return
+    active = session.scalar(
+        select(func.count()).where(
+            Audit.owner_key_id == key_id, Audit.status.in_(("queued", "running")), Audit.batch_id.is_not(None)
+        )
+    )
+    if (active or 0) + adding > limit:
+        raise TooManyRequests(
+            f"this key's batches may have at most {limit} audits queued or running"
+            " (MEMAUDIT_MAX_ACTIVE_BATCH_AUDITS_PER_KEY); wait for a batch to finish, cancel one, or send fewer people",
             retry_after=QUOTA_RETRY_SECONDS,
         )

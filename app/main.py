@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from app.audits.kinds import KindRegistry
 from app.audits.router import router as audits_router
 from app.audits.router import submit_router
+from app.batches.router import router as batches_router
 from app.embedded import resume_pending
 from app.errors import DomainError, TooManyRequests, error_body
 from app.http_errors import http_error
@@ -113,6 +114,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
         app.include_router(router)
     # Routers of features that are not audit kinds are included here, one line each.
     app.include_router(privacy_router)
+    app.include_router(batches_router)
     mount_dashboard(app)  # the web dashboard under /ui/ (app/ui)
     # Added last, so outermost: bounds whatever holds threads and database connections (app/reliability/admission).
     app.add_middleware(Admission, limit=get_settings().max_concurrent_requests)

@@ -92,7 +92,10 @@ class Settings(BaseSettings):
     max_request_bytes: int = 24 * 1024 * 1024
     rate_limit_per_minute: int = 1200  # requests per API key or subject token, bursts up to the same number
     submit_rate_per_minute: int = 60  # POSTs (audits, uploads) per API key
-    max_active_audits_per_key: int = 100  # queued + running audits one API key may have
+    max_active_audits_per_key: int = 100  # queued + running audits one API key may have (batches' aside)
+    max_batch_size: int = 100_000  # people in one batch (roster rows)
+    max_active_batch_audits_per_key: int = 200_000  # queued + running audits of one API key's batches
+    batch_lanes: int = Field(default=8, ge=1, le=64)  # batch queues workers rotate through (app/queue.py)
     key_touch_seconds: int = 60  # api_keys.last_used_at is updated at most this often per key
     # models: `hf:` paths must lie under one of these directories; unset: none in production, any elsewhere
     model_roots: list[str] | None = None

@@ -16,7 +16,7 @@ from redis.exceptions import RedisError
 from rq import Queue, SimpleWorker
 from rq.serializers import JSONSerializer
 
-from app.queue import get_dispatcher
+from app.queue import get_dispatcher, queue_names
 from app.reliability.reconciler import Reconciler, reconcile_once
 from app.settings import get_settings
 from workers.lm.registry import get_scorer
@@ -44,12 +44,26 @@ def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
         reconciler.stop()
 
 
+class FairWorker(SimpleWorker):
+    """RQ takes the next job from the first of the worker's queues that holds one. The interactive queue stays
+    first; the batch lanes after it rotate past the lane just served, so that the batches of several keys take
+    turns job by job (RQ's own round robin would rotate the interactive queue too)."""
+
+    def reorder_queues(self, reference_queue: Queue) -> None:
+        first, lanes = self._ordered_queues[0], self._ordered_queues[1:]
+        names = [q.name for q in lanes]
+        if reference_queue.name in names:
+            pos = names.index(reference_queue.name)
+            self._ordered_queues = [first, *lanes[pos + 1 :], *lanes[: pos + 1]]
+
+
 def _work(*, burst: bool) -> bool:
     """One RQ work loop; True when it ended because it was asked to stop (or ran out of work in burst mode)."""
     settings = get_settings()
     redis = Redis.from_url(settings.redis_url)
-    queue = Queue(settings.queue_name, connection=redis, serializer=JSONSerializer)
-    worker = SimpleWorker([queue], connection=redis, serializer=JSONSerializer)
+    # Interactive audits first, then the batch lanes in turn (app.queue.queue_names; FairWorker rotates them).
+    queues = [Queue(name, connection=redis, serializer=JSONSerializer) for name in queue_names(settings)]
+    worker = FairWorker(queues, connection=redis, serializer=JSONSerializer)
     try:
         worker.work(burst=burst, logging_level="INFO", with_scheduler=True)
     except RedisError:

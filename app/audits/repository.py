@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Select, false, func, select, update
+from sqlalchemy import Select, false, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
@@ -50,6 +50,12 @@ def page(
         stmt.order_by(Audit.created_at.desc(), Audit.id).offset((page - 1) * page_size).limit(page_size)
     )
     return list(rows), total
+
+
+def insert_many(session: Session, rows: list[dict[str, object]], chunk: int = 2000) -> None:
+    """Insert audits in bulk (a batch's): each dict holds every column the audit needs, its id included."""
+    for i in range(0, len(rows), chunk):
+        session.execute(insert(Audit), rows[i : i + chunk])
 
 
 def find_idempotency(session: Session, principal_id: str, key: str) -> IdempotencyKey | None:

@@ -1,4 +1,4 @@
-"""The `memaudit` command line: serve, worker, migrate, keys, audit, export, demo, datasets, capacity.
+"""The `memaudit` command line: serve, worker, migrate, keys, audit, export, demo, datasets, capacity, batch.
 
 Commands that read or submit audits go through one client (app/cli/client.py): this machine's database and queue
 by default, a running API with --api-url/--api-key. What they make locally belongs to the principal `cli`."""
@@ -17,6 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.auth import keys
 from app.cli.audit import add_audit_commands
+from app.cli.batch import add_batch_commands
 from app.cli.capacity import add_capacity_commands
 from app.cli.client import CLI_KEY_PREFIX, open_local_database
 from app.cli.coverage import add_dataset_commands
@@ -109,7 +110,7 @@ def _core_commands(sub: argparse._SubParsersAction) -> None:
 
 # Feature packages add their commands here, one line each.
 COMMANDS: list[Configure] = [_core_commands, add_audit_commands, add_demo_command, add_wikidata_commands,
-                             add_dataset_commands, add_capacity_commands]  # fmt: skip
+                             add_dataset_commands, add_capacity_commands, add_batch_commands]  # fmt: skip
 
 
 class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):

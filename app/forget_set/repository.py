@@ -24,6 +24,7 @@ class ForgetFilters:
     min_z: float | None = None
     max_p: float = 0.01  # policy pvalue: p <= max_p against the matching null
     q: float = 0.05  # policy bh: Benjamini–Hochberg false discovery rate across the export
+    batch_id: str | None = None  # the audits of one batch (app/batches)
 
 
 def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:  # noqa: ANN002
@@ -41,6 +42,7 @@ def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:  # no
         (Subject.id, f.subject_id),
         (Audit.id, f.audit_id),
         (FactResult.property_id, f.property),
+        (Audit.batch_id, f.batch_id),
     ):
         if value is not None:
             stmt = stmt.where(column == value)
@@ -75,6 +77,7 @@ def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Itera
         (Subject.id, f.subject_id),
         (Audit.id, f.audit_id),
         (FactResult.property_id, f.property),
+        (Audit.batch_id, f.batch_id),
     ):
         if value is not None:
             stmt = stmt.where(column == value)

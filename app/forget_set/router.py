@@ -32,6 +32,7 @@ def export_forget_set(
     model: str | None = None,
     subject_id: IdFilter = None,
     audit_id: str | None = None,
+    batch_id: Annotated[str | None, Query(description="the audits of one batch (POST /batches)")] = None,
     property: str | None = None,
     policy: Annotated[
         Literal["pvalue", "bh", "lenient", "strict", "share"],
@@ -59,5 +60,5 @@ def export_forget_set(
     mid-stream aborts the response (no final chunk), which every HTTP client reports."""
     if policy == "share" and min_share is None:
         raise InvalidInput("min_share", "policy=share needs min_share (0 to 1)")
-    filters = ForgetFilters(model, subject_id, audit_id, property, policy, min_share, min_z, max_p, q)
+    filters = ForgetFilters(model, subject_id, audit_id, property, policy, min_share, min_z, max_p, q, batch_id)
     return download(service.export(principal, filters, format), MEDIA[format], f"forget-set.{SUFFIX[format]}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -40,6 +40,18 @@ def store(session: Session, fingerprint: str, nlls: Mapping[str, float]) -> None
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     for i in range(0, len(rows), _CHUNK):
         session.execute(insert(NllCache).values(rows[i : i + _CHUNK]).on_conflict_do_nothing())
+
+
+def lock_shared(session: Session, fingerprint: str) -> None:
+    """Hold, until ``session`` ends its transaction, the lock on scoring sentences that many audits share (the
+    generic subject's) under this model: the worker that holds it scores them and stores them before releasing
+    it, the next one finds them cached. So a shared sentence is scored once across every worker, never twice by
+    two workers that both missed the cache at once. A transaction-scoped Postgres advisory lock (released by
+    commit, rollback or a dead connection); nothing to lock under SQLite, where one process runs the jobs."""
+    if session.get_bind().dialect.name != "postgresql":
+        return
+    key = int.from_bytes(hashlib.sha256(f"memaudit-nll-shared:{fingerprint}".encode()).digest()[:8], "big", signed=True)
+    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
 def forget(session: Session, hashes: Iterable[str]) -> int:

@@ -55,7 +55,11 @@ def _numbers(stats: CohortStats, memorized: float | None) -> CohortNumbers:
 def read_cohort_stats(
     session: Session, principal: Principal, model: str | None, audit_ids: list[str]
 ) -> CohortStatsRead:
-    audits = _audits(session, principal, model, audit_ids)
+    return cohort_of(session, _audits(session, principal, model, audit_ids))
+
+
+def cohort_of(session: Session, audits: list[Audit]) -> CohortStatsRead:
+    """The statistics of these succeeded subject audits of one model (at most MAX_COHORT; the caller checks)."""
     calibrator = Calibrator(session)
     subjects: list[list[FactStat]] = []
     keys: list[list[str]] = []

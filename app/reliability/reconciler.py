@@ -29,7 +29,7 @@ from app.db.engine import session_scope
 from app.db.models import Audit
 from app.kinds import KINDS
 from app.privacy.retention import purge
-from app.queue import Dispatcher
+from app.queue import Dispatcher, batch_lane
 from app.reliability import leases
 from app.settings import Settings, get_settings
 
@@ -60,7 +60,7 @@ def _recover_expired(settings: Settings, dispatcher: Dispatcher, report: Report,
             if not leases.take_over_expired(s, audit_id, status=leases.QUEUED):
                 continue  # renewed meanwhile, or another reconciler was first
         dispatcher.discard([audit_id])  # the dead run's job record
-        dispatcher.send(kinds[kind].job, audit_id)
+        dispatcher.send(kinds[kind].job, audit_id, lane=_batch_lane(settings, audit_id))
         report.recovered.append(audit_id)
 
 
@@ -70,7 +70,7 @@ def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report,
     while True:
         with session_scope() as s:
             stmt = (
-                select(Audit.id, Audit.kind)
+                select(Audit.id, Audit.kind, Audit.batch_id, Audit.owner_key_id)
                 .where(Audit.status == leases.QUEUED, Audit.created_at < cutoff, Audit.id > last)
                 .order_by(Audit.id)
                 .limit(BATCH)
@@ -78,11 +78,19 @@ def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report,
             rows = [tuple(r) for r in s.execute(stmt)]
         if not rows:
             return
-        kind_of = {audit_id: kind for audit_id, kind in rows if kind in kinds}
+        kind_of = {audit_id: kind for audit_id, kind, _, _ in rows if kind in kinds}
+        lanes = {audit_id: batch_lane(settings, key) for audit_id, _, batch_id, key in rows if batch_id is not None}
         for audit_id in dispatcher.missing(list(kind_of)):
-            dispatcher.send(kinds[kind_of[audit_id]].job, audit_id)
+            dispatcher.send(kinds[kind_of[audit_id]].job, audit_id, lane=lanes.get(audit_id))
             report.enqueued.append(audit_id)
         last = rows[-1][0]
+
+
+def _batch_lane(settings: Settings, audit_id: str) -> int | None:
+    """A batch audit goes back to its batch queue (app.queue: fair scheduling); None for any other audit."""
+    with session_scope() as s:
+        row = s.execute(select(Audit.batch_id, Audit.owner_key_id).where(Audit.id == audit_id)).first()
+    return batch_lane(settings, row.owner_key_id) if row is not None and row.batch_id is not None else None
 
 
 def reconcile_once(settings: Settings, dispatcher: Dispatcher, kinds: KindRegistry = KINDS) -> Report:

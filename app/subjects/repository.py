@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload
 
@@ -74,3 +74,21 @@ def same_subject(
         if sorted((f.property_id, f.value, f.source) for f in subject.facts) == wanted:
             return subject
     return None
+
+
+BULK_CHUNK = 2000  # rows per INSERT statement when a batch creates subjects in bulk
+
+
+def insert_subjects(session: Session, rows: list[dict[str, object]]) -> list[int]:
+    """Insert subjects (dicts of name, wikidata_id, owner_key_id, created_at) in bulk; their ids, in order."""
+    ids: list[int] = []
+    for i in range(0, len(rows), BULK_CHUNK):
+        stmt = insert(Subject).returning(Subject.id, sort_by_parameter_order=True)
+        ids.extend(session.scalars(stmt, rows[i : i + BULK_CHUNK]))
+    return ids
+
+
+def insert_facts(session: Session, rows: list[dict[str, object]]) -> None:
+    """Insert facts (dicts of subject_id, property_id, value, source) in bulk."""
+    for i in range(0, len(rows), BULK_CHUNK):
+        session.execute(insert(Fact), rows[i : i + BULK_CHUNK])

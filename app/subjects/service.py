@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Protocol
+
 from sqlalchemy.orm import Session
 
+from app.audits import repository as audits_repository
 from app.audits.service import visible_audit_of_kind
 from app.auth.keys import Principal
+from app.db.base import utcnow
 from app.db.models import Audit, Fact, Subject
+from app.db.models.audit import AuditStatus, new_audit_id
 from app.errors import InvalidInput, NotFound
 from app.nll_cache import repository as cache
 from app.nulls.calibrate import calibrate_results
@@ -19,21 +25,48 @@ from app.subjects.schemas import (
     FactResultRead,
     FactsPage,
     SubjectAuditCreate,
+    SubjectAuditOptions,
 )
 from app.subjects.wikidata_source import fetch_facts
-from core.catalog import UnknownProperty, ValueProblem, load_catalog, split_template
+from core.catalog import Catalog, UnknownProperty, ValueProblem, load_catalog, split_template
 
 
-def _validate_name(raw: str, settings: Settings) -> str:
+class Person(Protocol):
+    """A validated person of a roster (app/batches/roster.py)."""
+
+    row: int
+    name: str
+    wikidata_id: str | None
+    facts: tuple[tuple[str, str], ...]
+
+
+def normalize_name(raw: str, settings: Settings, field: str = "subject.name") -> str:
+    """A subject's name with its whitespace collapsed; InvalidInput naming ``field`` (never the name) if unusable."""
     name = " ".join(raw.split())
     if not name:
-        raise InvalidInput("subject.name", "the subject name is empty; give the person's name")
+        raise InvalidInput(field, "the subject name is empty; give the person's name")
     if len(name) > settings.max_name_length:
-        raise InvalidInput("subject.name", f"the subject name is longer than {settings.max_name_length} characters")
+        raise InvalidInput(field, f"the subject name is longer than {settings.max_name_length} characters")
     if not any(ch.isalpha() for ch in name):
         # look-alike names S(h) vary a name's letters; a name without any has no look-alikes to calibrate with
-        raise InvalidInput("subject.name", "the subject name has no letters; give the person's name as written")
+        raise InvalidInput(field, "the subject name has no letters; give the person's name as written")
     return name
+
+
+def normalize_fact(catalog: Catalog, pid: str, value: str, field: str, settings: Settings) -> tuple[str, str]:
+    """(property, value in the catalog's spelling); InvalidInput naming ``field``.property or .value if unusable."""
+    try:
+        prop = catalog.get(pid)
+    except UnknownProperty:
+        raise InvalidInput(f"{field}.property", "unknown property id: use a property id from GET /properties") from None
+    if not value.strip():
+        raise InvalidInput(f"{field}.value", "the value is empty")
+    if len(value) > settings.max_value_length:
+        raise InvalidInput(f"{field}.value", f"the value is longer than {settings.max_value_length} characters")
+    try:  # dates and quantities in the catalog's spelling, so that counterfactuals exclude them by meaning
+        return pid, prop.normalize(value)
+    except ValueProblem as exc:
+        raise InvalidInput(f"{field}.value", str(exc)) from None
 
 
 def _validate_facts(body: SubjectAuditCreate, settings: Settings) -> list[tuple[str, str]]:
@@ -43,22 +76,7 @@ def _validate_facts(body: SubjectAuditCreate, settings: Settings) -> list[tuple[
             "subject.facts", f"{len(facts)} facts given; at most {settings.max_facts_per_subject} per audit"
         )
     catalog = load_catalog()
-    values: list[tuple[str, str]] = []
-    for i, fact in enumerate(facts):
-        field = f"subject.facts[{i}]"
-        try:
-            prop = catalog.get(fact.property)
-        except UnknownProperty:
-            raise InvalidInput(
-                f"{field}.property", "unknown property id: use a property id from GET /properties"
-            ) from None
-        if not fact.value.strip():
-            raise InvalidInput(f"{field}.value", "the value is empty")
-        try:  # dates and quantities in the catalog's spelling, so that counterfactuals exclude them by meaning
-            values.append((fact.property, prop.normalize(fact.value)))
-        except ValueProblem as exc:
-            raise InvalidInput(f"{field}.value", str(exc)) from None
-    return values
+    return [normalize_fact(catalog, f.property, f.value, f"subject.facts[{i}]", settings) for i, f in enumerate(facts)]
 
 
 def prefetch_subject(body: SubjectAuditCreate, settings: Settings) -> None:
@@ -79,7 +97,7 @@ def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Aud
             prefetch_subject(body, settings)
         found = body._fetched
         facts, source, name = found.facts, found.source, name or found.name
-    name = _validate_name(name or "", settings)
+    name = normalize_name(name or "", settings)
     repository.ensure_properties(session, {pid for pid, _ in facts})
     wikidata_id, owner = body.subject.wikidata_id, audit.owner_key_id
     same = [(pid, value, source) for pid, value in facts]
@@ -90,6 +108,32 @@ def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Aud
         session.add(subject)
         session.flush()
     audit.subject_id = subject.id
+
+
+def add_subject_audits(session: Session, people: Sequence[Person], models: Sequence[str],
+                       options: SubjectAuditOptions, owner_key_id: int | None, batch_id: str) -> list[str]:  # fmt: skip
+    """Many subject audits at once (a batch): one stored subject per person, one queued audit per person and model,
+    inserted in bulk. ``people`` are validated already (normalize_name / normalize_fact). Each person gets a
+    subject of its own (no reuse of an earlier one: a roster is audited as submitted). Returns the audit ids in
+    (model, person) order; the caller enqueues them."""
+    repository.ensure_properties(session, {pid for p in people for pid, _ in p.facts})
+    now = utcnow()
+    subject_ids = repository.insert_subjects(session, [
+        {"name": p.name, "wikidata_id": p.wikidata_id, "owner_key_id": owner_key_id, "created_at": now} for p in people
+    ])  # fmt: skip
+    repository.insert_facts(session, [
+        {"subject_id": sid, "property_id": pid, "value": value, "source": "request"}
+        for sid, p in zip(subject_ids, people, strict=True) for pid, value in p.facts
+    ])  # fmt: skip
+    stored = options.model_dump(mode="json")  # what POST /audits stores for a subject audit (kind.stored_options)
+    rows = [
+        {"id": new_audit_id(), "kind": "subject", "model": model, "options": stored, "status": AuditStatus.QUEUED.value,
+         "progress_done": 0, "progress_total": 0, "attempts": 0, "owner_key_id": owner_key_id, "subject_id": sid,
+         "batch_id": batch_id, "batch_row": p.row, "created_at": now}
+        for model in models for sid, p in zip(subject_ids, people, strict=True)
+    ]  # fmt: skip
+    audits_repository.insert_many(session, rows)
+    return [r["id"] for r in rows]
 
 
 def _sentence(template: str, h: str, v: str) -> str:

@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sqlalchemy.orm import object_session
+from sqlalchemy.orm import Session, object_session
 
 from app.db.engine import session_scope
 from app.db.models import Audit, Canary, CandidateScore, CounterfactualValue, Fact, FactResult, Subject
@@ -32,7 +32,7 @@ from core.measures.wikimem import (
 from core.names.lookalikes import lookalikes_for
 from workers.embeddings import EmbeddingUnavailable, embed_values
 from workers.jobs.common import JobContext, JobError, run_audit_job
-from workers.lm.base import ScoringError
+from workers.lm.base import Scorer, ScoringError
 
 SCORE_CHUNK = 2048  # keeps each template's prefix groups in one engine call
 MAX_CONTEXT_FACTS = 4  # WikiMem prepends up to four other known facts
@@ -178,8 +178,14 @@ def _pairs(plan: PropertyPlan, canary: CanaryPlan, subject_name: str) -> list[li
     return [[split_template(canary.template, h, v) for v in plan.candidates] for h in variants]
 
 
-def _score_all(ctx: JobContext, pairs: list[tuple[str, str]]) -> tuple[dict[str, float], dict[str, int]]:
-    """NLL of every distinct sentence, from the cache where possible; new scores are cached as we go."""
+def _score_all(
+    ctx: JobContext, pairs: list[tuple[str, str]], shared: set[str]
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """NLL of every distinct sentence, from the cache where possible; new scores are cached as we go.
+
+    ``shared``: sentences other audits of the model need too (the generic subject's). Those missing from the cache
+    are scored under the cache's shared lock (app.nll_cache.repository.lock_shared), after a second look-up, so
+    that two workers never both score them; the subject's own sentences are scored without it."""
     scorer = ctx.scorer()
     unique = {p[0] + p[1]: p for p in pairs}
     hashes = {text: cache.text_hash(text) for text in unique}
@@ -187,8 +193,33 @@ def _score_all(ctx: JobContext, pairs: list[tuple[str, str]]) -> tuple[dict[str,
         known = cache.lookup(s, scorer.fingerprint, hashes.values())
     nll = {text: known[h] for text, h in hashes.items() if h in known}
     todo = [text for text in unique if text not in nll]
-    total, done = len(unique), len(nll)
-    ctx.progress(done, total, force=True)
+    progress = [len(nll), len(unique)]  # done, total
+    ctx.progress(*progress, force=True)
+    own = [t for t in todo if t not in shared]
+    generic_scored = 0
+    if len(own) < len(todo):
+        with session_scope() as locked:
+            cache.lock_shared(locked, scorer.fingerprint)
+            waiting = [t for t in todo if t in shared]
+            again = cache.lookup(locked, scorer.fingerprint, [hashes[t] for t in waiting])
+            nll.update({t: again[hashes[t]] for t in waiting if hashes[t] in again})
+            missing = [t for t in waiting if t not in nll]
+            _score_chunks(ctx, scorer, unique, hashes, missing, nll, progress, locked)
+            generic_scored = len(missing)
+            progress[0] += len(waiting) - len(missing)
+    _score_chunks(ctx, scorer, unique, hashes, own, nll, progress)
+    scored = len(own) + generic_scored
+    stats = {"sentences": len(unique), "scored": scored, "cached": len(unique) - scored,
+             "generic_scored": generic_scored}  # fmt: skip
+    return nll, stats | {"fingerprint": scorer.fingerprint, "document_start": scorer.document_start}
+
+
+def _score_chunks(ctx: JobContext, scorer: Scorer, unique: dict[str, tuple[str, str]], hashes: dict[str, str],
+                  todo: list[str], nll: dict[str, float], progress: list[int],
+                  session: Session | None = None) -> None:  # fmt: skip
+    """Score ``todo`` in engine-sized chunks and cache each chunk (in ``session`` when given: the caller commits
+    it, releasing the shared lock it holds; else in a transaction of its own)."""
+    done, total = progress
     for i in range(0, len(todo), SCORE_CHUNK):
         chunk = todo[i : i + SCORE_CHUNK]
         try:  # progress comes from inside the engine (every few hundred tokens), not once per chunk
@@ -198,12 +229,14 @@ def _score_all(ctx: JobContext, pairs: list[tuple[str, str]]) -> tuple[dict[str,
             raise JobError(f"cannot score a canary: {exc}") from exc
         fresh = dict(zip(chunk, values, strict=True))
         nll.update(fresh)
-        with session_scope() as s:
-            cache.store(s, scorer.fingerprint, {hashes[t]: v for t, v in fresh.items()})
+        if session is not None:
+            cache.store(session, scorer.fingerprint, {hashes[t]: v for t, v in fresh.items()})
+        else:
+            with session_scope() as s:
+                cache.store(s, scorer.fingerprint, {hashes[t]: v for t, v in fresh.items()})
         done += len(chunk)
         ctx.progress(done, total)
-    stats = {"sentences": total, "scored": len(todo), "cached": total - len(todo)}
-    return nll, stats | {"fingerprint": scorer.fingerprint, "document_start": scorer.document_start}
+    progress[0] = done
 
 
 def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
@@ -217,8 +250,14 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     opts, merged = ctx.options, 0
     if opts.near_duplicates:
         merged = _relax_near_duplicates(plans, opts.near_duplicate_threshold, opts.near_duplicate_scope)
-    pairs = [p for plan in plans for c in plan.canaries for rows in _pairs(plan, c, name) for p in rows]
-    nll, stats = _score_all(ctx, pairs)
+    pairs, shared = [], set()
+    for plan in plans:
+        for c in plan.canaries:
+            rows = _pairs(plan, c, name)
+            pairs.extend(p for row in rows for p in row)
+            if c.score_generic and c.kind != "context":  # a contextualized generic sentence holds the subject's facts
+                shared.update(a + b for a, b in rows[1])
+    nll, stats = _score_all(ctx, pairs, shared)
     ctx.check_cancelled()
     summary = _store(ctx.audit_id, plans, name, nll, opts.alpha)
     scheme = lookalikes_for(name, opts.model_dump())[1]  # the scheme used: same_origin falls back for unknown origins

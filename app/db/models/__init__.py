@@ -2,6 +2,7 @@
 
 from app.db.models.audit import Audit, IdempotencyKey
 from app.db.models.auth import ApiKey
+from app.db.models.batch import Batch  # noqa: F401
 from app.db.models.cache import NllCache
 from app.db.models.capacity import CapacityCell, CapacityText  # noqa: F401
 from app.db.models.dataset import CoverageAudit, CoverageResult, Dataset, DatasetFile, DatasetRecord  # noqa: F401

@@ -7,7 +7,7 @@ from enum import StrEnum
 from typing import Any
 from uuid import uuid4
 
-from sqlalchemy import ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, CreatedAtMixin, JSONType
@@ -52,6 +52,13 @@ class Audit(CreatedAtMixin, Base):
     # The worker running the audit and until when its heartbeat vouches for it (app/reliability/leases.py).
     lease_owner: Mapped[str | None] = mapped_column(String(64))
     lease_expires_at: Mapped[datetime | None]
+    # Audits submitted in a batch (app/batches): the batch, and the person's row in its roster (1-based).
+    batch_id: Mapped[str | None] = mapped_column(ForeignKey("batches.id", ondelete="SET NULL"), index=True)
+    batch_row: Mapped[int | None] = mapped_column(Integer)
+
+    # The reconciler pages through queued audits by id (app/reliability/reconciler.py): with a 100,000-audit batch
+    # queued, each page must be an index range scan, not a sort of every queued audit.
+    __table_args__ = (Index("ix_audits_status_id", "status", "id"),)
 
 
 class IdempotencyKey(CreatedAtMixin, Base):

@@ -1,0 +1,53 @@
+"""Batch audits on their batch lane, against real Postgres and Redis (no worker): enqueued in bulk after the commit,
+put back on the batch queue by the reconciler when Redis lost them, and a job that holds ids only."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from redis import Redis
+from rq import Queue
+from rq.serializers import JSONSerializer
+
+from app.queue import get_dispatcher, job_id, queue_names
+from app.reliability.reconciler import reconcile_once
+from app.settings import get_settings
+
+PEOPLE = [{"name": f"Queue Person {i}", "P106": "physicist"} for i in range(3)]
+
+
+@pytest.fixture
+def api(pg_env, api_factory, monkeypatch):
+    monkeypatch.setenv("MEMAUDIT_RECONCILE_GRACE_SECONDS", "0")
+    get_settings.cache_clear()
+    return api_factory("auditor")  # no worker listens on this test's queues: the jobs stay where they are
+
+
+def queued_ids() -> tuple[list[str], list[str]]:
+    """(interactive queue, every batch lane) job ids; the batch jobs must all sit on one lane, the batch's key's."""
+    redis = Redis.from_url(get_settings().redis_url)
+    interactive, *lanes = (Queue(n, connection=redis, serializer=JSONSerializer) for n in queue_names(get_settings()))
+    used = [q.job_ids for q in lanes if q.job_ids]
+    assert len(used) <= 1, "one batch, one lane"
+    return interactive.job_ids, used[0] if used else []
+
+
+def test_batch_audits_go_to_the_batch_queue_and_come_back_there(api):
+    created = api.post("/batches", json={"model": "groundtruth-tiny", "people": PEOPLE}).json()
+    ids = [a["id"] for a in api.get(f"/batches/{created['id']}/audits").json()["items"]]
+    single = api.post("/audits", json={"kind": "subject", "model": "groundtruth-tiny",
+                                       "subject": {"name": "Queue Single", "facts": [
+                                           {"property": "P106", "value": "chemist"}]}}).json()["id"]  # fmt: skip
+    interactive, batch = queued_ids()
+    assert interactive == [job_id(single)] and sorted(batch) == sorted(job_id(a) for a in ids)
+    redis = Redis.from_url(get_settings().redis_url)
+    for a in ids:  # jobs carry the audit id and nothing else (no name, no fact)
+        raw = json.dumps([v.decode(errors="replace") for v in redis.hgetall(f"rq:job:{job_id(a)}").values()])
+        assert "Queue Person" not in raw and "physicist" not in raw
+
+    assert get_dispatcher().discard(ids) == 3  # Redis lost them (restart without persistence)
+    report = reconcile_once(get_settings(), get_dispatcher())
+    assert sorted(report.enqueued) == sorted(ids)
+    interactive, batch = queued_ids()
+    assert interactive == [job_id(single)] and sorted(batch) == sorted(job_id(a) for a in ids)
