@@ -53,6 +53,8 @@ class AuditKind:
     subject_token: bool = False
     # Work before the request's transaction (outbound calls), so that it holds no database connection.
     prefetch: Callable[[Any, Settings], None] | None = None
+    # Background work the service starts itself (a null): its jobs wait on a batch lane, behind single audits.
+    background: bool = False
 
 
 class KindRegistry(Mapping[str, AuditKind]):

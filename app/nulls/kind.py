@@ -24,4 +24,5 @@ KIND = AuditKind(
     job="workers.jobs.null.run",
     routers=(router,),
     links=links,
+    background=True,  # triggered by reads of subject audits: never ahead of someone's audit in the queue
 )

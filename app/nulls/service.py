@@ -12,7 +12,7 @@ from app.db.models import Audit, NullDistribution
 from app.errors import InvalidInput
 from app.nulls.config import config_key, effective_pool, null_config, people_needed, resolve_method
 from app.nulls.request import NullAuditCreate
-from app.queue import enqueue_after_commit
+from app.queue import batch_lane, enqueue_many_after_commit
 from app.settings import Settings
 from core.catalog import load_catalog
 
@@ -59,5 +59,6 @@ def trigger(session: Session, model: str, options: Mapping[str, Any], lookalikes
     session.flush()
     add_distributions(session, audit, sorted(set(pids), key=lambda p: int(p[1:])), null_options, lookalikes, "auto",
                       settings)  # fmt: skip
-    enqueue_after_commit(session, NULL_JOB, audit.id)
+    # the service's own work: on a batch lane, behind every single audit (app.queue: fair scheduling)
+    enqueue_many_after_commit(session, NULL_JOB, [audit.id], lane=batch_lane(settings, None))
     return audit.id

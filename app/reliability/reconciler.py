@@ -23,7 +23,7 @@ from datetime import timedelta
 
 from sqlalchemy import select
 
-from app.audits.kinds import KindRegistry
+from app.audits.kinds import AuditKind, KindRegistry
 from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Audit
@@ -60,7 +60,7 @@ def _recover_expired(settings: Settings, dispatcher: Dispatcher, report: Report,
             if not leases.take_over_expired(s, audit_id, status=leases.QUEUED):
                 continue  # renewed meanwhile, or another reconciler was first
         dispatcher.discard([audit_id])  # the dead run's job record
-        dispatcher.send(kinds[kind].job, audit_id, lane=_batch_lane(settings, audit_id))
+        dispatcher.send(kinds[kind].job, audit_id, lane=_lane_of(settings, kinds, audit_id))
         report.recovered.append(audit_id)
 
 
@@ -79,18 +79,26 @@ def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report,
         if not rows:
             return
         kind_of = {audit_id: kind for audit_id, kind, _, _ in rows if kind in kinds}
-        lanes = {audit_id: batch_lane(settings, key) for audit_id, _, batch_id, key in rows if batch_id is not None}
+        lanes = {audit_id: lane(settings, kinds[kind], batch_id, key) for audit_id, kind, batch_id, key in rows
+                 if kind in kinds}  # fmt: skip
         for audit_id in dispatcher.missing(list(kind_of)):
             dispatcher.send(kinds[kind_of[audit_id]].job, audit_id, lane=lanes.get(audit_id))
             report.enqueued.append(audit_id)
         last = rows[-1][0]
 
 
-def _batch_lane(settings: Settings, audit_id: str) -> int | None:
-    """A batch audit goes back to its batch queue (app.queue: fair scheduling); None for any other audit."""
+def lane(settings: Settings, kind: AuditKind, batch_id: str | None, owner_key_id: int | None) -> int | None:
+    """Where a re-enqueued audit waits (app.queue: fair scheduling): a batch audit on its key's batch lane, a
+    background kind's (the service's nulls) on a lane too, any other audit on the interactive queue (None)."""
+    if batch_id is not None:
+        return batch_lane(settings, owner_key_id)
+    return batch_lane(settings, None) if kind.background else None
+
+
+def _lane_of(settings: Settings, kinds: KindRegistry, audit_id: str) -> int | None:
     with session_scope() as s:
-        row = s.execute(select(Audit.batch_id, Audit.owner_key_id).where(Audit.id == audit_id)).first()
-    return batch_lane(settings, row.owner_key_id) if row is not None and row.batch_id is not None else None
+        row = s.execute(select(Audit.kind, Audit.batch_id, Audit.owner_key_id).where(Audit.id == audit_id)).first()
+    return None if row is None else lane(settings, kinds[row.kind], row.batch_id, row.owner_key_id)
 
 
 def reconcile_once(settings: Settings, dispatcher: Dispatcher, kinds: KindRegistry = KINDS) -> Report:

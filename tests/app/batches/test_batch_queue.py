@@ -51,3 +51,21 @@ def test_batch_audits_go_to_the_batch_queue_and_come_back_there(api):
     assert sorted(report.enqueued) == sorted(ids)
     interactive, batch = queued_ids()
     assert interactive == [job_id(single)] and sorted(batch) == sorted(job_id(a) for a in ids)
+
+
+def test_the_services_own_nulls_wait_behind_single_audits_and_come_back_there(api):
+    """A null the service triggers (reading a subject audit's facts) is background work: on a batch lane, never
+    ahead of someone's audit on the interactive queue; the reconciler puts it back there too."""
+    from app.db.engine import session_scope
+    from app.nulls.service import trigger
+    from app.subjects.schemas import SubjectAuditOptions
+
+    with session_scope() as s:
+        null_id = trigger(s, "groundtruth-tiny", SubjectAuditOptions().model_dump(), "same_origin", ["P106"],
+                          get_settings())  # fmt: skip
+    interactive, batch = queued_ids()
+    assert job_id(null_id) not in interactive and batch == [job_id(null_id)]
+    assert get_dispatcher().discard([null_id]) == 1
+    assert null_id in reconcile_once(get_settings(), get_dispatcher()).enqueued
+    interactive, batch = queued_ids()
+    assert job_id(null_id) not in interactive and batch == [job_id(null_id)]
