@@ -74,9 +74,11 @@ def check_subject_audit(api, tokenizer_dir: Path) -> str:
     done = wait_for(api, subject_audit(api), timeout=900)
     assert done["status"] == "succeeded", done
     scoring = done["summary"]["scoring"]
-    assert scoring["document_start"] == "<|endoftext|>" and scoring["sentences"] == 24, scoring
-    # (a run re-queued after a lost lease on a loaded machine finds its first run's NLLs cached: scored < 24)
-    assert scoring["scored"] + scoring["cached"] == 24, scoring
+    # 6 candidates (the truth + 5 counterfactuals) x 1 template x (the subject + 2 look-alike names); alpha = 1:
+    # the generic subject is not scored
+    assert scoring["document_start"] == "<|endoftext|>" and scoring["sentences"] == 18, scoring
+    # (a run re-queued after a lost lease on a loaded machine finds its first run's NLLs cached: scored < 18)
+    assert scoring["scored"] + scoring["cached"] == 18, scoring
     facts = api.get(f"/audits/{done['id']}/facts", params={"detail": "candidates"}).json()["facts"]
     candidates = facts[0]["canaries"][0]["candidates"]
     assert {c["value"] for c in candidates if c["is_ground_truth"]} == {"Spain"}
