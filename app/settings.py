@@ -119,6 +119,8 @@ class Settings(BaseSettings):
     heartbeat_seconds: float = 2.0  # how often a job renews its lease and sees a cancellation
     cancel_grace_seconds: float = 5.0  # after this, a job that has not stopped by itself is interrupted
     reconcile_interval_seconds: float = 10.0
+    # one SSE stream's lifetime (GET /audits/{id}/events); a client reconnects after it
+    events_max_seconds: float = Field(default=300.0, gt=0, le=3600)
     reconcile_grace_seconds: float = 5.0  # a queued audit younger than this is left to the API's own enqueue
     max_attempts: int = 3  # an audit whose worker died this often is failed, not run again
     redis_timeout_seconds: float = 3.0  # connect/read timeout of the API's enqueue (Redis down: queue durably)

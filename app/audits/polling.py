@@ -3,7 +3,7 @@ one audit's status and progress that ends at a final status.
 
 The stream holds no database connection between its reads: each read is a short transaction of its own, run in the
 thread pool, and re-applies the principal's visibility (an audit erased meanwhile ends the stream). It lives at most
-``EVENTS_MAX_SECONDS``; a client that still wants news reconnects (EventSource does so by itself)."""
+``MEMAUDIT_EVENTS_MAX_SECONDS`` (300); a client that still wants news reconnects (EventSource does so by itself)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from app.audits import repository, service
 from app.auth.keys import Principal
 from app.db.engine import session_scope
 from app.db.models.audit import FINAL_STATUSES
+from app.settings import get_settings
 
-EVENTS_MAX_SECONDS = 300.0  # one stream's lifetime; EventSource reconnects after it
 EVENTS_POLL_SECONDS = 1.0  # how often the stream reads the audit's row
 EVENTS_KEEPALIVE_SECONDS = 15.0  # a comment line so that proxies keep an idle stream open
 MAX_STREAMS = 200  # streams open at once in this process (they bypass the admission limit: they hold no connection)
@@ -87,7 +87,8 @@ async def audit_events(principal: Principal, audit_id: str, request: Request) ->
         yield f"retry: {int(EVENTS_POLL_SECONDS * 3000)}\n\n"
         last: dict[str, object] | None = None
         started = quiet_since = time.monotonic()
-        while time.monotonic() - started < EVENTS_MAX_SECONDS:
+        lifetime = get_settings().events_max_seconds  # EventSource reconnects after it
+        while time.monotonic() - started < lifetime:
             if await request.is_disconnected():
                 return
             now = await run_in_threadpool(_snapshot, principal, audit_id)

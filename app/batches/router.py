@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.formparsers import MultiPartException
 
 from app.audits.kinds import KindsDep
@@ -31,6 +32,7 @@ UPLOAD_FIELDS = ("roster", "model", "options")
 _UPLOAD_SCHEMA = {
     "type": "object",
     "required": ["roster", "model"],
+    "additionalProperties": False,
     "properties": {
         "roster": {"type": "string", "format": "binary", "description": "CSV (.csv) or JSON lines (.jsonl)"},
         "model": {"type": "array", "items": {"type": "string"}, "description": "repeat to compare models"},
@@ -56,6 +58,9 @@ async def _upload_spec(request: Request, partial: bool) -> service.BatchSpec:
         form = await request.form(max_files=1, max_fields=len(UPLOAD_FIELDS) + 4)
     except MultiPartException as exc:
         raise InvalidInput("body", f"not a valid multipart upload: {exc.message}") from None
+    except StarletteHTTPException as exc:  # Starlette reports a form over its limits as a 400 with this message
+        raise InvalidInput("body", f"not a valid multipart upload: {exc.detail}; send only the fields "
+                           f"{', '.join(UPLOAD_FIELDS)}") from None  # fmt: skip
     roster, models, raw_options = form.get("roster"), form.getlist("model"), form.get("options")
     if not isinstance(roster, UploadFile):
         raise InvalidInput("roster", "upload the roster file in the form field `roster`")

@@ -92,7 +92,8 @@ def test_the_event_stream_delivers_progress_and_ends_at_a_final_status(sqlite_en
 
 def test_the_event_stream_honours_visibility_and_its_lifetime(sqlite_env, api_factory, monkeypatch):
     monkeypatch.setattr(polling, "EVENTS_POLL_SECONDS", 0.05)
-    monkeypatch.setattr(polling, "EVENTS_MAX_SECONDS", 0.3)
+    monkeypatch.setenv("MEMAUDIT_EVENTS_MAX_SECONDS", "0.3")
+    get_settings.cache_clear()
     api = api_factory("auditor")
     audit_id = queued_audit(api)
     assert api_factory("auditor").get(f"/audits/{audit_id}/events").status_code == 404
