@@ -7,6 +7,7 @@ Loads everything by audit id; scores only sentences that are not in the NLL cach
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Set
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -179,7 +180,7 @@ def _pairs(plan: PropertyPlan, canary: CanaryPlan, subject_name: str) -> list[li
 
 
 def _score_all(
-    ctx: JobContext, pairs: list[tuple[str, str]], shared: set[str]
+    ctx: JobContext, pairs: list[tuple[str, str]], shared: Set[str] = frozenset()
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """NLL of every distinct sentence, from the cache where possible; new scores are cached as we go.
 
