@@ -38,7 +38,7 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.support.servers import free_port, start_postgres, start_redis  # noqa: E402
+from tests.support.servers import free_port, start_postgres, start_redis, wait_healthy  # noqa: E402
 
 OPTIONS = {"paraphrases": 2, "counterfactuals": 30, "near_duplicates": False}
 FIRST = ["Aldra", "Benno", "Cyrille", "Dagny", "Eamon", "Fenna", "Gorik", "Hestia", "Ilvo", "Jorun", "Kasimir",
@@ -104,13 +104,7 @@ class Service:
         self.procs += [subprocess.Popen([*cmd, "worker"], env=full, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
                        for _ in range(workers)]  # fmt: skip
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.3)
+        wait_healthy(base)
         return base, key
 
     def stop_processes(self) -> None:

@@ -34,7 +34,7 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.support.servers import free_port, start_postgres, start_redis  # noqa: E402
+from tests.support.servers import free_port, start_postgres, start_redis, wait_healthy  # noqa: E402
 
 TIMEOUT = 10.0
 SUBMIT_EVERY, LIST_EVERY = 20, 4
@@ -191,13 +191,7 @@ def start_service(root: Path) -> tuple[str, list[subprocess.Popen], list]:
                          stderr=subprocess.STDOUT),
     ]  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.3)
+    wait_healthy(base)
     return base, procs, [redis, pg]
 
 

@@ -77,6 +77,14 @@ def pg_env(pg_url: str, redis_server: Redis, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.fixture
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a `memaudit` subprocess as a user runs it: its own SQLite file, no MEMAUDIT_* of ours."""
+    from tests.support.cli import cli_env_at
+
+    return cli_env_at(tmp_path)
+
+
+@pytest.fixture
 def sqlite_env(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
     monkeypatch.setenv("MEMAUDIT_DATABASE_URL", sqlite_url)
     monkeypatch.delenv("MEMAUDIT_REDIS_URL", raising=False)

@@ -3,32 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
-import pytest
 
+from tests.support.cli import MANIFEST, REPO, memaudit
 from tests.support.servers import free_port
-
-REPO = Path(__file__).resolve().parents[2]
-MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
-
-
-@pytest.fixture
-def cli_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMAUDIT_")}
-    env["MEMAUDIT_DATABASE_URL"] = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
-    return env
-
-
-def memaudit(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout
-    )
 
 
 def trained_person() -> dict:

@@ -16,22 +16,11 @@ from pathlib import Path
 import pytest
 
 from app.cli.output import AuditProgress
+from tests.support.cli import memaudit
 
 REPO = Path(__file__).resolve().parents[2]
 CHATTER = ("INFO", "alembic", "Loading weights", "de-quantizing", "Traceback", "it/s]")
 TINY = ["--model", "groundtruth-tiny", "--paraphrases", "0", "--counterfactuals", "20"]
-
-
-@pytest.fixture
-def cli_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMAUDIT_")}
-    env["MEMAUDIT_DATABASE_URL"] = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
-    return env
-
-
-def memaudit(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], env=env, cwd=REPO, capture_output=True, text=True,
-                          timeout=900)  # fmt: skip
 
 
 def plural(n: int) -> str:

@@ -157,3 +157,18 @@ def start_redis() -> Redis:
     proc = _redis_process(port, root)
     _wait_port(port)
     return Redis(proc, port, root)
+
+
+def wait_healthy(base_url: str, timeout: float = 120.0) -> None:
+    """Wait (bounded) until a started API answers GET /health with 200."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base_url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise RuntimeError(f"the API at {base_url} did not answer /health within {timeout:.0f} s")

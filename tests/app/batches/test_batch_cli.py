@@ -6,26 +6,9 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
-REPO = Path(__file__).resolve().parents[3]
-MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
-
-
-@pytest.fixture
-def cli_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMAUDIT_")}
-    env["MEMAUDIT_DATABASE_URL"] = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
-    return env
-
-
-def memaudit(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app.cli", *args], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+from tests.support.cli import MANIFEST, memaudit
 
 
 def write_roster(path: Path, people: list[dict]) -> Path:
