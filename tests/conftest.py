@@ -91,7 +91,21 @@ def sqlite_env(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[dic
     monkeypatch.setenv("MEMAUDIT_ENV", "test")
     _reset_caches()
     yield {"MEMAUDIT_DATABASE_URL": sqlite_url}
+    _stop_background_work()
     _reset_caches()
+
+
+def _stop_background_work() -> None:
+    """The embedded runner is one thread for the whole session: what a test left queued or running there (the
+    nulls its reads triggered, at the service's default sizes) would run on into the next tests and hold their
+    audits behind it. Cancel it; a job sees that within a heartbeat and stops (a later read triggers a new null)."""
+    from sqlalchemy import update
+
+    from app.db.engine import session_scope
+    from app.db.models import Audit
+
+    with session_scope() as s:
+        s.execute(update(Audit).where(Audit.status.in_(("queued", "running"))).values(status="cancelled"))
 
 
 def make_key(role: str) -> str:
