@@ -28,21 +28,24 @@ def payload(person: dict) -> dict:
             "options": {"counterfactuals": 100}}  # fmt: skip
 
 
-def facts_of(api, people: list[dict]) -> list[dict]:
-    ids = [api.post("/audits", json=payload(p)).json()["id"] for p in people]
-    out = []
+def submit(api, people: list[dict]) -> list[str]:
+    return [api.post("/audits", json=payload(p)).json()["id"] for p in people]
+
+
+def facts_of(api, ids: list[str]) -> list[dict]:
+    """Read after every audit has finished: the first read queues the default-sized null, which, once the one
+    embedded runner starts it, runs to its end before anything submitted later (docs/measures.md)."""
     for aid in ids:
         done = wait_for(api, aid, timeout=1800)
         assert done["status"] == "succeeded", done
-        out.extend(api.get(f"/audits/{aid}/facts").json()["facts"])
-    return out
+    return [f for aid in ids for f in api.get(f"/audits/{aid}/facts").json()["facts"]]
 
 
 def test_trained_people_are_memorized_and_held_out_people_are_not(sqlite_env, api_factory):
     manifest = json.loads(MANIFEST.read_text())
     api = api_factory("auditor")
-    trained = facts_of(api, manifest["trained"][:PER_SPLIT])
-    held_out = facts_of(api, manifest["held_out"][:PER_SPLIT])
+    trained_ids, held_out_ids = (submit(api, manifest[split][:PER_SPLIT]) for split in ("trained", "held_out"))
+    trained, held_out = facts_of(api, trained_ids), facts_of(api, held_out_ids)
     assert all(f["n_templates"] >= 11 for f in trained + held_out), "every paraphrase is probed"
     rate = lambda facts, key: sum(f[key] for f in facts) / len(facts)  # noqa: E731
     rates = {
