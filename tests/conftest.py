@@ -43,13 +43,20 @@ def redis_server() -> Iterator[Redis]:
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def pg_url(postgres: Postgres) -> str:
+def migrated_database(postgres: Postgres, prefix: str) -> str:
+    """A new, migrated database on the test server. A live stack (API + worker processes) that must not see what
+    earlier tests left behind takes its own: a worker's reconciler enqueues every queued audit in its database and
+    recovers every expired lease there, whichever test's queue they came from (one database is one deployment)."""
     from app.migrate import migrate
 
-    url = postgres.create_database(f"memaudit_{uuid.uuid4().hex[:8]}")
+    url = postgres.create_database(f"{prefix}_{uuid.uuid4().hex[:8]}")
     migrate(url)
     return url
+
+
+@pytest.fixture(scope="session")
+def pg_url(postgres: Postgres) -> str:
+    return migrated_database(postgres, "memaudit")
 
 
 @pytest.fixture(scope="session")

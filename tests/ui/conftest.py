@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from app.settings import GROUNDTRUTH_DIR
-from tests.conftest import REPO, _reset_caches, make_key, wait_for
+from tests.conftest import REPO, _reset_caches, make_key, migrated_database, wait_for
 from tests.support.live import LiveApi, start_api
 
 MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
@@ -40,8 +40,9 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def stack(pg_url: str, redis_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # noqa: ANN001
-    env = {"MEMAUDIT_DATABASE_URL": pg_url, "MEMAUDIT_REDIS_URL": redis_server.url,
+def stack(postgres, redis_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # noqa: ANN001
+    # its own database: the worker's reconciler would otherwise run what earlier tests left queued there first
+    env = {"MEMAUDIT_DATABASE_URL": migrated_database(postgres, "ui"), "MEMAUDIT_REDIS_URL": redis_server.url,
            "MEMAUDIT_QUEUE_NAME": f"ui-{uuid.uuid4().hex[:6]}", "MEMAUDIT_ENV": "test",
            # a small calibration null (fictitious people), queued when a subject audit's results are first read
            "MEMAUDIT_NULL_MIN_PEOPLE": "2", "MEMAUDIT_NULL_MAX_PEOPLE": "3",
