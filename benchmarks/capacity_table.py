@@ -36,8 +36,8 @@ from workers.training import (
     StepInfo,
     TrainConfig,
     Trainer,
-    greedy_extracted,
     init_model,
+    measure_cell,
     sequence_nll,
     uniform_tokens,
 )
@@ -183,24 +183,15 @@ def run_cell(
 
 def summarize_cell(trainer: Trainer, tokens: torch.Tensor, held_out: torch.Tensor, precision: str, curve: list) -> dict:
     cfg = trainer.model.cfg
-    nll_bits = cap.nats_to_bits(sequence_nll(trainer.model, tokens).cpu().numpy())
-    held_bits = cap.nats_to_bits(sequence_nll(trainer.model, held_out).cpu().numpy())
-    bits = cap.memorized_bits(nll_bits, cfg.seq_len, cfg.vocab_size)
-    params = cfg.param_count()
     n = tokens.shape[0]
+    measures = measure_cell(trainer.model, tokens, held_out, cfg.seq_len // 2, mia_seed=n)
     return {
         "precision": precision,
         "n": n,
         "steps": trainer.step,
         "seconds": trainer.seconds,
-        "memorized_bits": bits,
         "entropy_bits": cap.dataset_entropy_bits(n, cfg.seq_len, cfg.vocab_size),
-        "bits_per_param": bits / params,
-        "train_bits_per_token": float(nll_bits.mean()) / cfg.seq_len,
-        "heldout_bits_per_token": float(held_bits.mean()) / cfg.seq_len,
-        "mia_auc": cap.mia_auc(nll_bits, held_bits),
-        "mia_f1": cap.mia_f1(nll_bits, held_bits),
-        "extraction_rate": float(greedy_extracted(trainer.model, tokens, cfg.seq_len // 2).float().mean()),
+        **measures,
         "curve": curve,
     }
 

@@ -33,9 +33,8 @@ from workers.training import (
     StepInfo,
     TrainConfig,
     Trainer,
-    greedy_extracted,
     init_model,
-    sequence_nll,
+    measure_cell,
     uniform_tokens,
 )
 
@@ -159,33 +158,20 @@ def _store_results(
     held_n = options.heldout_size or min(n, 1000)
     held = uniform_tokens(n, cfg.seq_len, cfg.vocab_size, _data_seed(cell_seed, n), heldout=held_n)[n:]
     held = held.to(tokens.device)
-    train_bits = cap.nats_to_bits(sequence_nll(trainer.model, tokens).cpu().numpy())
-    held_bits = cap.nats_to_bits(sequence_nll(trainer.model, held).cpu().numpy())
-    memorized = cap.memorized_bits(train_bits, cfg.seq_len, cfg.vocab_size)
-    curve.append([trainer.step, trainer.seconds, memorized])
     prefix = cfg.seq_len // 2 if options.extraction_prefix is None else min(options.extraction_prefix, cfg.seq_len - 1)
+    # the MIA's balanced sets are drawn with the cell's data seed at N = its size
+    measures = measure_cell(trainer.model, tokens, held, prefix, mia_seed=_data_seed(cell_seed, n))
+    curve.append([trainer.step, trainer.seconds, measures["memorized_bits"]])
     values = dict(
         status="done",
         steps_done=trainer.step,
         seconds=trainer.seconds,
-        memorized_bits=memorized,
-        bits_per_param=cap.bits_per_parameter(memorized, cfg.param_count()),
-        train_bits_per_token=float(train_bits.mean()) / cfg.seq_len,
-        heldout_bits_per_token=float(held_bits.mean()) / cfg.seq_len,
-        **_mia(train_bits, held_bits, cell_seed),
-        extraction_rate=float(greedy_extracted(trainer.model, tokens, prefix).float().mean()),
+        **measures,
         curve=curve,
         checkpoint=None,
     )
     with session_scope() as s:
         repository.update_cell(s, audit_id, position, **values)
-
-
-def _mia(train_bits: np.ndarray, held_bits: np.ndarray, cell_seed: int) -> dict[str, float]:
-    """Loss-threshold MIA on balanced sets: min(N, held-out) members drawn with the cell's seed against as many
-    non-members, so that a model that memorizes nothing scores F1 ≈ AUC ≈ 0.5 at every N."""
-    members, nonmembers = cap.balanced_sets(train_bits, held_bits, seed=_data_seed(cell_seed, train_bits.size))
-    return {"mia_f1": cap.mia_f1(members, nonmembers), "mia_auc": cap.mia_auc(members, nonmembers)}
 
 
 def _summary(audit_id: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from workers.training.loop import (
     sequence_nll,
     uniform_tokens,
 )
+from workers.training.measure import measure_cell
 from workers.training.model import GPTConfig, TinyGPT, count_parameters, init_model, paper_smallest
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "count_parameters",
     "greedy_extracted",
     "init_model",
+    "measure_cell",
     "paper_smallest",
     "sequence_nll",
     "uniform_tokens",
