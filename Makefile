@@ -16,7 +16,9 @@ install:
 	$(PIP) install -q -e .
 
 install-test: install
-	$(PIP) install -q -e ".[test,dev,served-test]"   # served-test: llama-cpp-python[server], built from source once
+	# served-test: llama-cpp-python[server], built from source once; bench: the scoring benchmark's real peers
+	# (lm-eval, minicons), so that tests/test_scoring_benchmark.py runs the benchmark in CI instead of skipping
+	$(PIP) install -q -e ".[test,dev,served-test,bench]"
 
 # PostgreSQL and Redis servers for the tests (Debian packages); docker-compose v1 to validate the compose file;
 # chromium for the dashboard's browser tests (tests/ui: Playwright drives it; no browser is downloaded).
