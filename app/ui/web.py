@@ -15,7 +15,8 @@ from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from app.errors import DomainError
+from app.errors import DomainError, TooManyRequests
+from app.limits import check_rate
 from app.settings import get_settings
 from app.ui import session as ui_session
 from app.ui.session import BadCsrf, NotSignedIn, UiSession
@@ -57,6 +58,9 @@ def current_session(request: Request) -> UiSession:
     if not ui_session.still_valid(found.principal):
         raise NotSignedIn
     request.state.ui = found
+    # the request limit of the bearer-key API (app.middleware): a cookie is no way around it (the submit form
+    # counts its submissions itself, app.ui.account)
+    check_rate(settings, found.principal.id, "requests", settings.rate_limit_per_minute)
     return found
 
 
@@ -107,6 +111,8 @@ class UiRoute(APIRoute):
                                       "Reload the page and try again; nothing was changed.")  # fmt: skip
             except DomainError as exc:
                 response = error_page(request, exc.status_code, exc.message)
+                if isinstance(exc, TooManyRequests):
+                    response.headers["Retry-After"] = str(exc.retry_after)
             except RequestValidationError as exc:  # field names only: the values may be personal data
                 fields = sorted({".".join(str(p) for p in e["loc"][1:]) for e in exc.errors()})
                 response = error_page(request, 422, f"Check these fields: {', '.join(fields)}.")

@@ -141,3 +141,23 @@ def test_a_database_error_logs_no_name(live_api, pg_env):
     log = api.log_text()
     assert "IntegrityError" in log and "sqlstate=23514" in log, log[-2000:]
     assert "Zqxjv" not in log and "Zqxjv" not in r.text and "physicist" not in log
+
+
+def test_the_dashboards_cookie_is_no_way_around_the_rate_limit(sqlite_env, monkeypatch):
+    """A signed-in dashboard session counts against its principal's request limit like a bearer key (it did not)."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import get_settings
+
+    monkeypatch.setenv("MEMAUDIT_RATE_LIMIT_PER_MINUTE", "3")
+    get_settings.cache_clear()
+    key = make_key("auditor")
+    with TestClient(create_app(), base_url="http://testserver") as browser:
+        signed_in = browser.post("/ui/signin", data={"token": key, "next": "/ui/audits"}, follow_redirects=False)
+        assert signed_in.status_code == 303 and "memaudit_ui" in browser.cookies
+        codes = [browser.get("/ui/audits").status_code for _ in range(4)]
+        assert codes == [200, 200, 200, 429], codes
+        refused = browser.get("/ui/models")
+        assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+        assert "rate limit" in refused.text
