@@ -38,6 +38,9 @@ log = logging.getLogger("memaudit.api")
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 # Routes whose body may exceed max_request_bytes: (method, path) -> the setting that bounds it.
 BODY_LIMITS = {("POST", "/datasets"): "max_dataset_upload_bytes"}
+# The dashboard's forms (a person's facts, a CSRF token) are small, and its sign-in form is read before anyone is
+# authenticated: a body past this is refused before it is read or parsed.
+UI_MAX_BODY_BYTES = 256 * 1024
 PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")
 
 
@@ -97,6 +100,8 @@ class RequestGuard:
             await send_error(send, 422, "NUL characters (\\0) are not allowed; remove them", field)
             return
         limit = getattr(settings, BODY_LIMITS.get((scope["method"], scope["path"]), "max_request_bytes"))
+        if scope["path"].startswith("/ui/"):
+            limit = min(limit, UI_MAX_BODY_BYTES)
         length = _header(scope, b"content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             await send_error(send, 413, *_too_large(limit))

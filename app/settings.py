@@ -122,6 +122,9 @@ class Settings(BaseSettings):
     # one SSE stream's lifetime (GET /audits/{id}/events); a client reconnects after it
     events_max_seconds: float = Field(default=300.0, gt=0, le=3600)
     reconcile_grace_seconds: float = 5.0  # a queued audit younger than this is left to the API's own enqueue
+    # ... a batch's audits: stamped before their rows are written (100,000 people: about a minute) and enqueued in
+    # bulk after the commit (seconds more), so the API's own enqueue needs longer
+    reconcile_batch_grace_seconds: float = 300.0
     max_attempts: int = 3  # an audit whose worker died this often is failed, not run again
     redis_timeout_seconds: float = 3.0  # connect/read timeout of the API's enqueue (Redis down: queue durably)
     retention_days: int | None = None  # purge finished audits and subjects older than this (None: keep)

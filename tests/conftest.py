@@ -168,8 +168,18 @@ def worker_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def rq_worker(pg_env: dict[str, str], worker_log: Path) -> Iterator[subprocess.Popen]:
-    """A real `memaudit worker` process on the test Redis and Postgres; its output goes to `worker_log`."""
+def rq_worker(
+    pg_env: dict[str, str], postgres: Postgres, worker_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[subprocess.Popen]:
+    """A real `memaudit worker` process on the test Redis and Postgres; its output goes to `worker_log`.
+
+    The test (and its worker) switch to a database of their own: the worker's reconciler enqueues every queued
+    audit in its database, and the audits earlier tests left queued in the shared one (batches no worker ran, on
+    batch lanes that may be this test's) would run first and upset what the test measures (fair turns, order)."""
+    url = migrated_database(postgres, "worker")
+    pg_env["MEMAUDIT_DATABASE_URL"] = url
+    monkeypatch.setenv("MEMAUDIT_DATABASE_URL", url)
+    _reset_caches()
     env = {**os.environ, **pg_env}
     with worker_log.open("a") as log:
         proc = subprocess.Popen(

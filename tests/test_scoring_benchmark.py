@@ -3,7 +3,6 @@ seconds): it must not rot between the long runs whose numbers the README quotes.
 asserted holds whatever the machine's load: every method ran and was compared, every peer's NLLs equal the
 engine's, and the engine computes less than the peers."""
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,15 +10,18 @@ import pytest
 pytest.importorskip("lm_eval", reason="the scoring benchmark's peers are the bench extra: pip install -e '.[bench]'")
 pytest.importorskip("minicons", reason="the scoring benchmark's peers are the bench extra: pip install -e '.[bench]'")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-
-import scoring  # noqa: E402
-
+BENCHMARKS = str(Path(__file__).resolve().parent.parent / "benchmarks")
 PEERS = ["one per pass", "lm-eval", "lm-eval+CachingLM", "minicons"]
 
 
 @pytest.mark.slow
-def test_scoring_benchmark_runs_every_method_against_the_real_peers(capsys):
+def test_scoring_benchmark_runs_every_method_against_the_real_peers(capsys, monkeypatch):
+    # Imported here, not at collection: the script sets TQDM_DISABLE=1 in os.environ when imported, which (set at
+    # collection) reached every later test's subprocesses and hid the CLI's progress bars they check.
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    monkeypatch.syspath_prepend(BENCHMARKS)
+    import scoring
+
     summary = scoring.main(
         ["--model", "groundtruth-tiny", "--subjects", "2", "--templates", "2", "--values", "3", "--rounds", "2",
          "--sample", "4", "--modes", "packed", "expand", "--pack-tokens", "512", "16", "--bf16"]

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from app.audits import repository, service
-from app.auth.keys import Principal
+from app.auth.keys import Principal, still_valid
 from app.db.engine import session_scope
 from app.db.models.audit import FINAL_STATUSES
 from app.settings import get_settings
@@ -59,7 +59,8 @@ def check_visible(principal: Principal, audit_id: str) -> None:
 
 def _snapshot(principal: Principal, audit_id: str) -> dict[str, object] | None:
     with session_scope() as session:
-        audit = repository.get_visible(session, principal, audit_id)
+        # a key or subject token revoked while its stream is open ends the stream (as if the audit were gone)
+        audit = repository.get_visible(session, principal, audit_id) if still_valid(session, principal) else None
         if audit is None:
             return None
         return {

@@ -133,3 +133,12 @@ def revoke_key(session: Session, key_id: int) -> bool:
         return False
     key.revoked = True
     return True
+
+
+def still_valid(session: Session, principal: Principal) -> bool:
+    """A principal authenticated earlier (a dashboard session, an open event stream) still is: its key is not
+    revoked and keeps its role; a subject token was not revoked."""
+    if principal.audit_scope is not None:
+        return session.get(RevokedSubjectToken, principal.audit_scope) is None
+    key = session.get(ApiKey, principal.key_id) if principal.key_id is not None else None
+    return key is not None and not key.revoked and key.role == principal.role

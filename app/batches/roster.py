@@ -38,6 +38,7 @@ FACT_COLUMN = re.compile(r"^facts?[0-9]{0,3}$")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 MAX_COLUMNS = 200
 MAX_ERRORS_SHOWN = 1000
+MAX_ITEMS_PER_ROW = 1000  # facts and problems one row may hold as read (each costs memory before validation)
 
 
 class RosterTooLarge(Exception):
@@ -73,6 +74,17 @@ class RawRow:
     facts: list[tuple[str, Any, Any]] = field(default_factory=list)
     problems: list[RowError] = field(default_factory=list)
     unreadable: bool = False  # not a person at all (not an object, not JSON): its problems say all
+    overflow: bool = False
+
+    def full(self) -> bool:
+        """True past MAX_ITEMS_PER_ROW facts and problems: the reader stops there (a 24 MiB body of one person's
+        facts would otherwise become millions of tuples before the per-subject fact limit is checked)."""
+        if len(self.facts) + len(self.problems) < MAX_ITEMS_PER_ROW:
+            return False
+        if not self.overflow:
+            self.overflow = True
+            self.problems.append(RowError(self.row, "facts", f"more than {MAX_ITEMS_PER_ROW} facts; send fewer"))
+        return True
 
 
 @dataclass
@@ -100,6 +112,8 @@ def _raw_from_object(row: int, item: Any) -> RawRow:
         raw.unreadable = True
         return raw
     for key, value in item.items():
+        if raw.full():
+            break
         if key == "name":
             raw.name = value
         elif key == "wikidata_id":
@@ -109,6 +123,8 @@ def _raw_from_object(row: int, item: Any) -> RawRow:
                 raw.problems.append(RowError(row, "facts", "facts must be a list of {property, value}"))
                 continue
             for j, fact in enumerate(value):
+                if raw.full():
+                    break
                 ok = isinstance(fact, dict) and set(fact) == {"property", "value"}
                 if not ok:
                     raw.problems.append(RowError(row, f"facts[{j}]", "a fact is {property, value}"))
@@ -116,6 +132,8 @@ def _raw_from_object(row: int, item: Any) -> RawRow:
                 raw.facts.append((f"facts[{j}]", fact["property"], fact["value"]))
         elif isinstance(key, str) and PID.match(key):
             for j, value_j in enumerate(value if isinstance(value, list) else [value]):
+                if raw.full():
+                    break
                 raw.facts.append((f"{key}[{j}]", key, value_j))
         else:  # an unknown key is the client's input: name its position, not the key itself
             raw.problems.append(RowError(row, "row", "unknown field: use name, wikidata_id, facts or property ids"))
@@ -128,7 +146,7 @@ def rows_from_jsonl(text: str) -> Iterator[RawRow]:
             continue
         try:
             item = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a line of `[[[[…`
             yield RawRow(line_no, problems=[RowError(line_no, "row", "not a JSON object")], unreadable=True)
             continue
         yield _raw_from_object(line_no, item)
@@ -136,6 +154,14 @@ def rows_from_jsonl(text: str) -> Iterator[RawRow]:
 
 def rows_from_csv(text: str) -> Iterator[RawRow]:
     reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        yield from _csv_rows(reader)
+    except csv.Error as exc:  # its message names the problem (a cell over the size limit, a NUL), never a value
+        raise InvalidInput("roster", f"the CSV file cannot be read at line {reader.line_num} ({exc}); "
+                           "fix that line (a cell may be too long or hold a stray quote)") from None  # fmt: skip
+
+
+def _csv_rows(reader: Any) -> Iterator[RawRow]:  # noqa: ANN401 (csv's reader type is private)
     header = next(reader, None)
     if header is None:
         raise InvalidInput("roster", "the CSV file is empty; send a header row (name, P106, …) and one row per person")

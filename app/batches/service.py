@@ -21,7 +21,7 @@ from app.audits.service import to_read as audit_read
 from app.auth.keys import Principal
 from app.batches import repository
 from app.batches.roster import RawRow, Roster, RosterTooLarge, RowError, rows_from_file, validate
-from app.batches.schemas import BatchAuditsPage, BatchRead, Counts
+from app.batches.schemas import MAX_MODELS, BatchAuditsPage, BatchRead, Counts
 from app.db.engine import session_scope
 from app.db.models.audit import AuditStatus
 from app.db.models.batch import Batch
@@ -73,6 +73,8 @@ def create_batch(session: Session, settings: Settings, principal: Principal, spe
             seen_id, seen_hash = (seen.id, seen.request_hash) if seen is not None else (None, None)
         if seen_id is not None:
             return _replay(session, seen_id, seen_hash, spec.request_hash), None
+    if len(spec.models) > MAX_MODELS:  # the JSON schema says so too; a multipart upload reaches here unchecked
+        raise InvalidInput("models", f"at most {MAX_MODELS} models in one batch; submit another batch for the rest")
     for i, model in enumerate(spec.models):
         check_model(settings, model, field=f"models[{i}]")
     if len(set(spec.models)) != len(spec.models):

@@ -16,6 +16,7 @@ from app.batches.service import RosterRejected
 from app.cli.audit import add_audit_options, audit_options
 from app.cli.client import Client, add_client_arguments, make_client
 from app.cli.output import POLL_SECONDS, duration
+from app.errors import DomainError
 from app.settings import get_settings
 
 BATCH_BAR = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} audits{postfix}"
@@ -32,9 +33,15 @@ def cmd_batch_submit(args: argparse.Namespace) -> int:
     models = [args.model or get_settings().default_model, *args.compare]
     try:
         batch = client.submit_batch(Path(args.roster), models, options, args.partial)
-    except RosterRejected as exc:  # the local client: the API's 422 lists the same rows
+    except RosterRejected as exc:  # the local client
         print(f"memaudit: {exc.message}", file=sys.stderr)
         _print_rejected([{"row": e.row, "field": e.field, "message": e.message} for e in exc.roster.errors])
+        return 2
+    except DomainError as exc:  # over HTTP: the API's 422 lists the same rows
+        if not getattr(exc, "rows", None):
+            raise
+        print(f"memaudit: {exc.message}", file=sys.stderr)
+        _print_rejected(exc.rows)
         return 2
     if batch.get("errors"):
         print(f"{batch['rejected']} rows left out (--partial):", file=sys.stderr)
@@ -44,14 +51,19 @@ def cmd_batch_submit(args: argparse.Namespace) -> int:
     if args.no_wait:
         print(json.dumps(batch))
         return 0
-    batch = wait_batch(client, batch["id"])
+    try:
+        batch = wait_batch(client, batch["id"])
+    except KeyboardInterrupt:
+        print(f"memaudit: stopped waiting; batch {batch['id']} goes on (`memaudit batch status {batch['id']}`; "
+              f"DELETE /batches/{batch['id']} cancels it)", file=sys.stderr)  # fmt: skip
+        return 130
     print(json.dumps(client.batch(batch["id"], "report") if args.report else batch))
     return 0 if batch["progress"]["failed"] == 0 else 1
 
 
 def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
-    """Poll until no audit of the batch is queued or running; one bar over all its audits. Ctrl-C stops waiting
-    (the batch goes on: `memaudit batch cancel` would stop it)."""
+    """Poll until no audit of the batch is queued or running; one bar over all its audits. Ctrl-C stops waiting,
+    not the batch (``DELETE /batches/{id}`` cancels it)."""
     batch = client.batch(batch_id)
     bar = tqdm(total=batch["progress"]["total"], desc=f"batch {batch_id[:8]}", file=sys.stderr, bar_format=BATCH_BAR,
                mininterval=1.0)  # fmt: skip

@@ -255,17 +255,18 @@ def raise_for(response: Any) -> None:
         detail = response.json().get("detail")
     except ValueError:
         detail = None
-    field = None
-    if isinstance(detail, list) and detail and isinstance(detail[0], dict):
+    field, rows = None, []
+    if isinstance(detail, list) and detail and all(isinstance(d, dict) for d in detail):
         field = detail[0].get("field")
-        message = "; ".join((f"row {d['row']}: {d.get('field')}: " if d.get("row") else "") + str(d.get("message"))
-                            for d in detail)  # fmt: skip
+        rows = [d for d in detail if d.get("row")]  # a rejected roster's rows: the caller prints one a line
+        message = "; ".join(str(d.get("message")) for d in detail if not d.get("row")) or "the roster was rejected"
     elif isinstance(detail, str):
         message = detail
     else:
         message = f"the API answered {response.status_code}"
     error = DomainError(message, field=field)
     error.status_code = response.status_code
+    error.rows = rows
     raise error
 
 

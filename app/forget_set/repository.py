@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sqlalchemy import Select, func, select
+from sqlalchemy import Select, false, func, select
 from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
@@ -27,6 +27,19 @@ class ForgetFilters:
     batch_id: str | None = None  # the audits of one batch (app/batches)
 
 
+READ_ALL = ("admin", "regulator", "pipeline")  # every audit's facts; an auditor its own key's; anyone else nothing
+
+
+def _scoped(stmt: Select, principal: Principal) -> Select:
+    """Fails closed: a subject token (audit_scope) or a role not named here reads no forget-set record, whatever
+    route asks (the routes check roles too)."""
+    if principal.audit_scope is not None:
+        return stmt.where(false())
+    if principal.role == "auditor":
+        return stmt.where(Audit.owner_key_id == principal.key_id)
+    return stmt if principal.role in READ_ALL else stmt.where(false())
+
+
 def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:  # noqa: ANN002
     stmt = (
         select(*columns)
@@ -35,8 +48,7 @@ def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:  # no
         .join(Subject, Subject.id == Audit.subject_id)
         .where(Audit.status == "succeeded", Audit.kind == "subject")
     )
-    if principal.role == "auditor":
-        stmt = stmt.where(Audit.owner_key_id == principal.key_id)
+    stmt = _scoped(stmt, principal)
     for column, value in (
         (Audit.model, f.model),
         (Subject.id, f.subject_id),
@@ -64,8 +76,7 @@ def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Itera
         .where(Audit.status == AuditStatus.SUCCEEDED, Audit.kind == "subject")
         .order_by(FactResult.id)
     )
-    if principal.role == "auditor":
-        stmt = stmt.where(Audit.owner_key_id == principal.key_id)
+    stmt = _scoped(stmt, principal)
     if f.policy == "strict":
         stmt = stmt.where(FactResult.strict.is_(True))
     elif f.policy == "share" and f.min_share is not None:

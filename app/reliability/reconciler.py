@@ -6,8 +6,9 @@ Each pass, every ``reconcile_interval_seconds``:
 - a `running` audit whose lease expired (its worker died: kill -9, OOM, lost host; or Redis lost the job while
   the worker died) goes back to `queued` and is enqueued again — or is failed after ``max_attempts`` runs, so
   that an audit that kills its worker cannot kill workers forever;
-- a `queued` audit older than ``reconcile_grace_seconds`` that no job will run (Redis was down at submission,
-  restarted without persistence, or the API died between commit and enqueue) is enqueued.
+- a `queued` audit older than ``reconcile_grace_seconds`` (a batch's: ``reconcile_batch_grace_seconds``) that no
+  job will run (Redis was down at submission, restarted without persistence, or the API died between commit and
+  enqueue) is enqueued.
 Recovery after a worker dies: at most lease TTL + one interval (+ the time to load the model and redo the work
 that was not cached). Every ``maintenance_interval_seconds`` it also applies the retention policy.
 """
@@ -21,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import and_, or_, select
 
 from app.audits.kinds import AuditKind, KindRegistry
 from app.db.base import utcnow
@@ -65,13 +66,17 @@ def _recover_expired(settings: Settings, dispatcher: Dispatcher, report: Report,
 
 
 def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report, kinds: KindRegistry) -> None:
-    cutoff = utcnow() - timedelta(seconds=settings.reconcile_grace_seconds)
+    now = utcnow()
+    cutoff = now - timedelta(seconds=settings.reconcile_grace_seconds)
+    batch_cutoff = now - timedelta(seconds=settings.reconcile_batch_grace_seconds)
+    # a batch still being enqueued by the API is not "missing": enqueueing it again would double its Redis traffic
+    old_enough = or_(and_(Audit.batch_id.is_(None), Audit.created_at < cutoff), Audit.created_at < batch_cutoff)
     last = ""
     while True:
         with session_scope() as s:
             stmt = (
                 select(Audit.id, Audit.kind, Audit.batch_id, Audit.owner_key_id)
-                .where(Audit.status == leases.QUEUED, Audit.created_at < cutoff, Audit.id > last)
+                .where(Audit.status == leases.QUEUED, old_enough, Audit.id > last)
                 .order_by(Audit.id)
                 .limit(BATCH)
             )

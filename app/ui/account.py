@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import math
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
@@ -98,12 +98,15 @@ def _facts(text: str) -> list[dict[str, str]]:
 
 
 def _scalar(raw: str) -> Any:
-    """A form's text as JSON would carry it: numbers as numbers, anything else as the text."""
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return raw
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else raw
+    """A form's text as JSON would carry it: a finite number as a number, anything else as the text (the schema then
+    names the field). Parsed with int()/float(), not json.loads, which recurses on `[[[[…`."""
+    for parse in (int, float):
+        try:
+            value = parse(raw)
+        except (ValueError, OverflowError):
+            continue
+        return value if math.isfinite(value) else raw
+    return raw
 
 
 def _body(form: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,7 @@ PAGE_SIZE = 25
 
 
 def _day(value: date | None, *, end: bool = False) -> datetime | None:
-    if value is None:
+    if value is None or (end and value == date.max):  # to the last day there is: no upper bound
         return None
     return datetime.combine(value + timedelta(days=1) if end else value, time.min)
 

@@ -16,10 +16,9 @@ import secrets
 import time
 from dataclasses import dataclass
 
+from app.auth import keys
 from app.auth.keys import Principal, principal_for
 from app.db.engine import session_scope
-from app.db.models import ApiKey
-from app.privacy.tokens import is_revoked
 from app.settings import Settings
 
 COOKIE = "memaudit_ui"
@@ -69,7 +68,7 @@ def decode(cookie: str | None, settings: Settings, now: float | None = None) -> 
         raise NotSignedIn
     body, mac = cookie.split(".")
     expected = _b64(hmac.new(_signing_key(settings), body.encode(), hashlib.sha256).digest())
-    if not hmac.compare_digest(mac, expected):
+    if not hmac.compare_digest(mac.encode(), expected.encode()):  # bytes: a non-ASCII str would raise TypeError
         raise NotSignedIn
     try:
         data = json.loads(_unb64(body))
@@ -91,10 +90,7 @@ def sign_in(settings: Settings, token: str) -> UiSession:
 def still_valid(principal: Principal) -> bool:
     """The key behind a session is not revoked and keeps its role; a subject token was not revoked."""
     with session_scope() as db:
-        if principal.audit_scope is not None:
-            return not is_revoked(db, principal.audit_scope)
-        key = db.get(ApiKey, principal.key_id) if principal.key_id is not None else None
-        return key is not None and not key.revoked and key.role == principal.role
+        return keys.still_valid(db, principal)
 
 
 def check_csrf(session: UiSession, sent: str | None) -> None:

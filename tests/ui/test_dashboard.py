@@ -119,7 +119,15 @@ def test_each_principal_sees_what_the_api_lets_it_see(stack: Stack, browser, sub
     assert own.locator("#audit-rows tr").count() == 1
     own.goto(f"/ui/audits/{subject['id']}")
     assert own.locator("table.grid").count() == 1
+    # the forget set (every subject's facts) is not the data subject's to read: 403, no record shown (it was open)
+    for path in ("/ui/forget-set?policy=lenient", "/ui/forget-set/download?format=csv&policy=lenient"):
+        response = own.goto(path) if "download" not in path else own.request.get(path)
+        assert response.status == 403, path
+        assert subject["person"]["name"] not in (own.content() if "download" not in path else response.text()), path
     own.context.close()
+    other = sign_in(browser, stack, stack.keys["other_auditor"], "/ui/forget-set?policy=lenient")
+    assert subject["person"]["name"] not in other.content()  # an auditor reads its own key's audits only
+    other.context.close()
     for role in ("other_auditor", "pipeline"):
         page = sign_in(browser, stack, stack.keys[role])
         response = page.goto(f"/ui/audits/{subject['id']}")

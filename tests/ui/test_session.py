@@ -48,3 +48,32 @@ def test_csrf_needs_the_sessions_own_token() -> None:
     for sent in (None, "", "c" * 31, "d" * 32):
         with pytest.raises(BadCsrf):
             check_csrf(SESSION, sent)
+
+
+def test_hostile_dashboard_input_is_a_4xx_page_never_a_500(sqlite_env) -> None:
+    """Found in review, each a 500 before: a cookie with a non-ASCII byte, the last date there is as the list's end
+    date, a form number nested 50,000 deep; and a sign-in body past the dashboard's form limit is refused before
+    it is read (the sign-in form is read before anyone is authenticated)."""
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.middleware import UI_MAX_BODY_BYTES
+    from tests.conftest import make_key
+
+    key = make_key("auditor")
+    with TestClient(create_app(), raise_server_exceptions=False) as browser:
+        raw_cookie = [(b"cookie", "memaudit_ui=a.\xe9".encode("latin-1"))]  # a byte no cookie jar would send
+        r = browser.get("/ui/audits", headers=raw_cookie, follow_redirects=False)
+        assert r.status_code == 303 and "/ui/signin" in r.headers["location"]
+        assert browser.post("/ui/signin", data={"token": key}, follow_redirects=False).status_code == 303
+        assert browser.get("/ui/audits?created_to=9999-12-31").status_code == 200
+        csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/ui/submit").text).group(1)
+        form = {"csrf": csrf, "model": "groundtruth-tiny", "name": "Ada Lovelace", "facts": "P106 = mathematician",
+                "option_counterfactuals": "[" * 50_000}  # fmt: skip
+        r = browser.post("/ui/submit", data=form)
+        assert r.status_code == 422 and "counterfactuals" in r.text
+        r = browser.post("/ui/signin", content=b"token=" + b"a" * (UI_MAX_BODY_BYTES + 1),
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+        assert r.status_code == 413

@@ -112,3 +112,22 @@ def test_a_finished_audit_streams_one_snapshot_and_ends(sqlite_env, status):
     move(audit_id, status=status)
     with api.client.stream("GET", f"/audits/{audit_id}/events", headers=api.headers) as r:
         assert [name for name, _ in events(r.iter_lines())] == ["progress", "end"]
+
+
+def test_revoking_the_key_ends_its_open_stream(sqlite_env, api_factory, monkeypatch):
+    """The key was checked when the stream opened; revoked meanwhile, the stream ends with `gone` at its next poll
+    instead of running on for its lifetime (docs/dashboard.md: revocation signs sessions out at once)."""
+    from app.auth.keys import revoke_key
+
+    monkeypatch.setattr(polling, "EVENTS_POLL_SECONDS", 0.05)
+    api = api_factory("auditor")
+    audit_id = queued_audit(api)
+    token = api.headers["Authorization"].removeprefix("Bearer ")
+    with session_scope() as s:
+        key_id = authenticate(s, get_settings(), token).key_id
+    with api.client.stream("GET", f"/audits/{audit_id}/events", headers=api.headers) as r:
+        stream = events(r.iter_lines())
+        assert next(stream)[0] == "progress"
+        with session_scope() as s:
+            assert revoke_key(s, key_id)
+        assert [name for name, _ in stream] == ["gone"]

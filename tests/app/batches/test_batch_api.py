@@ -157,3 +157,29 @@ def test_jsonl_upload_progress_and_cancel(pg_env, api_factory):
     cancelled = api.delete(f"/batches/{batch['id']}").json()
     assert cancelled["status"] == "cancelled" and cancelled["progress"]["cancelled"] == 5
     assert api.delete(f"/batches/{batch['id']}").status_code == 409
+
+
+def test_hostile_rosters_answer_422_and_stay_bounded(pg_env, api_factory):
+    """Inputs that crashed the reader (500) or expanded in memory: a CSV cell over csv's field limit, a JSON line
+    nested 100,000 deep, one person with a million facts, a multipart upload naming 6 models (the JSON schema
+    allows 5). Each is a 422 naming the place, and nothing is created."""
+    from app.batches.roster import MAX_ITEMS_PER_ROW
+
+    api = api_factory("auditor")
+    before = counts()
+    long_cell = b"name,P106\n" + b"A Person," + b"x" * 200_000 + b"\n"
+    r = api.post("/batches", files={"roster": ("people.csv", long_cell, "text/csv")}, data={"model": MODEL})
+    assert r.status_code == 422 and r.json()["detail"][0]["field"] == "roster" and "line 2" in r.text, r.text
+    deep = ("[" * 100_000 + "]" * 100_000 + "\n").encode()
+    r = api.post("/batches", files={"roster": ("people.jsonl", deep, "application/jsonl")}, data={"model": MODEL})
+    assert r.status_code == 422 and {d["row"]: d["field"] for d in r.json()["detail"] if d["row"]} == {1: "row"}
+    many = {"model": MODEL, "people": [{"name": SECRET, "P106": ["physicist"] * 1_000_000}]}
+    r = api.post("/batches", json=many)
+    assert r.status_code == 422 and SECRET not in r.text
+    messages = [d["message"] for d in r.json()["detail"] if d["row"] == 1]
+    assert any(f"more than {MAX_ITEMS_PER_ROW} facts" in m for m in messages), messages
+    six = {"model": [MODEL, *(f"m{i}" for i in range(5))]}  # the form field `model`, repeated
+    r = api.post("/batches", files={"roster": ("people.csv", b"name,P106\nA Person,physicist\n", "text/csv")},
+                 data=six)  # fmt: skip
+    assert r.status_code == 422 and r.json()["detail"][0]["field"] == "models", r.text
+    assert counts() == before

@@ -57,6 +57,9 @@ def test_batch_submit_to_a_remote_api(live_api, tmp_path):
     status = json.loads(memaudit(env, "batch", "status", batch["id"], *remote).stdout)
     assert status["id"] == batch["id"]
     bad = tmp_path / "bad.csv"
-    bad.write_text("name,P106\n,physicist\n")
+    bad.write_text("name,P106\nGood Person,physicist\n,physicist\nSecret Person,=cmd()\n")
     done = memaudit(env, "batch", "submit", str(bad), "--model", "groundtruth-tiny", *remote)
-    assert done.returncode == 2 and "row 1: name:" in done.stderr
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and lines[0].startswith("memaudit: 2 of 3 roster rows are invalid"), done.stderr
+    assert lines[1].startswith("  row 2: name:") and lines[2].startswith("  row 3: P106:"), done.stderr  # one a line
+    assert "Secret" not in done.stderr and "cmd()" not in done.stderr

@@ -20,6 +20,7 @@ PEOPLE = [{"name": f"Queue Person {i}", "P106": "physicist"} for i in range(3)]
 @pytest.fixture
 def api(pg_env, api_factory, monkeypatch):
     monkeypatch.setenv("MEMAUDIT_RECONCILE_GRACE_SECONDS", "0")
+    monkeypatch.setenv("MEMAUDIT_RECONCILE_BATCH_GRACE_SECONDS", "0")
     get_settings.cache_clear()
     return api_factory("auditor")  # no worker listens on this test's queues: the jobs stay where they are
 
