@@ -24,6 +24,10 @@ def read_report(session: Session, batch: Batch) -> BatchReport:
                          " GET /cohort-stats?audit_id=… (ids from GET /batches/{id}/audits)")  # fmt: skip
             continue
         cohorts[model] = cohort_of(session, audits) if audits else None
+    if len(batch.models) > 1 and batch.people > MAX_COHORT:  # bounded like the cohorts: no million-row reads a poll
+        notes.append(f"model comparison left out: more than {MAX_COHORT} people; compare in parts with"
+                     " GET /forget-set?batch_id=…&policy=lenient per model")  # fmt: skip
+        return BatchReport(batch_id=batch.id, cohorts=cohorts, comparison=[], notes=notes)
     return BatchReport(batch_id=batch.id, cohorts=cohorts, comparison=_compare(session, batch), notes=notes)
 
 
