@@ -183,3 +183,16 @@ def test_hostile_rosters_answer_422_and_stay_bounded(pg_env, api_factory):
                  data=six)  # fmt: skip
     assert r.status_code == 422 and r.json()["detail"][0]["field"] == "models", r.text
     assert counts() == before
+
+
+def test_the_model_comparison_is_bounded_like_the_cohorts(pg_env, api_factory, monkeypatch):
+    from app.batches import report
+
+    api = api_factory("auditor")
+    body = {"models": [MODEL, "smollm2-135m"], "people": [person(i) for i in range(3)]}
+    batch = api.post("/batches", json=body).json()
+    assert api.get(f"/batches/{batch['id']}/report").json()["comparison"][0]["a"] == MODEL
+    monkeypatch.setattr(report, "MAX_COHORT", 2)
+    bounded = api.get(f"/batches/{batch['id']}/report").json()
+    assert bounded["comparison"] == [] and any("comparison left out" in n for n in bounded["notes"])
+    assert api.delete(f"/batches/{batch['id']}").status_code in (200, 202)
