@@ -168,10 +168,11 @@ def worker_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def rq_worker(
+def rq_worker_later(
     pg_env: dict[str, str], postgres: Postgres, worker_log: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[subprocess.Popen]:
-    """A real `memaudit worker` process on the test Redis and Postgres; its output goes to `worker_log`.
+) -> Iterator:
+    """``start()`` starts a real `memaudit worker` process on the test Redis and Postgres (its output goes to
+    `worker_log`), when the test is ready for it: after submitting, for a test of the order work is taken in.
 
     The test (and its worker) switch to a database of their own: the worker's reconciler enqueues every queued
     audit in its database, and the audits earlier tests left queued in the shared one (batches no worker ran, on
@@ -180,22 +181,28 @@ def rq_worker(
     pg_env["MEMAUDIT_DATABASE_URL"] = url
     monkeypatch.setenv("MEMAUDIT_DATABASE_URL", url)
     _reset_caches()
-    env = {**os.environ, **pg_env}
-    with worker_log.open("a") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "worker"],
-            env=env,
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        yield proc
+    started: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        with worker_log.open("a") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env={**os.environ, **pg_env},
+                                    cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
         proc.terminate()
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture
+def rq_worker(rq_worker_later) -> subprocess.Popen:  # noqa: ANN001
+    """A real `memaudit worker` process, started before the test (see ``rq_worker_later``)."""
+    return rq_worker_later()
 
 
 @pytest.fixture

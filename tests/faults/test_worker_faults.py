@@ -73,10 +73,11 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_audit_runs_once(fault_env):
 def test_cancelling_stops_the_job_inside_a_long_engine_call(fault_env):
     fault_env.worker("worker")
     api = Api(make_key("auditor"))
-    # ~5,000 sentences in 3 engine calls: one call alone outlasts the heartbeat + grace.
-    big = submit(api, subject_body(1, counterfactuals=200, paraphrases=1, similar_names=2))
+    # SmolLM2-135M scores this audit's ~1,000 sentences for tens of seconds on a CPU: the cancellation lands inside
+    # the engine. (On the ground-truth model, a 3,468-sentence audit was scored in the second a fixed sleep gave.)
+    big = submit(api, subject_body(1, counterfactuals=60, paraphrases=1, similar_names=2, model="smollm2-135m"))
     wait_until(lambda: running(big), STARTUP, "the audit never started running")
-    time.sleep(1.0)  # inside the engine now
+    wait_until(lambda: (audit_row(big).progress_done or 0) > 0, STARTUP, "the audit never reported progress")
     assert api.delete(f"/audits/{big}").status_code == 200
     nxt = submit(api, subject_body(2, counterfactuals=2))
     stopped = wait_until(lambda: audit_row(nxt).status in ("running", "succeeded"), 60, "the worker stayed busy")

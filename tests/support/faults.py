@@ -80,13 +80,15 @@ def person(i: int = 0) -> dict:
     return json.loads(MANIFEST.read_text())["trained"][i]
 
 
-def subject_body(i: int = 0, *, counterfactuals: int = 10, paraphrases: int = 0, similar_names: int = 1) -> dict:
-    """A subject audit on the ground-truth model; its size (and so its run time) is set by the options."""
+def subject_body(i: int = 0, *, counterfactuals: int = 10, paraphrases: int = 0, similar_names: int = 1,
+                 model: str = "groundtruth-tiny") -> dict:  # fmt: skip
+    """A subject audit (on the ground-truth model by default); its size (and so its run time) is set by the
+    options and the model."""
     p = person(i)
     facts = [{"property": pid, "value": v} for pid, values in p["facts"].items() for v in values]
     options = {"counterfactuals": counterfactuals, "paraphrases": paraphrases, "similar_names": similar_names,
                "near_duplicates": False}  # fmt: skip
-    return {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": p["name"], "facts": facts},
+    return {"kind": "subject", "model": model, "subject": {"name": p["name"], "facts": facts},
             "options": options}  # fmt: skip
 
 
