@@ -99,6 +99,10 @@ def slow_wikidata():
 
 def test_a_slow_wikidata_holds_no_database_connection(live_api, pg_env, slow_wikidata):
     """24 lookups that each wait on Wikidata: none holds a connection (the pool has 20), /health still answers."""
+    from app.db.engine import session_scope
+
+    with session_scope() as s:
+        started = s.scalar(text("SELECT now()"))  # the API's connections are all opened after this
     api = live_api(MEMAUDIT_WIKIDATA_API_URL=slow_wikidata.url)
     key = make_key("auditor")
     body = {"kind": "subject", "model": "groundtruth-tiny", "subject": {"wikidata_id": "Q42"}}
@@ -113,11 +117,13 @@ def test_a_slow_wikidata_holds_no_database_connection(live_api, pg_env, slow_wik
     deadline = time.monotonic() + 30
     while len(slow_wikidata.requests) < 24 and time.monotonic() < deadline:
         time.sleep(0.05)  # wait until every request is inside its Wikidata call
-    from app.db.engine import session_scope
-
+    # Connections of this test's API (opened after `started`; the database is shared with earlier tests' processes)
+    # that have sat in an open transaction for over half a second: a transaction held across the 2 s Wikidata
+    # call would be one; a request between two statements of a short transaction is not.
     with session_scope() as s:
         waiting = s.scalar(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                "AND state LIKE 'idle in transaction%'"))  # fmt: skip
+                                "AND state LIKE 'idle in transaction%' AND backend_start >= :started "
+                                "AND now() - state_change > interval '0.5 seconds'"), {"started": started})  # fmt: skip
     with api.client(timeout=15) as c:
         health = c.get("/health")
     submitter.join()
