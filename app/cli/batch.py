@@ -14,9 +14,8 @@ from tqdm import tqdm
 
 from app.batches.service import RosterRejected
 from app.cli.audit import add_audit_options, audit_options
-from app.cli.client import Client, add_client_arguments, make_client
+from app.cli.client import ApiRefused, Client, add_client_arguments, make_client
 from app.cli.output import POLL_SECONDS, duration
-from app.errors import DomainError
 from app.settings import get_settings
 
 BATCH_BAR = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} audits{postfix}"
@@ -37,8 +36,8 @@ def cmd_batch_submit(args: argparse.Namespace) -> int:
         print(f"memaudit: {exc.message}", file=sys.stderr)
         _print_rejected([{"row": e.row, "field": e.field, "message": e.message} for e in exc.roster.errors])
         return 2
-    except DomainError as exc:  # over HTTP: the API's 422 lists the same rows
-        if not getattr(exc, "rows", None):
+    except ApiRefused as exc:  # over HTTP: the API's 422 lists the same rows
+        if not exc.rows:
             raise
         print(f"memaudit: {exc.message}", file=sys.stderr)
         _print_rejected(exc.rows)

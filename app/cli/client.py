@@ -247,6 +247,14 @@ class RemoteClient:
         return self._json("GET", f"/batches/{batch_id}" + (f"/{part}" if part else ""))
 
 
+class ApiRefused(DomainError):
+    """An API refusal over HTTP: the local client's DomainError, with the status and a rejected roster's rows."""
+
+    def __init__(self, message: str, field: str | None, status_code: int, rows: list[dict[str, Any]]) -> None:
+        super().__init__(message, field=field)
+        self.status_code, self.rows = status_code, rows
+
+
 def raise_for(response: Any) -> None:
     """An API refusal as the DomainError the local client would have raised (same field, same message)."""
     if response.status_code < 400:
@@ -264,10 +272,7 @@ def raise_for(response: Any) -> None:
         message = detail
     else:
         message = f"the API answered {response.status_code}"
-    error = DomainError(message, field=field)
-    error.status_code = response.status_code
-    error.rows = rows
-    raise error
+    raise ApiRefused(message, field, response.status_code, rows)
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
