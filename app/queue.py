@@ -10,7 +10,9 @@ Fair scheduling: audits of a batch (app/batches) go to one of ``batch_lanes`` lo
 listens to the interactive queue first, then to the lanes in turn (``queue_names``; workers/worker.py rotates the
 lanes after each job): a single audit submitted while a 100,000-person batch runs waits for at most one batch
 audit per worker, never for the batch, and the batches of keys on different lanes share the workers job by job.
-The embedded runner serves single audits first, then batch audits in the order sent.
+The embedded runner serves single audits first, then batch audits in the order sent. Background work (nulls)
+waits on a lane too, and a running background job makes way for a single audit that waits
+(``interactive_waiting``; workers/jobs/common.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Protocol
 
 from redis import Redis
 from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
 from redis.retry import Retry as RedisRetry
 from rq import Queue, Retry
 from rq.exceptions import NoSuchJobError
@@ -67,6 +70,16 @@ class Dispatcher(Protocol):
 
     def discard(self, audit_ids: list[str]) -> int:
         """Delete the job records of these audits (erasure; a dead worker's job); returns how many existed."""
+        ...
+
+    def interactive_waiting(self) -> bool:
+        """Whether a single (interactive) audit is waiting for a worker now: a running background job (a null)
+        makes way for it (workers/jobs/common.py, ``JobContext.progress``)."""
+        ...
+
+    def requeue(self, audit_id: str) -> None:
+        """The running job of this audit has handed it back to the queue (it made way): run it again later, on
+        the same queue. RQ: nothing to do here, the reconciler enqueues a `queued` audit whose job has ended."""
         ...
 
 
@@ -159,6 +172,16 @@ class RQDispatcher:
                 job.delete()
         return sum(job is not None for job in jobs)
 
+    def interactive_waiting(self) -> bool:
+        try:
+            return self.queue.count > 0
+        except RedisError:  # no Redis, no waiting job to make way for: carry on
+            return False
+
+    def requeue(self, audit_id: str) -> None:
+        """The reconciler does it (app/reliability/reconciler.py): an RQ job enqueued again while it still runs
+        would have its record overwritten as `finished` when the running one returns."""
+
 
 class EmbeddedDispatcher:
     """One daemon thread runs queued jobs in this process (models stay loaded): single audits in the order sent,
@@ -170,6 +193,7 @@ class EmbeddedDispatcher:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._held: set[str] = set()  # audits sent and not yet finished in this process
+        self._again: set[str] = set()  # running audits that made way: sent again when their job returns
 
     def send(self, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
         self._ensure_thread()
@@ -193,6 +217,14 @@ class EmbeddedDispatcher:
     def discard(self, audit_ids: list[str]) -> int:
         return 0  # nothing is recorded outside the database
 
+    def interactive_waiting(self) -> bool:
+        with self._jobs.mutex:  # the heap of (lane flag, order, job, audit): 0 is a single audit
+            return any(item[0] == 0 for item in self._jobs.queue)
+
+    def requeue(self, audit_id: str) -> None:
+        with self._lock:
+            self._again.add(audit_id)  # put back by _loop when the running job returns (it is still held)
+
     def _ensure_thread(self) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
@@ -201,14 +233,19 @@ class EmbeddedDispatcher:
 
     def _loop(self) -> None:
         while True:
-            _, _, job_path, audit_id = self._jobs.get()
+            lane_flag, _, job_path, audit_id = self._jobs.get()
             try:
                 import_path(job_path)(audit_id)
             except Exception:  # the job records its own failure; never let the thread die
                 log.exception("embedded job %s failed for audit %s", job_path, audit_id)
             finally:
                 with self._lock:
-                    self._held.discard(audit_id)
+                    again = audit_id in self._again
+                    self._again.discard(audit_id)
+                    if again:  # behind what waits on its queue now
+                        self._jobs.put((lane_flag, next(self._sent), job_path, audit_id))
+                    else:
+                        self._held.discard(audit_id)
                 self._jobs.task_done()
 
     def join(self) -> None:
@@ -225,8 +262,9 @@ def get_dispatcher() -> Dispatcher:
     return _dispatcher_for(get_settings().redis_url)
 
 
-def enqueue_after_commit(session: Session, job_path: str, audit_id: str) -> None:
-    session.info.setdefault(PENDING, []).append((job_path, [audit_id], None))
+def enqueue_after_commit(session: Session, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
+    """One audit, sent after the commit: to the interactive queue, or with ``lane`` to that batch queue."""
+    session.info.setdefault(PENDING, []).append((job_path, [audit_id], lane))
 
 
 def enqueue_many_after_commit(session: Session, job_path: str, audit_ids: list[str], *, lane: int) -> None:

@@ -20,7 +20,7 @@ from app.db.models import Audit, IdempotencyKey
 from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
 from app.errors import Conflict, InvalidInput, NotFound
 from app.limits import check_active_audits
-from app.queue import enqueue_after_commit, get_dispatcher
+from app.queue import batch_lane, enqueue_after_commit, get_dispatcher
 from app.settings import Settings
 from core.models import ModelName, ModelNameError, parse_model_name
 
@@ -78,7 +78,8 @@ def create_audit(
         session.rollback()
         winner = repository.find_idempotency(session, principal.id, idempotency_key)
         return _replay(session, winner.audit_id, winner.request_hash, digest), True
-    enqueue_after_commit(session, kind.job, audit.id)
+    # a background kind (a null) waits on a batch lane, behind every single audit, as the reconciler re-queues it
+    enqueue_after_commit(session, kind.job, audit.id, lane=batch_lane(settings, None) if kind.background else None)
     return audit, False
 
 

@@ -4,7 +4,13 @@ receive an audit id only. A model that cannot be loaded is a user-facing failure
 
 While the job body runs, a heartbeat renews the lease and notices a cancellation; every commit of the job's
 thread is fenced by the lease, so a run that lost its audit (cancelled, erased, or taken over after this worker
-stalled) writes nothing. A lost database connection hands the audit back to the queue instead of failing it."""
+stalled) writes nothing. A lost database connection hands the audit back to the queue instead of failing it.
+
+A background job (the service's own nulls) makes way for single audits: when one has waited for a worker for
+``MAKE_WAY_SECONDS`` while it runs, the job stops at its next progress report and hands its audit back to the
+queue (`queued`, not counted as an attempt); it is enqueued again on its batch lane, behind the waiting audit
+(by the reconciler on RQ, by the runner itself when embedded), and the rerun reads what was already scored from
+the NLL cache."""
 
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Audit
 from app.db.models.audit import FINAL_STATUSES, AuditStatus
+from app.queue import get_dispatcher
 from app.reliability import leases
 from app.reliability.leases import LeaseLost
 from app.settings import get_settings
@@ -37,11 +44,16 @@ class Cancelled(Exception):
     """The audit was cancelled while the job ran."""
 
 
+class Yielded(Exception):  # noqa: N818 — a control-flow signal, like Cancelled
+    """A background job stopped to make way for a waiting single audit; its audit goes back to the queue."""
+
+
 class JobError(Exception):
     """A failure whose message is safe to show the user (no personal data)."""
 
 
 Options = TypeVar("Options", bound=BaseModel)
+MAKE_WAY_SECONDS = 1.0
 
 
 @dataclass
@@ -55,10 +67,13 @@ class JobContext(Generic[Options]):
     _done: int = 0
     _total: int = 0
     _beat: Heartbeat | None = None
+    background: bool = False  # makes way for waiting single audits (Yielded)
+    _waiting_since: float | None = None
 
     def progress(self, done: int, total: int, *, force: bool = False) -> None:
-        """Record progress (throttled) and stop if the audit has been cancelled or this run lost its lease.
-        Cheap enough to call per engine batch: between writes it only reads a flag set by the heartbeat."""
+        """Record progress (throttled) and stop if the audit has been cancelled or this run lost its lease (or,
+        for a background job, if a single audit is waiting). Cheap enough to call per engine batch: between
+        writes it only reads a flag set by the heartbeat."""
         self._done, self._total = done, total
         if self._beat is not None and self._beat.stop_reason is not None:
             raise Cancelled if self._beat.stop_reason == CANCELLED else LeaseLost(self.audit_id)
@@ -66,10 +81,22 @@ class JobContext(Generic[Options]):
         if not force and now - self._last_write < self.min_interval:
             return
         self._last_write = now
+        if self.background:
+            self._make_way(now)
         with session_scope() as s:
             if repository.status_of(s, self.audit_id) == AuditStatus.CANCELLED:
                 raise Cancelled
             repository.set_progress(s, self.audit_id, done, total)
+
+    def _make_way(self, now: float) -> None:
+        """Stop (Yielded) once a single audit has been waiting for ``MAKE_WAY_SECONDS``: waiting that long, no
+        other worker is free to take it (an idle RQ worker takes a job within milliseconds)."""
+        if not get_dispatcher().interactive_waiting():
+            self._waiting_since = None
+        elif self._waiting_since is None:
+            self._waiting_since = now
+        elif now - self._waiting_since >= MAKE_WAY_SECONDS:
+            raise Yielded
 
     def check_cancelled(self) -> None:
         self.progress(self._done, self._total, force=True)
@@ -158,6 +185,12 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
     except Cancelled:
         log.info("audit %s cancelled", ctx.audit_id)
         return
+    except Yielded:
+        with session_scope() as s:  # not an attempt that failed: the count that gives up on dying runs is kept
+            leases.release(s, ctx.audit_id, owner, status=AuditStatus.QUEUED, attempts=Audit.attempts - 1)
+        get_dispatcher().requeue(ctx.audit_id)
+        log.info("audit %s (background) makes way for a waiting single audit; it is enqueued again", ctx.audit_id)
+        return
     except (JobError, ModelLoadError) as exc:  # messages that are safe and useful to show the user
         log.warning("audit %s failed: %s", ctx.audit_id, exc)
         _finish(ctx.audit_id, owner, AuditStatus.FAILED, error=str(exc))
@@ -179,12 +212,15 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
         log.info("audit %s finished, but was cancelled or taken over meanwhile: result not recorded", ctx.audit_id)
 
 
-def run_audit_job(audit_id: str, kind: str, options_type: type[Options], body: JobBody[Options]) -> None:
-    """Run ``body`` for the audit: ``options_type`` is the kind's options model (AuditKind.options)."""
+def run_audit_job(audit_id: str, kind: str, options_type: type[Options], body: JobBody[Options], *,
+                  background: bool = False) -> None:  # fmt: skip
+    """Run ``body`` for the audit: ``options_type`` is the kind's options model (AuditKind.options); a
+    ``background`` job makes way for waiting single audits (module docstring)."""
     owner = leases.new_owner_id()
     ctx = _start(audit_id, kind, options_type, owner)
     if ctx is None:
         return
+    ctx.background = background
     log.info("audit %s (%s) started", audit_id, kind)
     beat = Heartbeat(audit_id, owner, get_settings(), threading.get_ident())
     ctx._beat = beat

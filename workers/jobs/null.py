@@ -34,7 +34,8 @@ MAX_P_REPORTED = 0.01  # the summary reports the FPR of the default policy p <= 
 
 
 def run(audit_id: str) -> None:
-    run_audit_job(audit_id, "null", SubjectAuditOptions, _audit)
+    # background work: it makes way for single audits that wait for a worker (workers/jobs/common.py)
+    run_audit_job(audit_id, "null", SubjectAuditOptions, _audit, background=True)
 
 
 @dataclass

@@ -1,0 +1,77 @@
+"""A running null makes way for a single audit, on a real `memaudit worker` (Redis, Postgres) and on the embedded
+runner: the single audit submitted while a null runs finishes before the null, the null goes back to `queued`
+(not counted as an attempt), the reconciler enqueues it again, and its rerun reads what it had scored from the NLL
+cache and ends with the null facts an uninterrupted run stores."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from sqlalchemy import select
+
+from app.db.engine import session_scope
+from app.db.models import Audit
+from tests.conftest import REPO, wait_for
+
+MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
+MODEL = "groundtruth-tiny"
+# a null that runs for tens of seconds on the ground-truth model (a full null of 150 fictitious people), and a
+# single audit that takes a few
+NULL = {"kind": "null", "model": MODEL, "properties": ["P27"], "method": "full", "facts_per_property": 150,
+        "options": {"paraphrases": 2, "counterfactuals": 40, "near_duplicates": False}}  # fmt: skip
+SINGLE_OPTIONS = {"paraphrases": 1, "counterfactuals": 8, "similar_names": 1, "near_duplicates": False}
+
+
+def single(person: dict) -> dict:
+    facts = [{"property": "P27", "value": person["facts"]["P27"][0]}]
+    return {"kind": "subject", "model": MODEL, "options": SINGLE_OPTIONS,
+            "subject": {"name": person["name"], "facts": facts}}  # fmt: skip
+
+
+def attempts(audit_id: str) -> int:
+    with session_scope() as s:
+        return s.scalar(select(Audit.attempts).where(Audit.id == audit_id))
+
+
+def running_with_progress(admin, audit_id: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        body = admin.get(f"/audits/{audit_id}").json()
+        assert body["status"] in ("queued", "running"), body
+        if body["status"] == "running" and body["progress"]["done"] > 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the null did not start scoring in {timeout} s")
+
+
+def make_way(api_factory) -> dict:
+    """Submit the null, then a single audit once the null scores; returns the finished null's body."""
+    admin, auditor = api_factory("admin"), api_factory("auditor")
+    null = admin.post("/audits", json=NULL)
+    assert null.status_code == 202, null.text
+    null_id = null.json()["id"]
+    running_with_progress(admin, null_id)
+    person = json.loads(MANIFEST.read_text())["trained"][0]
+    submitted = auditor.post("/audits", json=single(person))
+    assert submitted.status_code == 202, submitted.text
+    done = wait_for(auditor, submitted.json()["id"], timeout=120)
+    assert done["status"] == "succeeded", done
+    meanwhile = admin.get(f"/audits/{null_id}").json()
+    assert meanwhile["status"] in ("queued", "running"), f"the null ran to its end first: {meanwhile}"
+    finished = wait_for(admin, null_id, timeout=600)
+    assert finished["status"] == "succeeded", finished
+    assert attempts(null_id) == 1  # making way is not an attempt
+    cost = finished["summary"]["cost"]
+    assert cost["cached"] > 0, f"the rerun scored everything again: {cost}"  # read back from the NLL cache
+    assert finished["summary"]["null_facts"] == 150
+    return finished
+
+
+def test_a_running_null_makes_way_for_a_single_audit_on_a_worker(rq_worker, api_factory, worker_log):
+    null = make_way(api_factory)
+    assert f"audit {null['id']} (background) makes way for a waiting single audit" in worker_log.read_text()
+
+
+def test_a_running_null_makes_way_on_the_embedded_runner(sqlite_env, api_factory):
+    make_way(api_factory)
