@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import json
 import time
+import weakref
 from collections.abc import AsyncIterator
 
 from fastapi import Request, Response
@@ -21,6 +22,7 @@ from app.audits import repository, service
 from app.auth.keys import Principal, still_valid
 from app.db.engine import session_scope
 from app.db.models.audit import FINAL_STATUSES
+from app.errors import ServiceUnavailable
 from app.settings import get_settings
 
 EVENTS_POLL_SECONDS = 1.0  # how often the stream reads the audit's row
@@ -75,15 +77,41 @@ def _event(name: str, data: dict[str, object]) -> str:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
 
-def too_many_streams() -> bool:
-    return _open_streams >= MAX_STREAMS
+def open_stream(principal: Principal, audit_id: str, request: Request, busy: str) -> AsyncIterator[str]:
+    """The event stream of one audit, its slot among ``MAX_STREAMS`` taken now: the check and the count happen
+    together (no await between them), so requests arriving at once cannot all pass the check before any stream
+    has started. The slot is given back when the stream ends, or when a stream that never started is dropped.
+    ``busy``: the 503's advice when every slot is taken."""
+    global _open_streams
+    if _open_streams >= MAX_STREAMS:
+        raise ServiceUnavailable(busy)
+    _open_streams += 1
+    release = _Release()
+    events = _audit_events(principal, audit_id, request, release)
+    release.finalizer = weakref.finalize(events, _give_back)
+    return events
 
 
-async def audit_events(principal: Principal, audit_id: str, request: Request) -> AsyncIterator[str]:
+def open_streams() -> int:
+    return _open_streams
+
+
+def _give_back() -> None:
+    global _open_streams
+    _open_streams -= 1
+
+
+class _Release:
+    finalizer: weakref.finalize | None = None
+
+    def __call__(self) -> None:
+        if self.finalizer is not None:
+            self.finalizer()  # runs _give_back at most once (a stream that ends is also collected later)
+
+
+async def _audit_events(principal: Principal, audit_id: str, request: Request, release: _Release) -> AsyncIterator[str]:
     """``event: progress`` whenever status or progress changed, then ``event: end`` at a final status (or
     ``event: gone`` if the audit disappeared, ``event: timeout`` at the lifetime's end, with ``retry`` advice)."""
-    global _open_streams
-    _open_streams += 1
     try:
         yield f"retry: {int(EVENTS_POLL_SECONDS * 3000)}\n\n"
         last: dict[str, object] | None = None
@@ -108,7 +136,7 @@ async def audit_events(principal: Principal, audit_id: str, request: Request) ->
             await asyncio.sleep(EVENTS_POLL_SECONDS)
         yield _event("timeout", {"id": audit_id, "reconnect": True})
     finally:
-        _open_streams -= 1
+        release()
 
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

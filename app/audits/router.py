@@ -13,7 +13,7 @@ from app.audits.kinds import KindRegistry, KindsDep
 from app.audits.schemas import AuditCreated, AuditPage, AuditRead
 from app.db.models.audit import AuditStatus
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
-from app.errors import InvalidInput, ServiceUnavailable
+from app.errors import InvalidInput
 from app.validation import IdFilter, Page, PageSize
 
 router = APIRouter(prefix="/audits", tags=["audits"])
@@ -88,9 +88,9 @@ async def audit_events(audit_id: str, request: Request, principal: CurrentPrinci
     """Server-Sent Events (`text/event-stream`): `progress` events with status and progress as they change, then
     `end` at a final status (`timeout` after a few minutes: reconnect). Same visibility as GET /audits/{id}."""
     await run_in_threadpool(polling.check_visible, principal, audit_id)  # 404 before the stream starts
-    if polling.too_many_streams():
-        raise ServiceUnavailable("too many event streams are open; poll GET /audits/{id} with If-None-Match")
-    events = polling.audit_events(principal, audit_id, request)
+    events = polling.open_stream(
+        principal, audit_id, request, busy="too many event streams are open; poll GET /audits/{id} with If-None-Match"
+    )
     return StreamingResponse(events, media_type="text/event-stream", headers=polling.SSE_HEADERS)
 
 

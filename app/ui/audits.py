@@ -16,7 +16,7 @@ from app.audits.kinds import KindsDep
 from app.coverage import service as coverage
 from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
 from app.deps import SUBMITTERS, SessionDep, SettingsDep, require_roles
-from app.errors import InvalidInput, ServiceUnavailable
+from app.errors import InvalidInput
 from app.privacy import erasure
 from app.ui import results
 from app.ui.session import check_csrf
@@ -107,9 +107,9 @@ def candidates_page(
 async def audit_events(audit_id: str, request: Request, ui: Signed) -> StreamingResponse:
     """The same stream as GET /audits/{id}/events, for the signed-in browser (EventSource sends the cookie)."""
     await run_in_threadpool(polling.check_visible, ui.principal, audit_id)
-    if polling.too_many_streams():
-        raise ServiceUnavailable("too many event streams are open; reload the page later")
-    events = polling.audit_events(ui.principal, audit_id, request)
+    events = polling.open_stream(
+        ui.principal, audit_id, request, busy="too many event streams are open; reload the page later"
+    )
     return StreamingResponse(events, media_type="text/event-stream", headers=polling.SSE_HEADERS)
 
 

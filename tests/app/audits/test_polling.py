@@ -131,3 +131,33 @@ def test_revoking_the_key_ends_its_open_stream(sqlite_env, api_factory, monkeypa
         with session_scope() as s:
             assert revoke_key(s, key_id)
         assert [name for name, _ in stream] == ["gone"]
+
+
+def test_the_stream_cap_counts_a_stream_when_it_is_opened_and_gives_it_back_once(sqlite_env, api_factory, monkeypatch):
+    """Requests that arrive together must not all pass the check before any stream has started (the count used to
+    be taken inside the stream, at its first chunk); a stream dropped before it starts, and one that ends, give
+    their slot back exactly once."""
+    import gc
+
+    from app.errors import ServiceUnavailable
+
+    monkeypatch.setattr(polling, "EVENTS_POLL_SECONDS", 0.05)
+    monkeypatch.setattr(polling, "MAX_STREAMS", polling.open_streams() + 2)
+    api = api_factory("auditor")
+    audit_id = queued_audit(api)
+    with session_scope() as s:
+        principal = authenticate(s, get_settings(), api.headers["Authorization"].removeprefix("Bearer "))
+    base = polling.open_streams()
+    opened = [polling.open_stream(principal, audit_id, None, busy="busy") for _ in range(2)]  # not started yet
+    with pytest.raises(ServiceUnavailable):
+        polling.open_stream(principal, audit_id, None, busy="busy")
+    assert api.get(f"/audits/{audit_id}/events").status_code == 503  # the route says so too
+    assert polling.open_streams() == base + 2
+    del opened
+    gc.collect()
+    assert polling.open_streams() == base  # never started, dropped: the slots are back
+    move(audit_id, status="succeeded")
+    with api.client.stream("GET", f"/audits/{audit_id}/events", headers=api.headers) as r:
+        assert [name for name, _ in events(r.iter_lines())] == ["progress", "end"]
+    gc.collect()
+    assert polling.open_streams() == base  # ended, then collected: given back once, not twice
