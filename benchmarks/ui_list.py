@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -111,7 +112,9 @@ def run(url: str, args: argparse.Namespace) -> None:
     client = TestClient(create_app())  # no lifespan: nothing resumes the inserted (fake) queued audits
     for role, key in (("admin", admin_key), ("auditor", a1_key)):
         client.cookies.clear()
-        assert client.post("/ui/signin", data={"token": key}, follow_redirects=False).status_code == 303
+        page = client.get("/ui/signin")  # the sign-in form's own token (login CSRF), as a browser posts it
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+        assert client.post("/ui/signin", data={"token": key, "csrf": csrf}, follow_redirects=False).status_code == 303
         for case_role, path in cases:
             if case_role == role:
                 page = timed(client, path, args.loads)

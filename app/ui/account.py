@@ -16,7 +16,7 @@ from app.db.engine import session_scope
 from app.deps import SUBMITTERS, SettingsDep, require_roles
 from app.errors import InvalidInput, Unauthorized
 from app.limits import check_rate
-from app.settings import get_settings
+from app.settings import Settings, get_settings
 from app.ui import session as ui_session
 from app.ui.session import check_csrf
 from app.ui.web import Signed, UiRoute, render, url
@@ -38,9 +38,21 @@ def home() -> RedirectResponse:
     return RedirectResponse(url("/audits"), status_code=303)
 
 
+def _signin_form(request: Request, settings: Settings, next: str | None, error: str | None,
+                 status_code: int = 200) -> HTMLResponse:  # fmt: skip
+    """The sign-in page with a fresh sign-in token, in its form and in a SameSite=Strict cookie: a sign-in form
+    posted from another site carries no such cookie, so it cannot sign this browser into someone else's key
+    (login CSRF: the victim would then submit people's data into the attacker's account)."""
+    token = ui_session.new_signin_token()
+    response = render(request, "signin.html", status_code=status_code, next=_safe_next(next), error=error,
+                      signin_csrf=token)  # fmt: skip
+    response.set_cookie(ui_session.SIGNIN_COOKIE, token, **ui_session.signin_cookie_flags(settings))
+    return response
+
+
 @router.get("/signin", response_class=HTMLResponse)
-def signin_page(request: Request, next: str | None = None) -> HTMLResponse:
-    return render(request, "signin.html", next=_safe_next(next), error=None)
+def signin_page(request: Request, settings: SettingsDep, next: str | None = None) -> HTMLResponse:
+    return _signin_form(request, settings, next, None)
 
 
 @router.post("/signin", response_class=HTMLResponse)
@@ -49,14 +61,19 @@ def signin(
     settings: SettingsDep,
     token: Annotated[str, Form(max_length=300)] = "",
     next: Annotated[str, Form(max_length=2000)] = "",
+    csrf: Annotated[str | None, Form(max_length=200)] = None,
 ) -> HTMLResponse | RedirectResponse:
+    if not ui_session.signin_token_matches(request.cookies.get(ui_session.SIGNIN_COOKIE), csrf):
+        error = "This sign-in form has expired or was sent from another site. Paste your key or token again here."
+        return _signin_form(request, settings, next, error, status_code=403)
     try:
         ui = ui_session.sign_in(settings, token)
     except Unauthorized:  # the message may describe the key's shape, never the key: still, say less here
         error = "This key or token is not valid (or was revoked). Paste an API key (mak_…) or a data-subject token."
-        return render(request, "signin.html", status_code=401, next=_safe_next(next), error=error)
+        return _signin_form(request, settings, next, error, status_code=401)
     response = RedirectResponse(_safe_next(next), status_code=303)
     response.set_cookie(ui_session.COOKIE, ui_session.encode(ui, settings), **ui_session.cookie_flags(settings))
+    response.delete_cookie(ui_session.SIGNIN_COOKIE, path="/ui")
     return response
 
 

@@ -98,6 +98,25 @@ def check_csrf(session: UiSession, sent: str | None) -> None:
         raise BadCsrf
 
 
+SIGNIN_COOKIE = "memaudit_ui_signin"
+SIGNIN_MAX_AGE_SECONDS = 3600  # how long an open sign-in page stays usable
+
+
+def new_signin_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def signin_token_matches(cookie: str | None, sent: str | None) -> bool:
+    """The sign-in form's token equals its cookie's (both present): the form came from our own sign-in page."""
+    if not cookie or not sent or len(cookie) > 200:
+        return False
+    return hmac.compare_digest(cookie.encode(), sent.encode())
+
+
+def signin_cookie_flags(settings: Settings) -> dict[str, object]:
+    return cookie_flags(settings) | {"max_age": SIGNIN_MAX_AGE_SECONDS}
+
+
 def cookie_flags(settings: Settings) -> dict[str, object]:
     """HttpOnly, SameSite=Strict, path /ui; Secure wherever the service runs behind TLS (not on loopback tests)."""
     return {"httponly": True, "samesite": "strict", "path": "/ui", "max_age": MAX_AGE_SECONDS,

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.conftest import make_key
+from tests.support.ui import sign_in
 
 BODY = {"kind": "subject", "model": "groundtruth-tiny",
         "subject": {"name": "Limit Person", "facts": [{"property": "P106", "value": "physicist"}]}}  # fmt: skip
@@ -154,7 +155,7 @@ def test_the_dashboards_cookie_is_no_way_around_the_rate_limit(sqlite_env, monke
     get_settings.cache_clear()
     key = make_key("auditor")
     with TestClient(create_app(), base_url="http://testserver") as browser:
-        signed_in = browser.post("/ui/signin", data={"token": key, "next": "/ui/audits"}, follow_redirects=False)
+        signed_in = sign_in(browser, key)
         assert signed_in.status_code == 303 and "memaudit_ui" in browser.cookies
         codes = [browser.get("/ui/audits").status_code for _ in range(4)]
         assert codes == [200, 200, 200, 429], codes

@@ -10,6 +10,7 @@ import pytest
 from app.auth.keys import Principal
 from app.settings import Settings
 from app.ui.session import BadCsrf, NotSignedIn, UiSession, check_csrf, decode, encode
+from tests.support.ui import sign_in
 
 SETTINGS = Settings(key_pepper="a-long-enough-test-pepper-1234")
 SESSION = UiSession(Principal(id="key:7", role="regulator", key_id=7), csrf="c" * 32, expires=int(time.time()) + 86_400)
@@ -67,7 +68,7 @@ def test_hostile_dashboard_input_is_a_4xx_page_never_a_500(sqlite_env) -> None:
         raw_cookie = [(b"cookie", "memaudit_ui=a.\xe9".encode("latin-1"))]  # a byte no cookie jar would send
         r = browser.get("/ui/audits", headers=raw_cookie, follow_redirects=False)
         assert r.status_code == 303 and "/ui/signin" in r.headers["location"]
-        assert browser.post("/ui/signin", data={"token": key}, follow_redirects=False).status_code == 303
+        assert sign_in(browser, key).status_code == 303
         assert browser.get("/ui/audits?created_to=9999-12-31").status_code == 200
         csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/ui/submit").text).group(1)
         form = {"csrf": csrf, "model": "groundtruth-tiny", "name": "Ada Lovelace", "facts": "P106 = mathematician",
@@ -77,3 +78,25 @@ def test_hostile_dashboard_input_is_a_4xx_page_never_a_500(sqlite_env) -> None:
         r = browser.post("/ui/signin", content=b"token=" + b"a" * (UI_MAX_BODY_BYTES + 1),
                          headers={"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
         assert r.status_code == 413
+
+
+def test_signing_in_needs_the_sign_in_pages_own_token(sqlite_env) -> None:
+    """Login CSRF: a sign-in form posted from another site (no sign-in cookie, or a token of its own) signs nobody
+    in, so a victim's browser cannot be signed into the attacker's key; the page says to sign in again."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from tests.conftest import make_key
+
+    key = make_key("auditor")
+    with TestClient(create_app()) as attacker_page:
+        r = attacker_page.post("/ui/signin", data={"token": key}, follow_redirects=False)  # no token at all
+        assert r.status_code == 403 and "another site" in r.text and "memaudit_ui" not in attacker_page.cookies
+        r = attacker_page.post("/ui/signin", data={"token": key, "csrf": "forged"}, follow_redirects=False)
+        assert r.status_code == 403 and "memaudit_ui" not in attacker_page.cookies
+    with TestClient(create_app()) as victim:
+        victim.get("/ui/signin")  # the victim's own sign-in cookie, but the attacker's form cannot know its value
+        r = victim.post("/ui/signin", data={"token": key, "csrf": "forged"}, follow_redirects=False)
+        assert r.status_code == 403 and "memaudit_ui" not in victim.cookies
+        assert sign_in(victim, key).status_code == 303 and "memaudit_ui" in victim.cookies
+        assert "memaudit_ui_signin" not in victim.cookies  # used up
