@@ -18,6 +18,14 @@ MESSAGES = {
     405: "method not allowed on this path: the Allow header lists the methods it takes",
 }
 
+# FastAPI's own 400 for a body its JSON parser gave up on without a decode error: above all one nested deeper than
+# the parser's recursion limit (e.g. 100,000 "[" in a row)
+UNPARSED_BODY = "There was an error parsing the body"
+UNPARSED_MESSAGE = (
+    "the body could not be read: it must be one JSON object, nested no deeper than the schema describes"
+    " (a few levels; thousands of nested brackets are refused)"
+)
+
 
 def allowed_methods(request: Request) -> list[str]:
     """The methods the OpenAPI document lists for this path (routers nest differently across FastAPI versions;
@@ -43,5 +51,7 @@ async def http_error(request: Request, exc: HTTPException) -> Response:
         headers["Allow"] = ", ".join(allow)
         if request.method == "OPTIONS" and allow:
             return Response(status_code=204, headers=headers)  # OPTIONS answers which methods the path takes
+    if exc.status_code == 400 and exc.detail == UNPARSED_BODY:  # FastAPI's answer to a body json cannot read
+        return JSONResponse(error_body(UNPARSED_MESSAGE, "body"), status_code=400, headers=headers)
     message = MESSAGES.get(exc.status_code) or (exc.detail if isinstance(exc.detail, str) else "request refused")
     return JSONResponse(error_body(message), status_code=exc.status_code, headers=headers)

@@ -47,21 +47,6 @@ async def validation_error(request: Request, exc: RequestValidationError) -> JSO
     return JSONResponse(status_code=422, content={"detail": details})
 
 
-def _detail(error: dict) -> dict[str, str]:
-    loc = tuple(error["loc"])
-    if error["type"] == "extra_forbidden":  # the unknown field's name is the client's input: name its parent
-        parent = loc[:-1]
-        if len(parent) == 2 and parent[0] == "body" and parent[1] in KINDS:
-            parent = ("body",)  # the union member's tag, not a field
-        return {"field": _field(parent), "message": "unknown field: send only the fields the schema lists"}
-    if error["type"] == "union_tag_invalid":
-        return {"field": "kind", "message": f"kind must be one of {error['ctx']['expected_tags']}"}
-    value, message = error.get("input"), error["msg"]
-    if isinstance(value, str) and len(value) >= 3 and value in message:  # a message quoting the input: say less
-        message = f"invalid value ({error['type']})"
-    return {"field": _field(loc), "message": message}
-
-
 def _detail(error: dict, kinds: KindRegistry) -> dict[str, str]:
     loc = tuple(error["loc"])
     if error["type"] == "extra_forbidden":  # the unknown field's name is the client's input: name its parent
@@ -71,6 +56,10 @@ def _detail(error: dict, kinds: KindRegistry) -> dict[str, str]:
         return {"field": _field(parent, kinds), "message": "unknown field: send only the fields the schema lists"}
     if error["type"] == "union_tag_invalid":
         return {"field": "kind", "message": f"kind must be one of {error['ctx']['expected_tags']}"}
+    if error["type"] == "json_invalid":  # loc is ("body", character offset): not a field
+        reason = (error.get("ctx") or {}).get("error", "invalid JSON")
+        return {"field": "body", "message": f"the body is not valid JSON ({reason}, at character {loc[-1]}): "
+                                            "send one JSON object as the schema describes"}  # fmt: skip
     value, message = error.get("input"), error["msg"]
     if isinstance(value, str) and len(value) >= 3 and value in message:  # a message quoting the input: say less
         message = f"invalid value ({error['type']})"

@@ -72,7 +72,15 @@ def test_bad_input_never_echoes_personal_data(auditor):
 
 def test_malformed_json_is_a_422(auditor):
     r = auditor.post("/audits", content=b"{not json", headers={"Content-Type": "application/json"})
-    assert r.status_code == 422
+    assert r.status_code == 422 and fields(r) == ["body"] and "not valid JSON" in r.text, r.text
+
+
+@pytest.mark.parametrize("body", ["[" * 100_000 + "]" * 100_000, '{"kind": "subject", "options": ' + '{"a": ' * 5000])
+def test_a_body_nested_past_the_parser_names_the_body_and_the_fix(auditor, body):
+    """FastAPI answers 400 "There was an error parsing the body" (field null) when json's recursion limit is hit."""
+    r = auditor.post("/audits", content=body.encode(), headers={"Content-Type": "application/json"})
+    assert r.status_code in (400, 422) and fields(r) == ["body"], r.text
+    assert "JSON object" in r.json()["detail"][0]["message"]
 
 
 def test_bad_page_size(auditor, pg_env):
