@@ -134,11 +134,17 @@ def set_buckets(session: Session, buckets: Mapping[int, int]) -> None:
         session.connection().execute(stmt, params[start : start + INSERT_BATCH])
 
 
-def results(session: Session, audit_id: str, matched: bool | None) -> Iterator[CoverageResult]:
+def results(
+    session: Session, audit_id: str, matched: bool | None, limit: int | None = None
+) -> Iterator[CoverageResult]:
     stmt = select(CoverageResult).where(CoverageResult.audit_id == audit_id)
     if matched is not None:
         stmt = stmt.where(CoverageResult.matched == matched)
-    yield from session.scalars(stmt.order_by(CoverageResult.line_no).execution_options(yield_per=INSERT_BATCH))
+    stmt = stmt.order_by(CoverageResult.line_no, CoverageResult.id)
+    if limit is not None:
+        yield from session.scalars(stmt.limit(limit))
+        return
+    yield from session.scalars(stmt.execution_options(yield_per=INSERT_BATCH))
 
 
 def coverage_audits_of(session: Session, dataset_id: str, audit_filter) -> list[tuple[Audit, CoverageAudit]]:  # noqa: ANN001
@@ -146,3 +152,32 @@ def coverage_audits_of(session: Session, dataset_id: str, audit_filter) -> list[
     stmt = audit_filter(select(Audit, CoverageAudit).join(CoverageAudit, CoverageAudit.audit_id == Audit.id))
     stmt = stmt.where(CoverageAudit.dataset_id == dataset_id).order_by(Audit.created_at.desc())
     return [(a, c) for a, c in session.execute(stmt)]
+
+
+def lines_at(session: Session, dataset_id: str, target: str, line_nos: list[int]) -> list[str]:
+    """The lines of these line numbers of one file, in file order."""
+    stmt = (
+        select(DatasetRecord.line)
+        .where(
+            DatasetRecord.dataset_id == dataset_id, DatasetRecord.target == target, DatasetRecord.line_no.in_(line_nos)
+        )  # fmt: skip
+        .order_by(DatasetRecord.line_no)
+    )
+    return list(session.scalars(stmt))
+
+
+def first_interactions(session: Session, dataset_id: str, record_id: int, k: int) -> list[str]:
+    """The first ``k`` interaction lines of the user of interaction ``record_id``, in the order of
+    ``interactions_by_user`` (time, then file order): the examples of that user's probe prompt."""
+    user = select(DatasetRecord.user_id).where(DatasetRecord.id == record_id).scalar_subquery()
+    stmt = (
+        select(DatasetRecord.line)
+        .where(
+            DatasetRecord.dataset_id == dataset_id,
+            DatasetRecord.target == "interactions",
+            DatasetRecord.user_id == user,
+        )  # fmt: skip
+        .order_by(DatasetRecord.timestamp, DatasetRecord.line_no)
+        .limit(k)
+    )
+    return list(session.scalars(stmt))

@@ -14,7 +14,7 @@ from app.audits.repository import visible as audits_visible
 from app.audits.service import visible_audit_of_kind
 from app.auth.keys import Principal
 from app.coverage import repository
-from app.coverage.formats import FORMATS, TARGETS, DatasetError, FileFormat, Target, mapping_from_dict
+from app.coverage.formats import DELIMITERS, FORMATS, TARGETS, DatasetError, FileFormat, Target, mapping_from_dict
 from app.coverage.parsing import ParseReport, Popularity, Record, format_line, parse_file
 from app.coverage.schemas import (
     CoverageAuditCreate,
@@ -28,6 +28,7 @@ from app.db.engine import session_factory
 from app.db.models import ApiKey, Audit, CoverageAudit, Dataset, DatasetFile
 from app.errors import DomainError, InvalidInput, NotFound
 from app.settings import Settings
+from core.measures.coverage import few_shot_prefix, query_of
 
 EXTENSIONS: dict[str, FileFormat] = {".dat": "movielens", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
 SHOWN_LINE_NUMBERS = 10
@@ -247,3 +248,34 @@ def result_rows(audit_id: str, matched: bool | None) -> Iterator[dict[str, Any]]
             yield {field: getattr(r, field) for field in RECORD_FIELDS}
     finally:
         session.close()
+
+
+def records_with_prompts(
+    session: Session, audit: Audit, limit: int, matched: bool | None = True
+) -> list[dict[str, Any]]:
+    """The first ``limit`` probed records (by default those the model reproduced: ``matched``), in file order, each
+    with the prompt it was probed with (``prompt``),
+    rebuilt from the stored dataset as the coverage job built it (workers/jobs/coverage.py ``_plan`` with
+    core.measures.coverage): the file's k example lines (the summary's ``example_line_numbers``) or, for
+    interactions, the user's first k interactions, then the record's id and the delimiter. ``prompt`` is None where
+    the dataset is gone (its results go with it) or the audit predates the stored example lines."""
+    rows = list(repository.results(session, audit.id, matched, limit))
+    out = [{field: getattr(r, field) for field in RECORD_FIELDS} | {"prompt": None} for r in rows]
+    link = session.get(CoverageAudit, audit.id)
+    file = repository.get_file(session, link.dataset_id, link.target) if link and link.dataset_id else None
+    if file is None or not rows:
+        return out
+    summary = audit.summary or {}
+    k, delimiter = int(summary.get("k") or 0), DELIMITERS[file.format]
+    shared = None
+    if file.target != "interactions":
+        examples = summary.get("example_line_numbers")
+        if not isinstance(examples, list):
+            return out
+        shared = few_shot_prefix(repository.lines_at(session, file.dataset_id, file.target, examples[:k]))
+    for row, r in zip(out, rows, strict=True):
+        prefix = shared
+        if prefix is None:  # bounded: `limit` users, k lines each
+            prefix = few_shot_prefix(repository.first_interactions(session, file.dataset_id, r.record_id, k))
+        row["prompt"] = prefix + query_of(r.key, delimiter)
+    return out

@@ -4,7 +4,6 @@ chart on the pages is drawn from a table of these numbers, so the numbers are al
 
 from __future__ import annotations
 
-from itertools import islice
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -41,7 +40,9 @@ def _subject(session: Session, principal: Principal, audit: Audit, page: int) ->
 
 def _coverage(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:
     summary = audit.summary or {}
-    records = list(islice(coverage.result_rows(audit.id, True), RECORDS_SHOWN))  # the records the model reproduced
+    records = coverage.reproduced_with_prompts(
+        session, audit, RECORDS_SHOWN
+    )  # with their prompts
     return {"kind": "coverage", "summary": summary, "buckets": summary.get("buckets", []), "records": records,
             "dataset_id": summary.get("dataset_id")}  # fmt: skip
 

@@ -78,6 +78,27 @@ def test_coverage_end_to_end(rq_worker, api_factory, catalog_files, blank_model)
     check_users_and_interactions(api, dataset_id)
 
 
+def check_prompts_rebuilt(audit_id: str) -> None:
+    """The dashboard shows each record with its prompt, rebuilt from the stored dataset: it must be the very prompt
+    the job gave the model (the job's own planner, run again here)."""
+    from types import SimpleNamespace
+
+    from app.coverage.schemas import CoverageOptions
+    from app.coverage.service import records_with_prompts
+    from app.db.engine import session_scope
+    from app.db.models import Audit
+    from workers.jobs.coverage import _plan
+
+    with session_scope() as s:
+        audit = s.get(Audit, audit_id)
+        shown = records_with_prompts(s, audit, 10_000, matched=None)
+        options = CoverageOptions.model_validate(audit.options)
+    prompts, _, _, line_nos = _plan(SimpleNamespace(audit_id=audit_id), options)
+    by_line = {line_nos[p.record.ref]: p.prompt for p in prompts}
+    assert shown and all(r["prompt"] == by_line[r["line_no"]] for r in shown), "a rebuilt prompt differs"
+    assert len({r["prompt"] for r in shown}) == len(shown)
+
+
 def check_items_probe(api, dataset_id: str) -> None:
     audit_id = submit(api, dataset_id, sample=SAMPLE, batch_size=20)
     done, seen = poll(api, audit_id)
@@ -111,6 +132,7 @@ def check_items_probe(api, dataset_id: str) -> None:
     )
     print("\n" + message)
     assert rate_trained >= 0.8 and rate_held <= 0.05, message
+    check_prompts_rebuilt(audit_id)
 
 
 def check_models_compared(api, dataset_id: str, blank_model: str) -> None:
@@ -127,6 +149,7 @@ def check_users_and_interactions(api, dataset_id: str) -> None:
         done, _ = poll(api, audit_id)
         assert done["status"] == "succeeded", done
         assert done["summary"]["probed"] == 8 and done["summary"]["coverage"] <= 0.25, done["summary"]
+        check_prompts_rebuilt(audit_id)
     assert done["summary"]["match"]["compared_fields"] == ["MovieID", "Rating"], "the paper compares item and rating"
 
 

@@ -68,6 +68,10 @@ def test_every_page_kind_renders_with_its_numbers(stack: Stack, browser, subject
         page.goto(f"/ui/audits/{audit_id}")
         page.wait_for_selector(".uplot", timeout=10_000)  # a chart, drawn from the table beside it
         assert page.locator("table.chart-data tbody tr").count() >= 2, kind
+        if kind == "coverage":  # the records reproduced, each with its prompt (opened by keyboard or click)
+            prompt = page.locator("#coverage-records details").first
+            prompt.locator("summary").click()
+            assert prompt.locator("pre.prompt").inner_text().count("\n") >= 3  # k example lines, then the id
         shoot(page, stack, kind)
     page.goto("/ui/audits")
     assert page.locator("#audit-rows tr").count() >= 4 and page.locator("#audit-rows progress").count() >= 4
