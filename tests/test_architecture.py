@@ -5,7 +5,7 @@ ones included) and, for the API process, from a fresh interpreter's sys.modules:
 - app imports no workers module, except the CLI's `worker` command (app/cli may import workers.worker);
 - workers import app's db, settings, repositories and schemas (and the pure coverage file formats), never app
   services or routers; the worker process's entry point (workers/worker.py) may also use the queue and the
-  composition root of kinds;
+  composition root of kinds, and the jobs' shared runner (workers/jobs/common.py) the queue;
 - the generic audits package (app/audits) imports no kind: only the app's shared layers;
 - importing app.main loads no torch, transformers, vllm or sentence-transformers.
 
@@ -28,7 +28,12 @@ CORE_MAY_IMPORT = {"numpy", "core"}
 WORKERS_MAY_IMPORT_FROM_APP = re.compile(
     r"^app\.(db(\..*)?|settings|\w+\.repository|\w+\.schemas|\w+\.config|coverage\.formats|reliability\.leases)$"
 )
-WORKER_ENTRY_MAY_ALSO_IMPORT = {"app.kinds", "app.queue", "app.reliability.reconciler"}
+# beyond the data layers: the worker's entry point, and the jobs' shared runner (a background job asks the queue
+# whether a single audit waits, and hands its audit back: workers/jobs/common.py)
+MAY_ALSO_IMPORT = {
+    "workers/worker.py": {"app.kinds", "app.queue", "app.reliability.reconciler"},
+    "workers/jobs/common.py": {"app.queue"},
+}
 AUDITS_MAY_IMPORT_FROM_APP = re.compile(r"^app\.(audits|auth|db|deps|errors|limits|queue|settings|validation)(\..*)?$")
 HEAVY = ("torch", "transformers", "vllm", "sentence_transformers")
 
@@ -73,11 +78,11 @@ def app_violations(root: Path) -> list[str]:
 def workers_violations(root: Path) -> list[str]:
     out = []
     for path in python_files(root, "workers"):
-        entry = path.relative_to(root).as_posix() == "workers/worker.py"
+        also = MAY_ALSO_IMPORT.get(path.relative_to(root).as_posix(), set())
         for module in imports(path, root):
             if module.split(".")[0] != "app" or WORKERS_MAY_IMPORT_FROM_APP.match(module):
                 continue
-            if not (entry and module in WORKER_ENTRY_MAY_ALSO_IMPORT):
+            if module not in also:
                 out.append(f"{path.relative_to(root)} imports {module}")
     return out
 
@@ -137,7 +142,8 @@ def planted(tmp_path: Path) -> Path:
         "workers/ok.py": "from app.capacity import repository\nfrom app.capacity.repository import cells\n"
         "from app.subjects.schemas import SubjectAuditOptions\nfrom app.db.engine import session_scope\n",
         "workers/worker.py": "from app.kinds import KINDS\n",
-        "workers/jobs/bad.py": "from app.capacity import service\nfrom app.kinds import KINDS\n",
+        "workers/jobs/bad.py": "from app.capacity import service\nfrom app.kinds import KINDS\nimport app.queue\n",
+        "workers/jobs/common.py": "from app.queue import get_dispatcher\n",
         "torch.py": "",  # a stand-in for torch, importable from the planted root
     }
     for name, text in files.items():
@@ -153,5 +159,6 @@ def test_each_rule_catches_a_planted_violation(planted: Path) -> None:
     assert workers_violations(planted) == [
         "workers/jobs/bad.py imports app.capacity.service",
         "workers/jobs/bad.py imports app.kinds",
+        "workers/jobs/bad.py imports app.queue",
     ]
     assert heavy_modules_after_importing("app.main", planted) == ["torch"]
