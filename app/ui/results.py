@@ -40,9 +40,7 @@ def _subject(session: Session, principal: Principal, audit: Audit, page: int) ->
 
 def _coverage(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:
     summary = audit.summary or {}
-    records = coverage.reproduced_with_prompts(
-        session, audit, RECORDS_SHOWN
-    )  # with their prompts
+    records = coverage.records_with_prompts(session, audit, RECORDS_SHOWN)  # the reproduced, with their prompts
     return {"kind": "coverage", "summary": summary, "buckets": summary.get("buckets", []), "records": records,
             "dataset_id": summary.get("dataset_id")}  # fmt: skip
 
