@@ -233,7 +233,7 @@ class EmbeddedDispatcher:
 
     def _loop(self) -> None:
         while True:
-            lane_flag, _, job_path, audit_id = self._jobs.get()
+            lane_flag, order, job_path, audit_id = self._jobs.get()
             try:
                 import_path(job_path)(audit_id)
             except Exception:  # the job records its own failure; never let the thread die
@@ -242,8 +242,8 @@ class EmbeddedDispatcher:
                 with self._lock:
                     again = audit_id in self._again
                     self._again.discard(audit_id)
-                    if again:  # behind what waits on its queue now
-                        self._jobs.put((lane_flag, next(self._sent), job_path, audit_id))
+                    if again:  # back in its own place: ahead of what was sent after it
+                        self._jobs.put((lane_flag, order, job_path, audit_id))
                     else:
                         self._held.discard(audit_id)
                 self._jobs.task_done()

@@ -183,9 +183,10 @@ def rq_worker_later(
     _reset_caches()
     started: list[subprocess.Popen] = []
 
-    def start() -> subprocess.Popen:
+    def start(*args: str) -> subprocess.Popen:
+        """``args``: more `memaudit worker` arguments (``"--burst"``)."""
         with worker_log.open("a") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env={**os.environ, **pg_env},
+            proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker", *args], env={**os.environ, **pg_env},
                                     cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)  # fmt: skip
         started.append(proc)
         return proc

@@ -23,6 +23,7 @@ from workers.lm.registry import get_scorer
 
 log = logging.getLogger("memaudit.worker")
 MAX_BACKOFF = 30.0
+BURST_ROUNDS = 100  # a burst worker's reconcile-and-work rounds (each one empties the queues)
 
 
 def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
@@ -35,8 +36,13 @@ def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
         log.info("preloading model %s", name)
         get_scorer(name)
     if burst:
-        reconcile_once(settings, get_dispatcher())
-        return _work(burst=True)
+        # A null that made way for a single audit is `queued` again with its job ended, and only the reconciler
+        # enqueues it: once the queues are empty, reconcile again and go on while that finds audits to run.
+        for round_ in range(BURST_ROUNDS):
+            if not reconcile_once(settings, get_dispatcher()).enqueued and round_ > 0:
+                break
+            _work(burst=True)
+        return 0  # (it returned True, which the CLI made exit status 1)
     reconciler = Reconciler(settings, get_dispatcher()).start()
     try:
         return _work_forever()

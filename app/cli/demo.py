@@ -21,6 +21,11 @@ PEOPLE = Path(__file__).resolve().parent / "demo_people.json"
 QUICK_PEOPLE = 2  # --quick (CI): the same run on the first two people
 
 
+NULL_NOTE = ("p (null) is not computed yet: p-values need this model's null (fictitious people audited the same "
+             "way), which this run queued; `memaudit serve` runs it in the background, and later audits and exports "
+             "use it. This forget set is by the lenient policy.")  # fmt: skip
+
+
 def write_forget_set(client: Client, audit_ids: list[str], out: Path) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     n = 0
@@ -47,7 +52,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"memaudit demo ({client.where}): {plan_line(who, model, options)}", flush=True)
     audits = [(p["name"], client.submit({"kind": "subject", "model": model, "subject": p, "options": options}))
               for p in people]  # fmt: skip
-    lenient = total = scored = cached = 0
+    lenient = total = scored = cached = uncalibrated = 0
     for name, audit_id in audits:
         audit = wait(client, audit_id, name)
         if audit["status"] != "succeeded":
@@ -57,12 +62,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print_table(name, facts)
         lenient += sum(f["lenient"] for f in facts["facts"])
         total += len(facts["facts"])
+        uncalibrated += sum((f.get("calibration") or {}).get("p_value") is None for f in facts["facts"])
         stats = (audit.get("summary") or {}).get("scoring") or {}
         scored, cached = scored + stats.get("scored", 0), cached + stats.get("cached", 0)
     n = write_forget_set(client, [a for _, a in audits], Path(args.output))
     print(f"\n{SHARE_NOTE}.")
     print(f"{lenient}/{total} facts memorized (lenient: a true value ranks first under at least one template).")
     print(f"Scored {scored:,} new sentences, {cached:,} read from the NLL cache.")
+    if uncalibrated:
+        print(NULL_NOTE)
     records = f"{n} record{'' if n == 1 else 's'}"
     print(f"Forget set: wrote {records} to {args.output}  ({duration(time.monotonic() - started)} in all)")
     return 0

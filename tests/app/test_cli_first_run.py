@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from app.cli.demo import NULL_NOTE
 from app.cli.output import AuditProgress
 from tests.support.cli import memaudit
 
@@ -42,6 +43,7 @@ def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Pa
     assert "baseline + 0 paraphrases" in first.stdout and "Albert Einstein" in first.stdout
     n = int(re.search(r"wrote (\d+) records? to", first.stdout).group(1))
     assert n == len(out.read_text().splitlines())
+    assert "pending" not in first.stdout or NULL_NOTE in first.stdout, "a pending p-value with no word on why"
 
     second = memaudit(cli_env, "demo", "--people", "1", *TINY, "--output", str(out))
     assert second.returncode == 0, second.stderr[-3000:]

@@ -8,9 +8,10 @@ stalled) writes nothing. A lost database connection hands the audit back to the 
 
 A background job (the service's own nulls) makes way for single audits: when one has waited for a worker for
 ``MAKE_WAY_SECONDS`` while it runs, the job stops at its next progress report and hands its audit back to the
-queue (`queued`, not counted as an attempt); it is enqueued again on its batch lane, behind the waiting audit
-(by the reconciler on RQ, by the runner itself when embedded), and the rerun reads what was already scored from
-the NLL cache."""
+queue (`queued`, not counted as an attempt); it is enqueued again on its batch lane (on RQ by the reconciler, at
+the lane's tail; the embedded runner puts it back in its own place), and the rerun reads what was already scored
+from the NLL cache. Progress reports are throttled to one a second, so a job notices a waiting audit within 2-3 s
+of the engine's reports (the in-process engine reports per batch; vLLM and served models per scoring call)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,7 @@ class JobContext(Generic[Options]):
         if not force and now - self._last_write < self.min_interval:
             return
         self._last_write = now
-        if self.background:
+        if self.background and not (total and done >= total):  # nothing is gained by stopping at the end
             self._make_way(now)
         with session_scope() as s:
             if repository.status_of(s, self.audit_id) == AuditStatus.CANCELLED:
@@ -150,6 +151,23 @@ def _hand_back(audit_id: str, owner: str) -> None:
         log.warning("audit %s: database unreachable; the reconciler retries it once its lease expires", audit_id)
 
 
+def _step_aside(audit_id: str, owner: str) -> None:
+    """A background job stopped for a waiting single audit: its audit goes back to `queued` (not counted as an
+    attempt) and to its queue. Only if this run still held it: a run cancelled or taken over meanwhile hands
+    nothing back. With the database gone, the lease expires and the reconciler re-enqueues it later."""
+    try:
+        with session_scope() as s:  # not an attempt that failed: the count that gives up on dying runs is kept
+            released = leases.release(s, audit_id, owner, status=AuditStatus.QUEUED, attempts=Audit.attempts - 1)
+    except (OperationalError, InterfaceError):
+        log.warning("audit %s: database unreachable; the reconciler retries it once its lease expires", audit_id)
+        return
+    if released:
+        get_dispatcher().requeue(audit_id)
+        log.info("audit %s (background) makes way for a waiting single audit; it is enqueued again", audit_id)
+    else:
+        log.info("audit %s (background) stopped to make way, but was cancelled or taken over meanwhile", audit_id)
+
+
 def _transient(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError | InterfaceError) or (
         isinstance(exc, DBAPIError) and exc.connection_invalidated
@@ -186,10 +204,7 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
         log.info("audit %s cancelled", ctx.audit_id)
         return
     except Yielded:
-        with session_scope() as s:  # not an attempt that failed: the count that gives up on dying runs is kept
-            leases.release(s, ctx.audit_id, owner, status=AuditStatus.QUEUED, attempts=Audit.attempts - 1)
-        get_dispatcher().requeue(ctx.audit_id)
-        log.info("audit %s (background) makes way for a waiting single audit; it is enqueued again", ctx.audit_id)
+        _step_aside(ctx.audit_id, owner)
         return
     except (JobError, ModelLoadError) as exc:  # messages that are safe and useful to show the user
         log.warning("audit %s failed: %s", ctx.audit_id, exc)
