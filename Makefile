@@ -5,6 +5,9 @@ DEMO_ARGS ?=
 PIP = $(PYTHON) -m pip
 # A CPU build of torch lies on these machines' disk; an unpinned torch would pull a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
+# as the served-test extra in pyproject.toml asks (built portably: install-test)
+LLAMA_CPP = llama-cpp-python>=0.3.36,<0.4
+LLAMA_PIP_CACHE ?= $(HOME)/.cache/memaudit/pip-llama-portable
 
 .PHONY: install install-test system-deps demo test openapi lint benchmark-scoring benchmark-capacity
 
@@ -16,8 +19,14 @@ install:
 	$(PIP) install -q -e .
 
 install-test: install
-	# served-test: llama-cpp-python[server], built from source once; bench: the scoring benchmark's real peers
-	# (lm-eval, minicons), so that tests/test_scoring_benchmark.py runs the benchmark in CI instead of skipping
+	# llama-cpp-python (the served-test extra's server), built from source for any x86-64 CPU with AVX2
+	# (GGML_NATIVE=OFF): a build for this CPU's every extension crashed with a general protection fault in
+	# libggml-cpu on a VM whose CPU reports AMX and AVX-512 that it does not run. pip keys a wheel it built by the
+	# source's URL, not by CMAKE_ARGS, so this build has a pip cache of its own (a native wheel cached elsewhere is
+	# never reused), and it replaces whatever build is installed (from that cache: seconds after the first time).
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(PIP) install -q --force-reinstall --no-deps "$(LLAMA_CPP)"
+	# served-test: llama-cpp-python's server; bench: the scoring benchmark's real peers (lm-eval, minicons), so
+	# that tests/test_scoring_benchmark.py runs the benchmark in CI instead of skipping
 	$(PIP) install -q -e ".[test,dev,served-test,bench]"
 
 # PostgreSQL and Redis servers for the tests (Debian packages); docker-compose v1 to validate the compose file;

@@ -20,7 +20,7 @@ from app.cli.output import AuditProgress
 from tests.support.cli import memaudit
 
 REPO = Path(__file__).resolve().parents[2]
-CHATTER = ("INFO", "alembic", "Loading weights", "de-quantizing", "Traceback", "it/s]")
+CHATTER = ("INFO", "alembic", "Loading weights", "de-quantizing", "Traceback", "it/s]", "Warning", "deprecated")
 TINY = ["--model", "groundtruth-tiny", "--paraphrases", "0", "--counterfactuals", "20"]
 
 

@@ -15,6 +15,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from core.measures.wikimem import ranks
+from workers.lm.engine import returned_cache, with_cache
 
 
 def best_truth_rank(scores: Sequence[float], is_truth: Sequence[bool]) -> int:
@@ -57,12 +58,12 @@ class SentenceScorer:
         for row, rest in enumerate(rests):
             ids[row, : len(rest)] = torch.tensor(rest)
             mask[row, : len(rest)] = 1
-        cache = first.past_key_values
+        cache = returned_cache(first)
         cache.batch_repeat_interleave(len(rests))
         attention = torch.cat([torch.ones((len(rests), n_prefix), dtype=torch.long), mask], dim=1)
         positions = (n_prefix + torch.arange(width)).expand(len(rests), -1)
         logits = self.model(
-            input_ids=ids, attention_mask=attention, position_ids=positions, past_key_values=cache
+            input_ids=ids, attention_mask=attention, position_ids=positions, **with_cache(self.model, cache)
         ).logits.float()
         # token j of a rest is predicted by rest position j-1, its first token by the prefix's last position
         logp = torch.log_softmax(

@@ -15,9 +15,11 @@ other on this CPU once expand batches hold one length each; packed is the defaul
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import torch
@@ -140,7 +142,11 @@ class Engine:
         ids, valid, key_len = ids.to(self.device), valid.to(self.device), key_len.to(self.device)
         cache = DynamicCache(config=self.model.config)
         out = self.model(
-            input_ids=ids, attention_mask=valid.long(), past_key_values=cache, use_cache=True, logits_to_keep=valid
+            input_ids=ids,
+            attention_mask=valid.long(),
+            use_cache=True,
+            logits_to_keep=valid,
+            **with_cache(self.model, cache),
         )
         logits = out.logits.reshape(-1, out.logits.shape[-1])  # rows: (g, t) for valid t, row-major
         start = torch.cumsum(key_len, 0) - key_len
@@ -156,7 +162,7 @@ class Engine:
         picked = pick_nll(logits, torch.cat([inner_rows, req_rows]), torch.cat([inner_targets, req_targets]))
         nll = torch.zeros(len(keys), dtype=torch.float64, device=self.device)
         nll.index_add_(0, inner_group, picked[: len(inner_rows)])
-        kv = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        kv = [(layer.keys, layer.values) for layer in returned_cache(out).layers]
         return PrefixState(kv=kv, key_len=key_len, nll=nll, first=picked[len(inner_rows) :])
 
     def _continue_expand(self, state: PrefixState, owner: list[int], tails: list[list[int]]) -> torch.Tensor:
@@ -177,8 +183,8 @@ class Engine:
             input_ids=ids,
             attention_mask=additive_mask(allowed[:, None], self.model.dtype),
             position_ids=positions,
-            past_key_values=cache,
             use_cache=True,
+            **with_cache(self.model, cache),
             logits_to_keep=valid,
         )
         logits = out.logits.reshape(-1, out.logits.shape[-1])
@@ -213,8 +219,8 @@ class Engine:
             input_ids=ids,
             attention_mask=additive_mask(allowed, self.model.dtype),
             position_ids=positions,
-            past_key_values=cache,
             use_cache=True,
+            **with_cache(self.model, cache),
         )
         logits = out.logits.reshape(-1, out.logits.shape[-1])
         picked = pick_nll(logits, torch.arange(len(logits), device=dev), targets)
@@ -238,6 +244,23 @@ def pick_nll(logits: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor) ->
         logp = torch.log_softmax(logits[start : start + SOFTMAX_ROWS].float(), dim=-1)
         out[sel] = -logp[rows[sel] - start, targets[sel]].double()
     return out
+
+
+def with_cache(model: Any, cache: Any) -> dict[str, Any]:
+    """The keyword that hands a KV cache to ``model``'s forward: ``cache`` where its forward takes it (transformers
+    5.24 renamed ``past_key_values``, and warns on every process's first use of the old name), else the old one."""
+    return {_cache_keyword(type(model)): cache}
+
+
+@lru_cache
+def _cache_keyword(model_type: type) -> str:
+    return "cache" if "cache" in inspect.signature(model_type.forward).parameters else "past_key_values"
+
+
+def returned_cache(out: Any) -> Any:
+    """The KV cache a forward returned, under either name (see ``with_cache``)."""
+    # (not out.get("cache", out.past_key_values): reading the old name warns, and a default is evaluated first)
+    return out["cache"] if "cache" in out else out.past_key_values  # noqa: SIM401
 
 
 def prefilled_cache(config: Any, past: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
