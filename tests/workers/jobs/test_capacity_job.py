@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
+STEPS = 3000
 GRID = {
     "architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}],
     "vocab_size": 16,
@@ -41,7 +42,8 @@ def test_a_killed_job_resumes_from_its_checkpoint(scratch_registered, pg_env, ap
     monkeypatch.setenv("MEMAUDIT_LEASE_TTL_SECONDS", "2")  # the dead run's lease must expire before a rerun
     get_settings.cache_clear()
     api = api_factory("auditor")
-    options = {"steps": 200, "lr": 3e-2, "warmup_steps": 10, "checkpoint_seconds": 1.0}
+    # a cell of several seconds: it checkpoints once a second, and 200 steps ran in under one on a fast CPU
+    options = {"steps": STEPS, "lr": 3e-2, "warmup_steps": 10, "checkpoint_seconds": 1.0}
     r = api.post("/audits", json={"kind": "capacity", "model": "scratch", "grid": GRID, "options": options})
     assert r.status_code == 202, r.text
     audit_id = r.json()["id"]  # queued on a queue no worker listens to: we run the job by hand
@@ -62,7 +64,7 @@ def test_a_killed_job_resumes_from_its_checkpoint(scratch_registered, pg_env, ap
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert status == "running" and 0 < steps_at_kill < 200, (status, steps_at_kill)
+    assert status == "running" and 0 < steps_at_kill < STEPS, (status, steps_at_kill)
 
     from workers.jobs.capacity import run
 
@@ -71,7 +73,7 @@ def test_a_killed_job_resumes_from_its_checkpoint(scratch_registered, pg_env, ap
     final = api.get(f"/audits/{audit_id}").json()
     assert final["status"] == "succeeded", final
     status, steps, seconds, curve = cell_state(audit_id)
-    assert status == "done" and steps == 200
+    assert status == "done" and steps == STEPS
     recorded = [int(p[0]) for p in curve]
     assert recorded == sorted(set(recorded)), f"the resumed run restarted instead of continuing: {recorded}"
     assert curve[: len(curve_at_kill)] == curve_at_kill, "the curve before the crash is kept"
