@@ -5,9 +5,10 @@ DEMO_ARGS ?=
 PIP = $(PYTHON) -m pip
 # A CPU build of torch lies on these machines' disk; an unpinned torch would pull a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
-# as the served-test extra in pyproject.toml asks (built portably: install-test)
-LLAMA_CPP = llama-cpp-python>=0.3.36,<0.4
-LLAMA_PIP_CACHE ?= $(HOME)/.cache/memaudit/pip-llama-portable
+# the served-test extra's requirement, read from pyproject.toml (built portably: install-test); [server] is left
+# to the extras install, which finds the package installed and adds only the server's dependencies
+LLAMA_CPP = $(shell $(PYTHON) -c 'import tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["served-test"] if r.startswith("llama-cpp-python")).replace("[server]", ""))')
+LLAMA_PIP_CACHE ?= $(or $(HOME),$(CURDIR)/var)/.cache/memaudit/pip-llama-portable
 
 .PHONY: install install-test system-deps demo test openapi lint benchmark-scoring benchmark-capacity
 

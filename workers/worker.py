@@ -18,7 +18,7 @@ from rq.serializers import JSONSerializer
 
 from app.queue import get_dispatcher, queue_names
 from app.reliability.reconciler import Reconciler, reconcile_once
-from app.settings import get_settings
+from app.settings import Settings, get_settings
 from workers.lm.registry import get_scorer
 
 log = logging.getLogger("memaudit.worker")
@@ -36,13 +36,7 @@ def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
         log.info("preloading model %s", name)
         get_scorer(name)
     if burst:
-        # A null that made way for a single audit is `queued` again with its job ended, and only the reconciler
-        # enqueues it: once the queues are empty, reconcile again and go on while that finds audits to run.
-        for round_ in range(BURST_ROUNDS):
-            if not reconcile_once(settings, get_dispatcher()).enqueued and round_ > 0:
-                break
-            _work(burst=True)
-        return 0  # (it returned True, which the CLI made exit status 1)
+        return _burst(settings)
     reconciler = Reconciler(settings, get_dispatcher()).start()
     try:
         return _work_forever()
@@ -64,7 +58,8 @@ class FairWorker(SimpleWorker):
 
 
 def _work(*, burst: bool) -> bool:
-    """One RQ work loop; True when it ended because it was asked to stop (or ran out of work in burst mode)."""
+    """One RQ work loop; True when it ended because a signal asked the worker to stop (a burst loop that ran out
+    of work returns False)."""
     settings = get_settings()
     redis = Redis.from_url(settings.redis_url)
     # Interactive audits first, then the batch lanes in turn (app.queue.queue_names; FairWorker rotates them).
@@ -76,13 +71,38 @@ def _work(*, burst: bool) -> bool:
         if worker._shutdown_requested_date is None:
             raise
         # asked to stop while Redis is away: RQ's teardown could not unregister the worker; stop anyway
-    return burst or worker._shutdown_requested_date is not None
+    return worker._shutdown_requested_date is not None
+
+
+def _stop_on_signal() -> threading.Event:
+    """Between RQ loops a SIGTERM or SIGINT sets the returned event (RQ's handlers belong to the loop that
+    ended, and would raise out of whatever runs next)."""
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+def _burst(settings: Settings) -> int:
+    """Work until the queues are empty and stay empty. A null that made way for a single audit is `queued` again
+    with its job ended, and only the reconciler enqueues it: once the queues are empty, reconcile again and go
+    on while that finds audits to run. A SIGTERM or SIGINT stops it in any round (during a job, RQ's warm
+    shutdown: the job ends first)."""
+    for round_ in range(BURST_ROUNDS):
+        stop = _stop_on_signal()
+        report = reconcile_once(settings, get_dispatcher())
+        if stop.is_set() or (round_ > 0 and not (report.enqueued or report.recovered)):
+            return 0
+        if _work(burst=True) or stop.is_set():
+            return 0
+    log.warning("burst worker: still finding audits to run after %d rounds; stopping (the reconciler of any "
+                "other worker, or the next one started, runs them)", BURST_ROUNDS)  # fmt: skip
+    return 0  # (run_worker returned True once, which the CLI made exit status 1)
 
 
 def _work_forever() -> int:
     """RQ's loop ends on a Redis error it does not retry (e.g. Redis restarting while a job finishes):
     start it again, with backoff, until a signal asks the worker to stop."""
-    stop = threading.Event()
     backoff = 1.0
     while True:
         started = time.monotonic()
@@ -92,8 +112,7 @@ def _work_forever() -> int:
             log.warning("worker loop ended without a stop request (Redis trouble?); starting again")
         except RedisError as exc:
             log.warning("worker lost Redis (%s); starting again", type(exc).__name__)
-        for sig in (signal.SIGTERM, signal.SIGINT):  # RQ's handlers belong to the loop that ended
-            signal.signal(sig, lambda *_: stop.set())
+        stop = _stop_on_signal()
         backoff = 1.0 if time.monotonic() - started > 60 else min(backoff * 2, MAX_BACKOFF)
         if stop.wait(backoff):
             return 0

@@ -21,9 +21,17 @@ PEOPLE = Path(__file__).resolve().parent / "demo_people.json"
 QUICK_PEOPLE = 2  # --quick (CI): the same run on the first two people
 
 
+NULL_FAILED_NOTE = ("p (null) is `failed`: this model's null audit (fictitious people audited the same way) failed, "
+                    "so these facts have no p-value; it is not retried on its own: POST /audits with kind `null` "
+                    "runs it again (docs/measures.md). This forget set is by the lenient policy.")  # fmt: skip
 NULL_NOTE = ("p (null) is not computed yet: p-values need this model's null (fictitious people audited the same "
              "way), which this run queued; `memaudit serve` runs it in the background, and later audits and exports "
              "use it. This forget set is by the lenient policy.")  # fmt: skip
+
+
+def calibration_notes(statuses: dict[str, int]) -> list[str]:
+    """What the table's `p (null)` column needs said, from how many facts had each calibration status."""
+    return [note for status, note in (("pending", NULL_NOTE), ("failed", NULL_FAILED_NOTE)) if statuses.get(status)]
 
 
 def write_forget_set(client: Client, audit_ids: list[str], out: Path) -> int:
@@ -52,7 +60,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(f"memaudit demo ({client.where}): {plan_line(who, model, options)}", flush=True)
     audits = [(p["name"], client.submit({"kind": "subject", "model": model, "subject": p, "options": options}))
               for p in people]  # fmt: skip
-    lenient = total = scored = cached = uncalibrated = 0
+    lenient = total = scored = cached = 0
+    calibration: dict[str, int] = {}
     for name, audit_id in audits:
         audit = wait(client, audit_id, name)
         if audit["status"] != "succeeded":
@@ -62,15 +71,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print_table(name, facts)
         lenient += sum(f["lenient"] for f in facts["facts"])
         total += len(facts["facts"])
-        uncalibrated += sum((f.get("calibration") or {}).get("p_value") is None for f in facts["facts"])
+        for f in facts["facts"]:  # ready | pending | failed
+            status = (f.get("calibration") or {}).get("status", "none")
+            calibration[status] = calibration.get(status, 0) + 1
         stats = (audit.get("summary") or {}).get("scoring") or {}
         scored, cached = scored + stats.get("scored", 0), cached + stats.get("cached", 0)
     n = write_forget_set(client, [a for _, a in audits], Path(args.output))
     print(f"\n{SHARE_NOTE}.")
     print(f"{lenient}/{total} facts memorized (lenient: a true value ranks first under at least one template).")
     print(f"Scored {scored:,} new sentences, {cached:,} read from the NLL cache.")
-    if uncalibrated:
-        print(NULL_NOTE)
+    for note in calibration_notes(calibration):
+        print(note)
     records = f"{n} record{'' if n == 1 else 's'}"
     print(f"Forget set: wrote {records} to {args.output}  ({duration(time.monotonic() - started)} in all)")
     return 0

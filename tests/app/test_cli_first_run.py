@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.demo import NULL_NOTE
+from app.cli.demo import NULL_FAILED_NOTE, NULL_NOTE, calibration_notes
 from app.cli.output import AuditProgress
 from tests.support.cli import memaudit
 
@@ -43,7 +43,9 @@ def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Pa
     assert "baseline + 0 paraphrases" in first.stdout and "Albert Einstein" in first.stdout
     n = int(re.search(r"wrote (\d+) records? to", first.stdout).group(1))
     assert n == len(out.read_text().splitlines())
-    assert "pending" not in first.stdout or NULL_NOTE in first.stdout, "a pending p-value with no word on why"
+    # the model's null was queued by this run and is not computed yet: every p (null) cell says so, and why
+    assert "pending" in first.stdout and NULL_NOTE in first.stdout, first.stdout
+    assert NULL_FAILED_NOTE not in first.stdout
 
     second = memaudit(cli_env, "demo", "--people", "1", *TINY, "--output", str(out))
     assert second.returncode == 0, second.stderr[-3000:]
@@ -51,6 +53,14 @@ def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Pa
     db = tmp_path / "cli.sqlite3"
     assert count(db, "subjects") == 1 and count(db, "facts") == 4, "the second demo stored a copy of its subject"
     assert count(db, "audits", "kind = 'subject'") == 2, "one subject audit per run (reading facts may queue a null)"
+
+
+def test_the_demo_explains_pending_and_failed_p_values_only_when_it_shows_them() -> None:
+    assert calibration_notes({"ready": 4}) == []
+    assert calibration_notes({"pending": 2, "ready": 1}) == [NULL_NOTE]
+    assert calibration_notes({"failed": 3}) == [NULL_FAILED_NOTE]
+    assert calibration_notes({"pending": 1, "failed": 1}) == [NULL_NOTE, NULL_FAILED_NOTE]
+    assert calibration_notes({"none": 4}) == []  # audits of kinds without calibration say nothing of nulls
 
 
 def test_export_says_how_many_records_it_wrote_and_where(cli_env, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ cache and ends with the null facts an uninterrupted run stores."""
 from __future__ import annotations
 
 import json
+import signal
 import time
 
 from sqlalchemy import select
@@ -92,3 +93,22 @@ def test_a_burst_worker_runs_the_null_that_made_way_before_it_exits(rq_worker_la
     null = make_way(api_factory, lambda: workers.append(rq_worker_later("--burst")))
     assert f"audit {null['id']} (background) makes way for a waiting single audit" in worker_log.read_text()
     assert workers[0].wait(timeout=60) == 0  # a burst worker that ran out of work exits 0 (it exited 1)
+
+
+def test_a_burst_worker_stops_on_sigterm_and_starts_nothing_more(rq_worker_later, api_factory, worker_log):
+    """SIGTERM to `memaudit worker --burst` mid-job: the job ends (RQ's warm shutdown) and the worker exits 0,
+    without the reconciling round that would find more to run (it went on into another work loop)."""
+    from app.queue import get_dispatcher
+
+    admin = api_factory("admin")
+    first, lost = (admin.post("/audits", json={**NULL, "facts_per_property": n}) for n in (150, 149))
+    assert first.status_code == lost.status_code == 202, (first.text, lost.text)
+    worker = rq_worker_later("--burst")
+    running_with_progress(admin, first.json()["id"])
+    lost_id = lost.json()["id"]
+    assert get_dispatcher().discard([lost_id]) == 1  # Redis lost its job: the next reconcile would enqueue it
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=300) == 0
+    log = worker_log.read_text()
+    assert "Traceback" not in log, log[-3000:]
+    assert admin.get(f"/audits/{lost_id}").json()["status"] == "queued", "the stopping worker ran another audit"

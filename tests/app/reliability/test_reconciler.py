@@ -110,6 +110,37 @@ def test_a_pass_enqueues_what_redis_lost_and_recovers_dead_workers(auditor):
     assert not mine & {*again.enqueued, *again.recovered}, "a second pass enqueued again"
 
 
+def test_a_queued_audit_that_ran_before_is_enqueued_without_the_grace(auditor):
+    """A null that made way within seconds of its creation is `queued` with its job ended: no API enqueue is on
+    its way, so the grace that covers one does not apply (a burst worker would otherwise exit without it)."""
+    from app.queue import get_dispatcher
+    from app.settings import get_settings
+
+    dispatcher = get_dispatcher()
+    settings = get_settings().model_copy(update={"reconcile_grace_seconds": 600})
+    fresh, made_way = submit(auditor), submit(auditor)
+    dispatcher.discard([fresh, made_way])  # both jobs gone; only made_way has run
+    set_audit(made_way, started_at=utcnow(), attempts=0)
+    report = reconcile_once(settings, dispatcher)
+    assert made_way in report.enqueued, report
+    assert fresh not in report.enqueued, "an audit inside its grace was enqueued (the API's enqueue may be on its way)"
+    assert dispatcher.missing([made_way]) == []
+
+
+def test_a_run_that_makes_way_hands_back_only_an_audit_it_still_holds(auditor):
+    from workers.jobs.common import _step_aside
+
+    audit_id = submit(auditor)
+    with session_scope() as s:
+        assert leases.claim(s, audit_id, "worker-b", ttl=30)  # taken over (or cancelled) while worker-a ran
+    _step_aside(audit_id, "worker-a")
+    row = audit_row(audit_id)
+    assert (row.status, row.lease_owner, row.attempts) == ("running", "worker-b", 1), "a run it lost was handed back"
+    _step_aside(audit_id, "worker-b")
+    row = audit_row(audit_id)
+    assert (row.status, row.lease_owner, row.attempts) == ("queued", None, 0), "making way counted as an attempt"
+
+
 def test_an_audit_whose_worker_keeps_dying_is_failed_after_max_attempts(auditor):
     from app.queue import get_dispatcher
     from app.settings import get_settings

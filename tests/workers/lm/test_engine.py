@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 
@@ -108,3 +110,24 @@ def test_small_memory_budget_gives_the_same_values(tiny_dir) -> None:
     tight.engine.max_rows = 48  # force many small chunks and batches
     a, b = roomy.score(pairs), tight.score(pairs)
     assert max(abs(x - y) for x, y in zip(a, b, strict=True)) <= TOLERANCE
+
+
+def test_the_kv_cache_goes_by_the_keyword_the_forward_takes(tiny: HFScorer, recwarn) -> None:
+    """transformers 5.24 renamed ``past_key_values`` to ``cache`` and warns on the old name; a model whose forward
+    still takes the old name gets it."""
+    from workers.lm.engine import _cache_keyword, returned_cache, with_cache
+
+    class OldForward(torch.nn.Module):
+        def forward(self, input_ids=None, past_key_values=None, use_cache=None):  # noqa: ANN001, ANN202
+            return {"past_key_values": past_key_values}
+
+    assert _cache_keyword(OldForward) == "past_key_values"
+    model = tiny.model
+    keyword = "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
+    assert with_cache(model, None) == {keyword: None}
+    ids = torch.tensor([[1, 2, 3]])
+    with torch.no_grad():
+        out = model(input_ids=ids, use_cache=True)
+        nxt = model(input_ids=torch.tensor([[4]]), use_cache=True, **with_cache(model, returned_cache(out)))
+    assert returned_cache(nxt) is not None
+    assert not [w for w in recwarn if "past_key_values" in str(w.message)], [str(w.message) for w in recwarn]
