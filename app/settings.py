@@ -121,7 +121,7 @@ class Settings(BaseSettings):
     reconcile_interval_seconds: float = 10.0
     # one SSE stream's lifetime (GET /audits/{id}/events); a client reconnects after it
     events_max_seconds: float = Field(default=300.0, gt=0, le=3600)
-    reconcile_grace_seconds: float = 5.0  # a queued audit younger than this is left to the API's own enqueue
+    reconcile_grace_seconds: float = 5.0  # a queued audit younger than this (never started) is left to the API
     # ... a batch's audits: stamped before their rows are written (100,000 people: about a minute) and enqueued in
     # bulk after the commit (seconds more), so the API's own enqueue needs longer
     reconcile_batch_grace_seconds: float = 300.0

@@ -9,12 +9,15 @@ import logging
 import signal
 import threading
 import time
+from typing import Any
 
 import torch
 from redis import Redis
 from redis.exceptions import RedisError
 from rq import Queue, SimpleWorker
+from rq.exceptions import StopRequested
 from rq.serializers import JSONSerializer
+from rq.utils import now as rq_now
 
 from app.queue import get_dispatcher, queue_names
 from app.reliability.reconciler import Reconciler, reconcile_once
@@ -47,7 +50,15 @@ def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
 class FairWorker(SimpleWorker):
     """RQ takes the next job from the first of the worker's queues that holds one. The interactive queue stays
     first; the batch lanes after it rotate past the lane just served, so that the batches of several keys take
-    turns job by job (RQ's own round robin would rotate the interactive queue too)."""
+    turns job by job (RQ's own round robin would rotate the interactive queue too).
+
+    Signals: RQ's handlers (warm shutdown, then cold) hold only from the start of its loop until its teardown.
+    Before, ``stop`` (memaudit's handlers) catches them and RQ's loop stops before taking a job; from the
+    teardown on, memaudit's handlers are back (RQ's would raise StopRequested out of the teardown)."""
+
+    def __init__(self, *args: Any, stop: threading.Event, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stop = stop
 
     def reorder_queues(self, reference_queue: Queue) -> None:
         first, lanes = self._ordered_queues[0], self._ordered_queues[1:]
@@ -56,44 +67,64 @@ class FairWorker(SimpleWorker):
             pos = names.index(reference_queue.name)
             self._ordered_queues = [first, *lanes[pos + 1 :], *lanes[: pos + 1]]
 
+    def _install_signal_handlers(self) -> None:
+        super()._install_signal_handlers()
+        if self.stop.is_set():  # signalled while RQ started (bootstrap, scheduler): stop before taking a job
+            self._shutdown_requested_date = rq_now()
+            self._stop_requested = True
 
-def _work(*, burst: bool) -> bool:
+    def teardown(self) -> None:
+        _catch_signals(self.stop)
+        super().teardown()
+
+    def set_shutdown_requested_date(self) -> None:
+        # Called inside RQ's signal handler, so inside the running job (a SimpleWorker runs it in-process): a Redis
+        # error here would fail the audit. The date is only shown by `rq info`; the stop itself holds without it.
+        try:
+            super().set_shutdown_requested_date()
+        except RedisError:
+            log.warning("worker: could not record its shutdown request in Redis; stopping after this job anyway")
+
+
+def _catch_signals(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set ``stop`` (outside RQ's loop: RQ's handlers belong to the loop that ended, and would
+    raise out of whatever runs next)."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+
+
+def _work(stop: threading.Event, *, burst: bool) -> bool:
     """One RQ work loop; True when it ended because a signal asked the worker to stop (a burst loop that ran out
     of work returns False)."""
+    _catch_signals(stop)  # until RQ's loop installs its own (FairWorker)
     settings = get_settings()
     redis = Redis.from_url(settings.redis_url)
     # Interactive audits first, then the batch lanes in turn (app.queue.queue_names; FairWorker rotates them).
     queues = [Queue(name, connection=redis, serializer=JSONSerializer) for name in queue_names(settings)]
-    worker = FairWorker(queues, connection=redis, serializer=JSONSerializer)
+    worker = FairWorker(queues, connection=redis, serializer=JSONSerializer, stop=stop)
     try:
         worker.work(burst=burst, logging_level="INFO", with_scheduler=True)
+    except StopRequested:  # RQ's handler, outside RQ's loop
+        return True
     except RedisError:
-        if worker._shutdown_requested_date is None:
+        if worker._shutdown_requested_date is None and not stop.is_set():
             raise
         # asked to stop while Redis is away: RQ's teardown could not unregister the worker; stop anyway
-    return worker._shutdown_requested_date is not None
-
-
-def _stop_on_signal() -> threading.Event:
-    """Between RQ loops a SIGTERM or SIGINT sets the returned event (RQ's handlers belong to the loop that
-    ended, and would raise out of whatever runs next)."""
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    return stop
+    return worker._shutdown_requested_date is not None or stop.is_set()
 
 
 def _burst(settings: Settings) -> int:
     """Work until the queues are empty and stay empty. A null that made way for a single audit is `queued` again
     with its job ended, and only the reconciler enqueues it: once the queues are empty, reconcile again and go
     on while that finds audits to run. A SIGTERM or SIGINT stops it in any round (during a job, RQ's warm
-    shutdown: the job ends first)."""
+    shutdown: the job ends first; a second signal a second later, RQ's cold shutdown)."""
+    stop = threading.Event()
+    _catch_signals(stop)
     for round_ in range(BURST_ROUNDS):
-        stop = _stop_on_signal()
         report = reconcile_once(settings, get_dispatcher())
         if stop.is_set() or (round_ > 0 and not (report.enqueued or report.recovered)):
             return 0
-        if _work(burst=True) or stop.is_set():
+        if _work(stop, burst=True):
             return 0
     log.warning("burst worker: still finding audits to run after %d rounds; stopping (the reconciler of any "
                 "other worker, or the next one started, runs them)", BURST_ROUNDS)  # fmt: skip
@@ -103,16 +134,17 @@ def _burst(settings: Settings) -> int:
 def _work_forever() -> int:
     """RQ's loop ends on a Redis error it does not retry (e.g. Redis restarting while a job finishes):
     start it again, with backoff, until a signal asks the worker to stop."""
+    stop = threading.Event()  # one for every loop: a signal while one fails is not forgotten by the next
     backoff = 1.0
-    while True:
+    while not stop.is_set():
         started = time.monotonic()
         try:
-            if _work(burst=False):
+            if _work(stop, burst=False):
                 return 0
             log.warning("worker loop ended without a stop request (Redis trouble?); starting again")
         except RedisError as exc:
             log.warning("worker lost Redis (%s); starting again", type(exc).__name__)
-        stop = _stop_on_signal()
+        _catch_signals(stop)
         backoff = 1.0 if time.monotonic() - started > 60 else min(backoff * 2, MAX_BACKOFF)
-        if stop.wait(backoff):
-            return 0
+        stop.wait(backoff)
+    return 0
