@@ -56,9 +56,9 @@ class FairWorker(SimpleWorker):
     Before, ``stop`` (memaudit's handlers) catches them and RQ's loop stops before taking a job; from the
     teardown on, memaudit's handlers are back (RQ's would raise StopRequested out of the teardown)."""
 
-    def __init__(self, *args: Any, stop: threading.Event, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, stop: threading.Event | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.stop = stop
+        self.stop = stop if stop is not None else threading.Event()  # (RQ's find_by_key builds workers too)
 
     def reorder_queues(self, reference_queue: Queue) -> None:
         first, lanes = self._ordered_queues[0], self._ordered_queues[1:]
