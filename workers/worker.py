@@ -144,7 +144,7 @@ def _work_forever() -> int:
             log.warning("worker loop ended without a stop request (Redis trouble?); starting again")
         except RedisError as exc:
             log.warning("worker lost Redis (%s); starting again", type(exc).__name__)
-        _catch_signals(stop)
+        # (memaudit's handlers are in place here: installed by _work, and again by FairWorker.teardown)
         backoff = 1.0 if time.monotonic() - started > 60 else min(backoff * 2, MAX_BACKOFF)
         stop.wait(backoff)
     return 0

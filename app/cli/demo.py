@@ -8,6 +8,8 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ NULL_NOTE = ("p (null) is not computed yet: p-values need this model's null (fic
              "use it. This forget set is by the lenient policy.")  # fmt: skip
 
 
-def calibration_notes(statuses: dict[str, int]) -> list[str]:
+def calibration_notes(statuses: Mapping[str, int]) -> list[str]:
     """What the table's `p (null)` column needs said, from how many facts had each calibration status."""
     return [note for status, note in (("pending", NULL_NOTE), ("failed", NULL_FAILED_NOTE)) if statuses.get(status)]
 
@@ -61,7 +63,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     audits = [(p["name"], client.submit({"kind": "subject", "model": model, "subject": p, "options": options}))
               for p in people]  # fmt: skip
     lenient = total = scored = cached = 0
-    calibration: dict[str, int] = {}
+    calibration: Counter[str] = Counter()  # facts by calibration status: ready | pending | failed
     for name, audit_id in audits:
         audit = wait(client, audit_id, name)
         if audit["status"] != "succeeded":
@@ -71,9 +73,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print_table(name, facts)
         lenient += sum(f["lenient"] for f in facts["facts"])
         total += len(facts["facts"])
-        for f in facts["facts"]:  # ready | pending | failed
-            status = (f.get("calibration") or {}).get("status", "none")
-            calibration[status] = calibration.get(status, 0) + 1
+        calibration.update((f.get("calibration") or {}).get("status", "none") for f in facts["facts"])
         stats = (audit.get("summary") or {}).get("scoring") or {}
         scored, cached = scored + stats.get("scored", 0), cached + stats.get("cached", 0)
     n = write_forget_set(client, [a for _, a in audits], Path(args.output))
