@@ -89,8 +89,9 @@ class RedisLimiter:
         from redis.exceptions import RedisError
 
         try:
-            answer = self._script(keys=[f"memaudit:rate:{rate.bucket}:{principal_id}"],
-                                  args=[time.time(), rate.interval, rate.tolerance])  # fmt: skip
+            answer = self._script(
+                keys=[f"memaudit:rate:{rate.bucket}:{principal_id}"], args=[time.time(), rate.interval, rate.tolerance]
+            )
         except RedisError as exc:
             log.warning("rate limit %s not enforced: Redis unreachable (%s)", rate.bucket, type(exc).__name__)
             return 0.0

@@ -58,8 +58,11 @@ def _detail(error: dict, kinds: KindRegistry) -> dict[str, str]:
         return {"field": "kind", "message": f"kind must be one of {error['ctx']['expected_tags']}"}
     if error["type"] == "json_invalid":  # loc is ("body", character offset): not a field
         reason = (error.get("ctx") or {}).get("error", "invalid JSON")
-        return {"field": "body", "message": f"the body is not valid JSON ({reason}, at character {loc[-1]}): "
-                                            "send one JSON object as the schema describes"}  # fmt: skip
+        return {
+            "field": "body",
+            "message": f"the body is not valid JSON ({reason}, at character {loc[-1]}): "
+            "send one JSON object as the schema describes",
+        }
     value, message = error.get("input"), error["msg"]
     if isinstance(value, str) and len(value) >= 3 and value in message:  # a message quoting the input: say less
         message = f"invalid value ({error['type']})"

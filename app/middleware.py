@@ -44,8 +44,9 @@ UI_MAX_BODY_BYTES = 256 * 1024
 PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")
 
 
-async def send_error(send: Send, status: int, message: str, field: str | None = None,
-                     headers: dict[str, str] | None = None) -> None:  # fmt: skip
+async def send_error(
+    send: Send, status: int, message: str, field: str | None = None, headers: dict[str, str] | None = None
+) -> None:
     body = json.dumps(error_body(message, field)).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]

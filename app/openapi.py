@@ -30,8 +30,9 @@ class ErrorBody(BaseModel):
 def _error(description: str, **headers: str) -> dict[str, Any]:
     response: dict[str, Any] = {"model": ErrorBody, "description": description}
     if headers:
-        response["headers"] = {name: {"description": text, "schema": {"type": "string"}}
-                               for name, text in headers.items()}  # fmt: skip
+        response["headers"] = {
+            name: {"description": text, "schema": {"type": "string"}} for name, text in headers.items()
+        }
     return response
 
 
@@ -66,14 +67,34 @@ LINKS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
 # Request bodies that work on a server with the default settings (README's examples), one per kind.
 EXAMPLES: dict[str, dict[str, Any]] = {
     "create_audit_audits_post": {
-        "subject": {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": "Ada Lovelace", "facts": [
-            {"property": "P106", "value": "mathematician"}, {"property": "P27", "value": "United Kingdom"}]}},
-        "capacity": {"kind": "capacity", "model": "scratch", "grid": {"architectures": [{"n_layer": 1, "d_model": 8,
-                     "n_head": 2}], "vocab_size": 16, "seq_len": 8, "dataset_sizes": [8, 64]}},
-        "dynamics": {"kind": "dynamics", "model": "groundtruth-tiny",
-                     "strings": [{"text": f"customer {i} ordered item {i % 5}"} for i in range(8)]},
+        "subject": {
+            "kind": "subject",
+            "model": "groundtruth-tiny",
+            "subject": {
+                "name": "Ada Lovelace",
+                "facts": [
+                    {"property": "P106", "value": "mathematician"},
+                    {"property": "P27", "value": "United Kingdom"},
+                ],
+            },
+        },
+        "capacity": {
+            "kind": "capacity",
+            "model": "scratch",
+            "grid": {
+                "architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}],
+                "vocab_size": 16,
+                "seq_len": 8,
+                "dataset_sizes": [8, 64],
+            },
+        },
+        "dynamics": {
+            "kind": "dynamics",
+            "model": "groundtruth-tiny",
+            "strings": [{"text": f"customer {i} ordered item {i % 5}"} for i in range(8)],
+        },
     },
-}  # fmt: skip
+}
 
 
 def install(app: FastAPI, model_fields: dict[str, tuple[str, ...]], kind_names: tuple[str, ...] = ()) -> None:

@@ -98,8 +98,9 @@ class RQDispatcher:
         # Fail fast (one immediate retry for a connection dropped by a Redis restart): a request must not hang
         # on a dead Redis; what is not enqueued now is enqueued by the reconciler.
         timeout = settings.redis_timeout_seconds
-        self.redis = Redis.from_url(settings.redis_url, socket_connect_timeout=timeout, socket_timeout=timeout,
-                                    retry=RedisRetry(NoBackoff(), 1))  # fmt: skip
+        self.redis = Redis.from_url(
+            settings.redis_url, socket_connect_timeout=timeout, socket_timeout=timeout, retry=RedisRetry(NoBackoff(), 1)
+        )
         self.queue, *self.lanes = (
             Queue(name, connection=self.redis, serializer=JSONSerializer) for name in queue_names(settings)
         )
@@ -282,8 +283,12 @@ def _send_pending(session: Session) -> None:
             else:
                 get_dispatcher().send_many(job_path, audit_ids, lane=lane)
         except Exception as exc:  # the audits are committed: queued durably, the reconciler enqueues them
-            log.warning("%d audits (first %s) are stored but not enqueued (%s); the reconciler will enqueue them",
-                        len(audit_ids), audit_ids[0], type(exc).__name__)  # fmt: skip
+            log.warning(
+                "%d audits (first %s) are stored but not enqueued (%s); the reconciler will enqueue them",
+                len(audit_ids),
+                audit_ids[0],
+                type(exc).__name__,
+            )
 
 
 @event.listens_for(Session, "after_soft_rollback")

@@ -34,10 +34,14 @@ PIDS = ("P106", "P27", "P19", "P21", "P1412")
 
 
 def setup(db: Path, threads: int, null_facts: int) -> Any:
-    os.environ.update({
-        "MEMAUDIT_DATABASE_URL": f"sqlite:///{db}", "MEMAUDIT_TORCH_THREADS": str(threads),
-        "MEMAUDIT_NULL_FACTS_PER_PROPERTY": str(null_facts), "MEMAUDIT_ENV": "development",
-    })  # fmt: skip
+    os.environ.update(
+        {
+            "MEMAUDIT_DATABASE_URL": f"sqlite:///{db}",
+            "MEMAUDIT_TORCH_THREADS": str(threads),
+            "MEMAUDIT_NULL_FACTS_PER_PROPERTY": str(null_facts),
+            "MEMAUDIT_ENV": "development",
+        }
+    )
     os.environ.pop("MEMAUDIT_REDIS_URL", None)
     from fastapi.testclient import TestClient
 
@@ -65,8 +69,11 @@ def wait(client: Any, ids: list[str], label: str, poll: float = 60) -> None:
         if failed:
             raise SystemExit(f"{label}: audits {failed} did not succeed")
         work = sum(s["progress"]["done"] for s in states), sum(s["progress"]["total"] for s in states)
-        print(f"  {label}: {len(done)}/{len(ids)} done, sentences {work[0]}/{work[1]}, "
-              f"{time.monotonic() - started:.0f} s", flush=True)  # fmt: skip
+        print(
+            f"  {label}: {len(done)}/{len(ids)} done, sentences {work[0]}/{work[1]}, "
+            f"{time.monotonic() - started:.0f} s",
+            flush=True,
+        )
         if len(done) == len(ids):
             return
         time.sleep(poll)
@@ -99,8 +106,9 @@ def summarize(pages: list[dict]) -> dict[str, Any]:
             "memorized_p01": rate(sum(c["memorized"] for c in cal), len(cal)),
             "lenient": rate(sum(f["lenient"] for f in facts), len(facts)),
             "mean_share": round(sum(f["share"] for f in facts) / len(facts), 4),
-            "null_fpr_p01": fpr["pvalue"], "null_fpr_lenient": fpr["lenient"],
-        }  # fmt: skip
+            "null_fpr_p01": fpr["pvalue"],
+            "null_fpr_lenient": fpr["lenient"],
+        }
     return out
 
 
@@ -125,8 +133,13 @@ def run_scheme(client: Any, model: str, cohorts: dict, scheme: str, options: dic
         pages = [client.get(f"/audits/{i}/facts").json() for i in audit_ids]
         used = [client.get(f"/audits/{i}").json()["summary"]["lookalikes"] for i in audit_ids]
         stats = client.get("/cohort-stats", params={"audit_id": audit_ids}).json()
-        result[name] = {"people": len(audit_ids), "lookalikes_used": {s: used.count(s) for s in set(used)},
-                        "per_property": summarize(pages), "cohort": stats["cohort"], "null": stats["null"]}  # fmt: skip
+        result[name] = {
+            "people": len(audit_ids),
+            "lookalikes_used": {s: used.count(s) for s in set(used)},
+            "per_property": summarize(pages),
+            "cohort": stats["cohort"],
+            "null": stats["null"],
+        }
     result["null_audits"] = [client.get(f"/audits/{n}/null").json() for n in nulls]
     return result
 
@@ -141,8 +154,10 @@ def print_table(results: dict[str, Any]) -> None:
                 row.append(f"{name} {p['memorized_p01']['rate']:.2f} | {p['lenient']['rate']:.2f}")
             p = res["famous"]["per_property"][pid]
             fpr, fl = p["null_fpr_p01"], p["null_fpr_lenient"]
-            row.append(f"null {fpr['rate']:.3f} [{fpr['ci95'][0]:.3f}, {fpr['ci95'][1]:.3f}] | "
-                       f"{fl['rate']:.2f} [{fl['ci95'][0]:.2f}, {fl['ci95'][1]:.2f}]")  # fmt: skip
+            row.append(
+                f"null {fpr['rate']:.3f} [{fpr['ci95'][0]:.3f}, {fpr['ci95'][1]:.3f}] | "
+                f"{fl['rate']:.2f} [{fl['ci95'][0]:.2f}, {fl['ci95'][1]:.2f}]"
+            )
             print("  " + "   ".join(row))
 
 

@@ -41,11 +41,48 @@ sys.path.insert(0, str(REPO))
 from tests.support.servers import free_port, start_postgres, start_redis, wait_healthy  # noqa: E402
 
 OPTIONS = {"paraphrases": 2, "counterfactuals": 30, "near_duplicates": False}
-FIRST = ["Aldra", "Benno", "Cyrille", "Dagny", "Eamon", "Fenna", "Gorik", "Hestia", "Ilvo", "Jorun", "Kasimir",
-         "Liesl", "Marek", "Nyssa", "Oswin", "Perrin", "Quilla", "Rurik", "Sabeth", "Tamsin"]  # fmt: skip
-LAST = ["Ashgrove", "Brackwater", "Calloway", "Dunmere", "Elsworth", "Fairholt", "Greystoke", "Hollin", "Ivesby",
-        "Jarrow", "Kestrel", "Lindqvist", "Marlowe", "Northcott", "Orrin", "Penhallow", "Quarrie",
-        "Rosswell"]  # fmt: skip
+FIRST = [
+    "Aldra",
+    "Benno",
+    "Cyrille",
+    "Dagny",
+    "Eamon",
+    "Fenna",
+    "Gorik",
+    "Hestia",
+    "Ilvo",
+    "Jorun",
+    "Kasimir",
+    "Liesl",
+    "Marek",
+    "Nyssa",
+    "Oswin",
+    "Perrin",
+    "Quilla",
+    "Rurik",
+    "Sabeth",
+    "Tamsin",
+]
+LAST = [
+    "Ashgrove",
+    "Brackwater",
+    "Calloway",
+    "Dunmere",
+    "Elsworth",
+    "Fairholt",
+    "Greystoke",
+    "Hollin",
+    "Ivesby",
+    "Jarrow",
+    "Kestrel",
+    "Lindqvist",
+    "Marlowe",
+    "Northcott",
+    "Orrin",
+    "Penhallow",
+    "Quarrie",
+    "Rosswell",
+]
 DRAIN_TIMEOUT = 3600.0
 
 
@@ -89,9 +126,15 @@ class Service:
 
         url = self.pg.create_database(f"cohort_{uuid.uuid4().hex[:8]}")
         migrate(url)
-        env = {"MEMAUDIT_DATABASE_URL": url, "MEMAUDIT_REDIS_URL": self.redis.url, "MEMAUDIT_ENV": "test",
-               "MEMAUDIT_QUEUE_NAME": f"cohort-{uuid.uuid4().hex[:6]}", "MEMAUDIT_TORCH_THREADS": "1",
-               "MEMAUDIT_RATE_LIMIT_PER_MINUTE": "0", "MEMAUDIT_SUBMIT_RATE_PER_MINUTE": "0"}  # fmt: skip
+        env = {
+            "MEMAUDIT_DATABASE_URL": url,
+            "MEMAUDIT_REDIS_URL": self.redis.url,
+            "MEMAUDIT_ENV": "test",
+            "MEMAUDIT_QUEUE_NAME": f"cohort-{uuid.uuid4().hex[:6]}",
+            "MEMAUDIT_TORCH_THREADS": "1",
+            "MEMAUDIT_RATE_LIMIT_PER_MINUTE": "0",
+            "MEMAUDIT_SUBMIT_RATE_PER_MINUTE": "0",
+        }
         os.environ.update(env)
         get_settings.cache_clear()
         with session_scope() as s:
@@ -99,10 +142,19 @@ class Service:
         port, full = free_port(), {**os.environ, **env}
         log = (self.root / "service.log").open("a")
         cmd = [sys.executable, "-m", "app.cli"]
-        self.procs = [subprocess.Popen([*cmd, "serve", "--port", str(port), "--log-level", "warning"], env=full,
-                                       cwd=REPO, stdout=log, stderr=subprocess.STDOUT)]  # fmt: skip
-        self.procs += [subprocess.Popen([*cmd, "worker"], env=full, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-                       for _ in range(workers)]  # fmt: skip
+        self.procs = [
+            subprocess.Popen(
+                [*cmd, "serve", "--port", str(port), "--log-level", "warning"],
+                env=full,
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        ]
+        self.procs += [
+            subprocess.Popen([*cmd, "worker"], env=full, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+            for _ in range(workers)
+        ]
         base = f"http://127.0.0.1:{port}"
         wait_healthy(base)
         return base, key
@@ -156,8 +208,12 @@ def measure(service: Service, model: str, workers: int, people: int, probe: bool
                 if probe and not singles and p["succeeded"] >= people // 4:
                     one = roster(1, seed=7)[0]
                     facts = [{"property": k, "value": v} for k, v in one.items() if k != "name"]
-                    body = {"kind": "subject", "model": model, "options": OPTIONS,
-                            "subject": {"name": one["name"], "facts": facts}}  # fmt: skip
+                    body = {
+                        "kind": "subject",
+                        "model": model,
+                        "options": OPTIONS,
+                        "subject": {"name": one["name"], "facts": facts},
+                    }
                     singles["fair"] = http.post("/audits", json=body).json()["id"]
                     fifo = http.post("/batches", json={"model": model, "options": OPTIONS, "people": [one]}).json()
                     singles["fifo_batch"] = fifo["id"]
@@ -171,13 +227,25 @@ def measure(service: Service, model: str, workers: int, people: int, probe: bool
             scored = _scored(http, batch.json()["id"])
             fair = fifo = None
             if singles:
-                fifo_audit = _drain(http, singles["fifo_batch"]) and http.get(
-                    f"/batches/{singles['fifo_batch']}/audits").json()["items"][0]["id"]  # fmt: skip
+                fifo_audit = (
+                    _drain(http, singles["fifo_batch"])
+                    and http.get(f"/batches/{singles['fifo_batch']}/audits").json()["items"][0]["id"]
+                )
                 fair, fifo = _wait_s(http, singles["fair"]), _wait_s(http, fifo_audit)
     finally:
         service.stop_processes()
-    return Row(model, workers, people, round(seconds, 1), round(60 * people / seconds, 1), None, scored,
-               round(1000 * seconds * workers / max(scored, 1), 2), fair, fifo)  # fmt: skip
+    return Row(
+        model,
+        workers,
+        people,
+        round(seconds, 1),
+        round(60 * people / seconds, 1),
+        None,
+        scored,
+        round(1000 * seconds * workers / max(scored, 1), 2),
+        fair,
+        fifo,
+    )
 
 
 def measure_submit(service: Service, people: int) -> dict[str, float]:
@@ -197,8 +265,14 @@ def measure_submit(service: Service, people: int) -> dict[str, float]:
             cancel = time.monotonic() - start
     finally:
         service.stop_processes()
-    return {"people": people, "body_bytes": size, "submit_s": round(seconds, 1), "cancel_s": round(cancel, 2),
-            "people_per_s": round(people / seconds), "reconcile_pass_s": reconcile}  # fmt: skip
+    return {
+        "people": people,
+        "body_bytes": size,
+        "submit_s": round(seconds, 1),
+        "cancel_s": round(cancel, 2),
+        "people_per_s": round(people / seconds),
+        "reconcile_pass_s": reconcile,
+    }
 
 
 def _time_reconcile() -> float:
@@ -250,8 +324,10 @@ def main() -> None:
     for r in rows:
         if r.model == "groundtruth-tiny" and 1 in base:
             r.speedup = round(r.people_per_min / base[1], 2)
-    print("\n| model | workers | people | s | people/min | vs 1 worker | scored | worker-ms/sentence | single audit "
-          "wait: fair | FIFO |\n|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    print(
+        "\n| model | workers | people | s | people/min | vs 1 worker | scored | worker-ms/sentence | single audit "
+        "wait: fair | FIFO |\n|---|---|---|---|---|---|---|---|---|---|"
+    )
     for r in rows:
         print(format_row(r))
     if submit:
@@ -265,9 +341,11 @@ def main() -> None:
 
 def format_row(r: Row) -> str:
     wait = lambda s: "–" if s is None else f"{s:.1f} s"  # noqa: E731
-    return (f"| {r.model} | {r.workers} | {r.people} | {r.seconds} | {r.people_per_min} | "
-            f"{'–' if r.speedup is None else f'{r.speedup}x'} | {r.sentences_scored:,} | {r.ms_per_sentence} | "
-            f"{wait(r.fair_wait_s)} | {wait(r.fifo_wait_s)} |")  # fmt: skip
+    return (
+        f"| {r.model} | {r.workers} | {r.people} | {r.seconds} | {r.people_per_min} | "
+        f"{'–' if r.speedup is None else f'{r.speedup}x'} | {r.sentences_scored:,} | {r.ms_per_sentence} | "
+        f"{wait(r.fair_wait_s)} | {wait(r.fifo_wait_s)} |"
+    )
 
 
 if __name__ == "__main__":

@@ -64,14 +64,22 @@ def audit_body() -> dict:
     person = manifest["trained"][0]
     facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
     options = {"counterfactuals": 2, "paraphrases": 0, "similar_names": 1, "near_duplicates": False}
-    return {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": person["name"], "facts": facts},
-            "options": options}  # fmt: skip
+    return {
+        "kind": "subject",
+        "model": "groundtruth-tiny",
+        "subject": {"name": person["name"], "facts": facts},
+        "options": options,
+    }
 
 
 class Client:
     def __init__(self, base: str, key: str, body: dict) -> None:
-        self.http = httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=TIMEOUT,
-                                      limits=httpx.Limits(max_connections=1))  # fmt: skip
+        self.http = httpx.AsyncClient(
+            base_url=base,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=TIMEOUT,
+            limits=httpx.Limits(max_connections=1),
+        )
         self.body = body
         self.latencies: list[float] = []
         self.post_latencies: list[float] = []
@@ -138,9 +146,10 @@ def verify(ids: list[str]) -> tuple[int, int]:
     while True:
         with session_scope() as s:
             present = s.scalar(select(func.count()).select_from(Audit).where(Audit.id.in_(ids))) or 0
-            done = s.scalar(
-                select(func.count()).select_from(Audit).where(Audit.id.in_(ids), Audit.status == "succeeded")
-            ) or 0  # fmt: skip
+            done = (
+                s.scalar(select(func.count()).select_from(Audit).where(Audit.id.in_(ids), Audit.status == "succeeded"))
+                or 0
+            )
         if done == len(ids) or time.monotonic() > deadline:
             return present, done
         time.sleep(1)
@@ -160,12 +169,21 @@ def measure(base: str, keys: list[str], label: str, clients: int, duration: floa
     present, succeeded = verify(ids) if ids else (0, 0)
     ms = lambda seconds: round(1000 * seconds, 1)  # noqa: E731
     return Row(
-        keys=label, clients=clients, duration=round(elapsed, 1), requests=len(latencies), errors=sum(errors.values()),
-        req_per_s=round(len(latencies) / elapsed, 1), p50_ms=ms(statistics.median(latencies)),
-        p99_ms=ms(percentile(latencies, 99)), max_ms=ms(max(latencies)),
+        keys=label,
+        clients=clients,
+        duration=round(elapsed, 1),
+        requests=len(latencies),
+        errors=sum(errors.values()),
+        req_per_s=round(len(latencies) / elapsed, 1),
+        p50_ms=ms(statistics.median(latencies)),
+        p99_ms=ms(percentile(latencies, 99)),
+        max_ms=ms(max(latencies)),
         post_p99_ms=ms(percentile(posts, 99)) if posts else 0.0,
-        submitted=len(ids), present=present, succeeded=succeeded, error_kinds=errors,
-    )  # fmt: skip
+        submitted=len(ids),
+        present=present,
+        succeeded=succeeded,
+        error_kinds=errors,
+    )
 
 
 def start_service(root: Path) -> tuple[str, list[subprocess.Popen], list]:
@@ -175,21 +193,33 @@ def start_service(root: Path) -> tuple[str, list[subprocess.Popen], list]:
     pg, redis = start_postgres(), start_redis()
     url = pg.create_database(f"load_{uuid.uuid4().hex[:8]}")
     migrate(url)
-    env = {"MEMAUDIT_DATABASE_URL": url, "MEMAUDIT_REDIS_URL": redis.url, "MEMAUDIT_ENV": "test",
-           "MEMAUDIT_QUEUE_NAME": "load", "MEMAUDIT_TORCH_THREADS": "1",
-           # capacity is measured, not the per-key rate limits and quotas (0 turns them off)
-           "MEMAUDIT_RATE_LIMIT_PER_MINUTE": "0", "MEMAUDIT_SUBMIT_RATE_PER_MINUTE": "0",
-           "MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY": "0"}  # fmt: skip
+    env = {
+        "MEMAUDIT_DATABASE_URL": url,
+        "MEMAUDIT_REDIS_URL": redis.url,
+        "MEMAUDIT_ENV": "test",
+        "MEMAUDIT_QUEUE_NAME": "load",
+        "MEMAUDIT_TORCH_THREADS": "1",
+        # capacity is measured, not the per-key rate limits and quotas (0 turns them off)
+        "MEMAUDIT_RATE_LIMIT_PER_MINUTE": "0",
+        "MEMAUDIT_SUBMIT_RATE_PER_MINUTE": "0",
+        "MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY": "0",
+    }
     os.environ.update(env)
     port = free_port()
     full = {**os.environ, **env}
     log = (root / "service.log").open("a")
     procs = [
-        subprocess.Popen([sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--log-level", "warning"],
-                         env=full, cwd=REPO, stdout=log, stderr=subprocess.STDOUT),
-        subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env=full, cwd=REPO, stdout=log,
-                         stderr=subprocess.STDOUT),
-    ]  # fmt: skip
+        subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--log-level", "warning"],
+            env=full,
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        ),
+        subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "worker"], env=full, cwd=REPO, stdout=log, stderr=subprocess.STDOUT
+        ),
+    ]
     base = f"http://127.0.0.1:{port}"
     wait_healthy(base)
     return base, procs, [redis, pg]
@@ -247,10 +277,12 @@ def main() -> None:
 def format_row(r: Row) -> str:
     ran = "all ran" if r.succeeded == r.present == r.submitted else f"{r.present} present, {r.succeeded} ran"
     errs = f" {r.error_kinds}" if r.errors else ""
-    return (f"keys={r.keys:<4} clients={r.clients:>3}  {r.requests:>6} req  {r.req_per_s:>7.1f} req/s  "
-            f"p50 {r.p50_ms:>7.1f} ms  p99 {r.p99_ms:>7.1f} ms  max {r.max_ms:>7.1f} ms  "
-            f"POST p99 {r.post_p99_ms:>7.1f} ms  errors {r.errors}{errs}  "
-            f"audits 202'd {r.submitted}: {ran}")  # fmt: skip
+    return (
+        f"keys={r.keys:<4} clients={r.clients:>3}  {r.requests:>6} req  {r.req_per_s:>7.1f} req/s  "
+        f"p50 {r.p50_ms:>7.1f} ms  p99 {r.p99_ms:>7.1f} ms  max {r.max_ms:>7.1f} ms  "
+        f"POST p99 {r.post_p99_ms:>7.1f} ms  errors {r.errors}{errs}  "
+        f"audits 202'd {r.submitted}: {ran}"
+    )
 
 
 if __name__ == "__main__":

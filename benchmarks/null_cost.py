@@ -48,9 +48,15 @@ def client_for(db: Path, threads: int) -> Any:
 
 
 def run_method(client: Any, args: argparse.Namespace, method: str) -> dict[str, Any]:
-    body = {"kind": "null", "model": args.model, "properties": [args.property], "method": method,
-            "options": {"paraphrases": args.paraphrases, "counterfactuals": args.counterfactuals, "seed": 1},
-            "facts_per_property": args.people if method == "full" else 1, "min_people": args.people}  # fmt: skip
+    body = {
+        "kind": "null",
+        "model": args.model,
+        "properties": [args.property],
+        "method": method,
+        "options": {"paraphrases": args.paraphrases, "counterfactuals": args.counterfactuals, "seed": 1},
+        "facts_per_property": args.people if method == "full" else 1,
+        "min_people": args.people,
+    }
     r = client.post("/audits", json=body)
     r.raise_for_status()
     audit_id = r.json()["id"]
@@ -60,9 +66,15 @@ def run_method(client: Any, args: argparse.Namespace, method: str) -> dict[str, 
         raise SystemExit(f"{method}: null audit {audit['status']}: {audit['error']}")
     cost = audit["summary"]["cost"]
     dist = client.get(f"/audits/{audit_id}/null").json()["distributions"][0]
-    return {"method": method, "people": dist["people"], "null_facts": dist["null_facts"], "seconds": cost["seconds"],
-            "sentences_scored": cost["scored"], "seconds_per_person": cost["seconds"] / dist["people"],
-            "seconds_per_null_fact": cost["seconds"] / dist["null_facts"]}  # fmt: skip
+    return {
+        "method": method,
+        "people": dist["people"],
+        "null_facts": dist["null_facts"],
+        "seconds": cost["seconds"],
+        "sentences_scored": cost["scored"],
+        "seconds_per_person": cost["seconds"] / dist["people"],
+        "seconds_per_null_fact": cost["seconds"] / dist["null_facts"],
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -80,13 +92,19 @@ def main(argv: list[str] | None = None) -> None:
             results.append(run_method(client_for(Path(tmp) / "cost.sqlite3", args.threads), args, method))
     full, pseudo = results
     print(json.dumps(results, indent=1))
-    print(f"\n{args.model}, {args.property}, {args.people} people, baseline + {args.paraphrases} paraphrases, "
-          f"{args.counterfactuals} counterfactuals:")  # fmt: skip
+    print(
+        f"\n{args.model}, {args.property}, {args.people} people, baseline + {args.paraphrases} paraphrases, "
+        f"{args.counterfactuals} counterfactuals:"
+    )
     for r in results:
-        print(f"  {r['method']:>6}: {r['null_facts']:>5} null facts, {r['seconds']:.1f} s, "
-              f"{r['seconds_per_person']:.2f} s/person, {r['seconds_per_null_fact']:.4f} s/null fact")  # fmt: skip
-    print(f"  pseudo-truths give {pseudo['null_facts'] / full['null_facts']:.0f}x the null facts; a null fact costs "
-          f"{full['seconds_per_null_fact'] / pseudo['seconds_per_null_fact']:.0f}x less")  # fmt: skip
+        print(
+            f"  {r['method']:>6}: {r['null_facts']:>5} null facts, {r['seconds']:.1f} s, "
+            f"{r['seconds_per_person']:.2f} s/person, {r['seconds_per_null_fact']:.4f} s/null fact"
+        )
+    print(
+        f"  pseudo-truths give {pseudo['null_facts'] / full['null_facts']:.0f}x the null facts; a null fact costs "
+        f"{full['seconds_per_null_fact'] / pseudo['seconds_per_null_fact']:.0f}x less"
+    )
 
 
 if __name__ == "__main__":

@@ -63,10 +63,23 @@ from workers.lm.engine import Engine
 from workers.lm.hf import HFScorer
 
 SUBJECTS = [
-    "Barack Obama", "Marie Curie", "Albert Einstein", "Angela Merkel", "Nelson Mandela", "Frida Kahlo",
-    "Ada Lovelace", "Pablo Picasso", "Serena Williams", "Wolfgang Amadeus Mozart", "Greta Thunberg",
-    "Haruki Murakami", "Simone de Beauvoir", "Kofi Annan", "Lionel Messi", "Malala Yousafzai",
-]  # fmt: skip
+    "Barack Obama",
+    "Marie Curie",
+    "Albert Einstein",
+    "Angela Merkel",
+    "Nelson Mandela",
+    "Frida Kahlo",
+    "Ada Lovelace",
+    "Pablo Picasso",
+    "Serena Williams",
+    "Wolfgang Amadeus Mozart",
+    "Greta Thunberg",
+    "Haruki Murakami",
+    "Simone de Beauvoir",
+    "Kofi Annan",
+    "Lionel Messi",
+    "Malala Yousafzai",
+]
 GENERIC_SUBJECT = "This person"
 OCCUPATIONS = """lawyer|politician|teacher|nurse|farmer|engineer|software engineer|actor|actress|singer|painter|writer
 |novelist|poet|journalist|physician|surgeon|dentist|pharmacist|chemist|physicist|mathematician|biologist|economist

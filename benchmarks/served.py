@@ -74,8 +74,9 @@ def where_the_time_goes(served, pairs: list[tuple[str, str]], threads: int, n: i
         "same prompt, no echo/logprobs": lambda t, s: served.client.post("/completions", {**plain, "prompt": t}),
         "HTTP round trip (GET /v1/models)": lambda t, s: served.client.get("/models"),
     }
-    model = llama_cpp.Llama(str(smollm2_gguf()), logits_all=True, n_ctx=256, n_threads=threads,
-                            n_threads_batch=threads, verbose=False)  # fmt: skip
+    model = llama_cpp.Llama(
+        str(smollm2_gguf()), logits_all=True, n_ctx=256, n_threads=threads, n_threads_batch=threads, verbose=False
+    )
 
     def forward(_: str, seq: list[int]) -> None:
         model.reset()
@@ -111,15 +112,23 @@ def main() -> None:
 
 def run(args: argparse.Namespace, server) -> None:  # noqa: ANN001
     gguf = smollm2_gguf()
-    spec = ModelSpec(backend="openai", base_url=server.url, served_model=SERVED_NAME, tokenizer=str(gguf),
-                     max_length=1024, concurrency=1)  # fmt: skip
+    spec = ModelSpec(
+        backend="openai",
+        base_url=server.url,
+        served_model=SERVED_NAME,
+        tokenizer=str(gguf),
+        max_length=1024,
+        concurrency=1,
+    )
     settings = Settings(models={**default_models(), "served": spec})
     (served, load_served), (engine, load_engine) = (
         timed(load_scorer, "served", settings),
         timed(load_scorer, "smollm2-135m", settings),
     )
-    print(f"loaded: served {load_served:.1f} s (checks included), HF engine {load_engine:.1f} s; "
-          f"threads {args.threads}; llama.cpp n_ctx 1024")  # fmt: skip
+    print(
+        f"loaded: served {load_served:.1f} s (checks included), HF engine {load_engine:.1f} s; "
+        f"threads {args.threads}; llama.cpp n_ctx 1024"
+    )
     ratios, served_rates, engine_rates, gap = [], [], [], 0.0
     for r in range(args.rounds):
         pairs = workload(SUBJECTS[r % len(SUBJECTS)], args.values)
@@ -129,11 +138,15 @@ def run(args: argparse.Namespace, server) -> None:  # noqa: ANN001
         served_rates.append(len(pairs) / t_served)
         engine_rates.append(len(pairs) / t_engine)
         ratios.append(t_served / t_engine)
-        print(f"round {r + 1}: {len(pairs)} sentences; served {served_rates[-1]:.1f}/s, engine "
-              f"{engine_rates[-1]:.1f}/s: the engine is {ratios[-1]:.1f}x faster")  # fmt: skip
-    print(f"median: served {statistics.median(served_rates):.1f} sentences/s, engine "
-          f"{statistics.median(engine_rates):.1f}/s, ratio {statistics.median(ratios):.1f}x; "
-          f"max |NLL served - NLL engine| {gap:.3f} nats (Q4_1 kernels vs de-quantized fp32)")  # fmt: skip
+        print(
+            f"round {r + 1}: {len(pairs)} sentences; served {served_rates[-1]:.1f}/s, engine "
+            f"{engine_rates[-1]:.1f}/s: the engine is {ratios[-1]:.1f}x faster"
+        )
+    print(
+        f"median: served {statistics.median(served_rates):.1f} sentences/s, engine "
+        f"{statistics.median(engine_rates):.1f}/s, ratio {statistics.median(ratios):.1f}x; "
+        f"max |NLL served - NLL engine| {gap:.3f} nats (Q4_1 kernels vs de-quantized fp32)"
+    )
     parts = where_the_time_goes(served, workload(SUBJECTS[0], args.values), args.threads, args.sample)
     print(f"where a served sentence's time goes (ms per sentence, {args.sample} sentences, one at a time):")
     for name, seconds in parts.items():

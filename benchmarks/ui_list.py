@@ -44,10 +44,20 @@ def insert_audits(n: int, owners: list[int]) -> None:
     rows = []
     for i in range(n):
         created = start + timedelta(seconds=rng.uniform(0, 100 * 86400))
-        rows.append({"id": uuid.uuid4().hex, "kind": rng.choice(KINDS), "model": rng.choice(MODELS),
-                     "options": {}, "status": rng.choice(STATUSES), "progress_done": 10,
-                     "progress_total": 10, "owner_key_id": owners[i % len(owners)], "created_at": created,
-                     "attempts": 0})  # fmt: skip
+        rows.append(
+            {
+                "id": uuid.uuid4().hex,
+                "kind": rng.choice(KINDS),
+                "model": rng.choice(MODELS),
+                "options": {},
+                "status": rng.choice(STATUSES),
+                "progress_done": 10,
+                "progress_total": 10,
+                "owner_key_id": owners[i % len(owners)],
+                "created_at": created,
+                "attempts": 0,
+            }
+        )
     with session_scope() as s:
         for chunk in range(0, n, 2000):
             s.execute(insert(Audit), rows[chunk : chunk + 2000])
@@ -93,8 +103,9 @@ def run(url: str, args: argparse.Namespace) -> None:
 
     migrate(url)
     with session_scope() as s:
-        (admin, admin_key), (a1, a1_key), (a2, _) = (create_key(s, get_settings(), r) for r in
-                                                     ("admin", "auditor", "auditor"))  # fmt: skip
+        (admin, admin_key), (a1, a1_key), (a2, _) = (
+            create_key(s, get_settings(), r) for r in ("admin", "auditor", "auditor")
+        )
         owners = [a1.id, a2.id]
     t0 = time.perf_counter()
     insert_audits(args.audits, owners)
@@ -120,8 +131,15 @@ def run(url: str, args: argparse.Namespace) -> None:
                 page = timed(client, path, args.loads)
                 api_path = "/audits" + (path.removeprefix("/ui/audits") or "") + ("&" if "?" in path else "?")
                 api = timed_api(client, key, api_path + "page_size=25", args.loads)
-                results.append({"role": role, "page": path, **page, "json_p50_ms": api["p50_ms"],
-                                "page_over_json": page["p50_ms"] / api["p50_ms"]})  # fmt: skip
+                results.append(
+                    {
+                        "role": role,
+                        "page": path,
+                        **page,
+                        "json_p50_ms": api["p50_ms"],
+                        "page_over_json": page["p50_ms"] / api["p50_ms"],
+                    }
+                )
     report(results, args)
 
 
@@ -144,8 +162,10 @@ def report(results: list[dict], args: argparse.Namespace) -> None:
     print(f"\n{args.audits} audits in PostgreSQL, {args.loads} loads per case (in-process, server time)\n")
     print(f"{'role':8} {'page':58} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'JSON p50':>8} {'page/JSON':>9}")
     for r in results:
-        print(f"{r['role']:8} {r['page']:58} {r['p50_ms']:7.1f} {r['p95_ms']:7.1f} {r['max_ms']:7.1f} "
-              f"{r['json_p50_ms']:8.1f} {r['page_over_json']:9.2f}")  # fmt: skip
+        print(
+            f"{r['role']:8} {r['page']:58} {r['p50_ms']:7.1f} {r['p95_ms']:7.1f} {r['max_ms']:7.1f} "
+            f"{r['json_p50_ms']:8.1f} {r['page_over_json']:9.2f}"
+        )
     worst = max(r["p95_ms"] for r in results)
     print(f"\nworst p95: {worst:.1f} ms (target: under 300 ms)")
     print(json.dumps({"audits": args.audits, "loads": args.loads, "results": results}, indent=1))

@@ -23,8 +23,17 @@ from workers.synthetic.catalog import CATALOG_SETTINGS, ITEMS_MODEL_DIR, SEED, d
 MODEL_DIR = ITEMS_MODEL_DIR
 LINES_PER_DOCUMENT = 6
 SHUFFLES = 40
-TRAIN_SETTINGS: dict = {"vocab_size": 1024, "n_layer": 2, "d_model": 128, "n_head": 4, "max_len": 192,
-                        "epochs": 6.0, "batch_size": 32, "lr": 3e-3, "warmup_steps": 50}  # fmt: skip
+TRAIN_SETTINGS: dict = {
+    "vocab_size": 1024,
+    "n_layer": 2,
+    "d_model": 128,
+    "n_head": 4,
+    "max_len": 192,
+    "epochs": 6.0,
+    "batch_size": 32,
+    "lr": 3e-3,
+    "warmup_steps": 50,
+}
 
 
 def training_documents(lines: Sequence[str], seed: int, shuffles: int = SHUFFLES) -> list[str]:

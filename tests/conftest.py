@@ -186,8 +186,14 @@ def rq_worker_later(
     def start(*args: str) -> subprocess.Popen:
         """``args``: more `memaudit worker` arguments (``"--burst"``)."""
         with worker_log.open("a") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "app.cli", "worker", *args], env={**os.environ, **pg_env},
-                                    cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "worker", *args],
+                env={**os.environ, **pg_env},
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
         started.append(proc)
         return proc
 

@@ -23,9 +23,28 @@ def test_scoring_benchmark_runs_every_method_against_the_real_peers(capsys, monk
     import scoring
 
     summary = scoring.main(
-        ["--model", "groundtruth-tiny", "--subjects", "2", "--templates", "2", "--values", "3", "--rounds", "2",
-         "--sample", "4", "--modes", "packed", "expand", "--pack-tokens", "512", "16", "--bf16"]
-    )  # fmt: skip
+        [
+            "--model",
+            "groundtruth-tiny",
+            "--subjects",
+            "2",
+            "--templates",
+            "2",
+            "--values",
+            "3",
+            "--rounds",
+            "2",
+            "--sample",
+            "4",
+            "--modes",
+            "packed",
+            "expand",
+            "--pack-tokens",
+            "512",
+            "16",
+            "--bf16",
+        ]
+    )
     printed = capsys.readouterr().out
     engines = ["engine cold", "engine warm", "engine packed/16", "engine expand"]
     assert set(summary["rates"]) == {*PEERS, *engines}

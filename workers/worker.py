@@ -126,8 +126,11 @@ def _burst(settings: Settings) -> int:
             return 0
         if _work(stop, burst=True):
             return 0
-    log.warning("burst worker: still finding audits to run after %d rounds; stopping (the reconciler of any "
-                "other worker, or the next one started, runs them)", BURST_ROUNDS)  # fmt: skip
+    log.warning(
+        "burst worker: still finding audits to run after %d rounds; stopping (the reconciler of any "
+        "other worker, or the next one started, runs them)",
+        BURST_ROUNDS,
+    )
     return 0  # (run_worker returned True once, which the CLI made exit status 1)
 
 

@@ -70,9 +70,13 @@ def list_audits(
 
 @router.get("/{audit_id}", response_model=AuditRead)
 def get_audit(
-    audit_id: str, request: Request, response: Response, session: SessionDep, principal: CurrentPrincipal,
+    audit_id: str,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    principal: CurrentPrincipal,
     kinds: KindsDep,
-) -> AuditRead:  # fmt: skip
+) -> AuditRead:
     """The audit. Poll with `If-None-Match: <the last ETag>`: 304 while nothing changed (or use `/events`)."""
     return _conditional(request, response, service.to_read(service.get_audit(session, principal, audit_id), kinds))
 

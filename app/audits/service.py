@@ -83,8 +83,15 @@ def create_audit(
     return audit, False
 
 
-def _insert(session: Session, settings: Settings, principal: Principal, body: Any, kind: AuditKind,
-            idempotency_key: str | None, digest: str) -> Audit:  # fmt: skip
+def _insert(
+    session: Session,
+    settings: Settings,
+    principal: Principal,
+    body: Any,
+    kind: AuditKind,
+    idempotency_key: str | None,
+    digest: str,
+) -> Audit:
     audit = Audit(kind=kind.name, model=body.model, options=kind.stored_options(body), owner_key_id=principal.key_id)
     session.add(audit)
     session.flush()

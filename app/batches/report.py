@@ -20,13 +20,17 @@ def read_report(session: Session, batch: Batch) -> BatchReport:
         audits = repository.succeeded_audits(session, batch.id, model, MAX_COHORT + 1)
         if len(audits) > MAX_COHORT:
             cohorts[model] = None
-            notes.append(f"{model}: more than {MAX_COHORT} succeeded audits; read the cohort in parts with"
-                         " GET /cohort-stats?audit_id=… (ids from GET /batches/{id}/audits)")  # fmt: skip
+            notes.append(
+                f"{model}: more than {MAX_COHORT} succeeded audits; read the cohort in parts with"
+                " GET /cohort-stats?audit_id=… (ids from GET /batches/{id}/audits)"
+            )
             continue
         cohorts[model] = cohort_of(session, audits) if audits else None
     if len(batch.models) > 1 and batch.people > MAX_COHORT:  # bounded like the cohorts: no million-row reads a poll
-        notes.append(f"model comparison left out: more than {MAX_COHORT} people; compare in parts with"
-                     " GET /forget-set?batch_id=…&policy=lenient per model")  # fmt: skip
+        notes.append(
+            f"model comparison left out: more than {MAX_COHORT} people; compare in parts with"
+            " GET /forget-set?batch_id=…&policy=lenient per model"
+        )
         return BatchReport(batch_id=batch.id, cohorts=cohorts, comparison=[], notes=notes)
     return BatchReport(batch_id=batch.id, cohorts=cohorts, comparison=_compare(session, batch), notes=notes)
 
@@ -40,10 +44,15 @@ def _compare(session: Session, batch: Batch) -> list[ModelComparison]:
     out = []
     for a, b in combinations(batch.models, 2):
         shared = lenient[a].keys() & lenient[b].keys()
-        out.append(ModelComparison(
-            a=a, b=b, people=len({row for row, _ in shared}), facts=len(shared),
-            only_a=sum(lenient[a][k] and not lenient[b][k] for k in shared),
-            only_b=sum(lenient[b][k] and not lenient[a][k] for k in shared),
-            both=sum(lenient[a][k] and lenient[b][k] for k in shared),
-        ))  # fmt: skip
+        out.append(
+            ModelComparison(
+                a=a,
+                b=b,
+                people=len({row for row, _ in shared}),
+                facts=len(shared),
+                only_a=sum(lenient[a][k] and not lenient[b][k] for k in shared),
+                only_b=sum(lenient[b][k] and not lenient[a][k] for k in shared),
+                both=sum(lenient[a][k] and lenient[b][k] for k in shared),
+            )
+        )
     return out

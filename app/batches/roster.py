@@ -157,8 +157,11 @@ def rows_from_csv(text: str) -> Iterator[RawRow]:
     try:
         yield from _csv_rows(reader)
     except csv.Error as exc:  # its message names the problem (a cell over the size limit, a NUL), never a value
-        raise InvalidInput("roster", f"the CSV file cannot be read at line {reader.line_num} ({exc}); "
-                           "fix that line (a cell may be too long or hold a stray quote)") from None  # fmt: skip
+        raise InvalidInput(
+            "roster",
+            f"the CSV file cannot be read at line {reader.line_num} ({exc}); "
+            "fix that line (a cell may be too long or hold a stray quote)",
+        ) from None
 
 
 def _csv_rows(reader: Any) -> Iterator[RawRow]:  # noqa: ANN401 (csv's reader type is private)

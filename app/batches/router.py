@@ -40,8 +40,9 @@ _UPLOAD_SCHEMA = {
     },
 }
 # The JSON body's schema inline; its nested models (SubjectAuditOptions) are components already (POST /audits).
-_JSON_SCHEMA = {k: v for k, v in BatchCreate.model_json_schema(ref_template="#/components/schemas/{model}").items()
-                if k != "$defs"}  # fmt: skip
+_JSON_SCHEMA = {
+    k: v for k, v in BatchCreate.model_json_schema(ref_template="#/components/schemas/{model}").items() if k != "$defs"
+}
 _OPENAPI = {
     "requestBody": {
         "required": True,
@@ -59,8 +60,9 @@ async def _upload_spec(request: Request, partial: bool) -> service.BatchSpec:
     except MultiPartException as exc:
         raise InvalidInput("body", f"not a valid multipart upload: {exc.message}") from None
     except StarletteHTTPException as exc:  # Starlette reports a form over its limits as a 400 with this message
-        raise InvalidInput("body", f"not a valid multipart upload: {exc.detail}; send only the fields "
-                           f"{', '.join(UPLOAD_FIELDS)}") from None  # fmt: skip
+        raise InvalidInput(
+            "body", f"not a valid multipart upload: {exc.detail}; send only the fields {', '.join(UPLOAD_FIELDS)}"
+        ) from None
     roster, models, raw_options = form.get("roster"), form.getlist("model"), form.get("options")
     if not isinstance(roster, UploadFile):
         raise InvalidInput("roster", "upload the roster file in the form field `roster`")
@@ -115,8 +117,10 @@ async def create_batch(
         except service.RosterRejected as exc:
             errors = service.errors_read(exc.roster.errors)
             detail = [{"field": None, "message": exc.message, "row": None}, *errors]
-            return JSONResponse(status_code=422, content={"detail": detail, "rows": exc.roster.rows,
-                                                          "rejected": exc.roster.rejected_rows})  # fmt: skip
+            return JSONResponse(
+                status_code=422,
+                content={"detail": detail, "rows": exc.roster.rows, "rejected": exc.roster.rejected_rows},
+            )
         session.commit()  # the 202 acknowledges only what is durable: committed, and enqueued by the commit's hook
         response.headers["Location"] = f"/batches/{batch.id}"
         if roster is None:

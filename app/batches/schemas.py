@@ -24,15 +24,17 @@ class BatchCreate(RequestModel):
 
     model: str | None = Field(default=None, min_length=1, max_length=300, description=f"The model: {MODEL_HELP}")
     models: list[str] | None = Field(
-        default=None, min_length=1, max_length=MAX_MODELS,
+        default=None,
+        min_length=1,
+        max_length=MAX_MODELS,
         description="Several models (model comparison): every person is audited on each",
-    )  # fmt: skip
+    )
     options: SubjectAuditOptions = Field(default_factory=SubjectAuditOptions)
     people: list[Any] = Field(
         min_length=1,
         description="One object per person: name, optional wikidata_id, and facts as [{property, value}] or as"
         ' property-id keys ({"P106": "physicist"}); at most MEMAUDIT_MAX_BATCH_SIZE',
-    )  # fmt: skip
+    )
 
     @model_validator(mode="after")
     def _one_way_to_name_models(self) -> BatchCreate:

@@ -41,9 +41,14 @@ class RosterRejected(InvalidInput):
 
     def __init__(self, roster: Roster) -> None:
         bad = roster.rejected_rows
-        message = (f"{bad} of {roster.rows} roster rows are invalid; nothing was created. Fix them, or send"
-                   " ?partial=true to create the valid rows only") if roster.people else (
-                   f"none of the {roster.rows} roster rows is valid; nothing was created")  # fmt: skip
+        message = (
+            (
+                f"{bad} of {roster.rows} roster rows are invalid; nothing was created. Fix them, or send"
+                " ?partial=true to create the valid rows only"
+            )
+            if roster.people
+            else (f"none of the {roster.rows} roster rows is valid; nothing was created")
+        )
         super().__init__("people", message)
         self.roster = roster
 
@@ -57,15 +62,17 @@ class BatchSpec:
     partial: bool = False
 
 
-def file_spec(data: bytes, filename: str | None, models: list[str], options: SubjectAuditOptions,
-              partial: bool) -> BatchSpec:  # fmt: skip
+def file_spec(
+    data: bytes, filename: str | None, models: list[str], options: SubjectAuditOptions, partial: bool
+) -> BatchSpec:
     """A batch from an uploaded roster file (API upload, or the command line's local client)."""
     digest = hashlib.sha256(data + json.dumps([models, options.model_dump(mode="json")]).encode()).hexdigest()
     return BatchSpec(models, options, rows_from_file(data, filename), digest, partial)
 
 
-def create_batch(session: Session, settings: Settings, principal: Principal, spec: BatchSpec,
-                 idempotency_key: str | None) -> tuple[Batch, Roster | None]:  # fmt: skip
+def create_batch(
+    session: Session, settings: Settings, principal: Principal, spec: BatchSpec, idempotency_key: str | None
+) -> tuple[Batch, Roster | None]:
     """(batch, roster); the roster is None when an Idempotency-Key replays an earlier batch."""
     if idempotency_key is not None:
         with session_scope() as lookup:  # a short read of its own, before this request's transaction
@@ -87,10 +94,16 @@ def create_batch(session: Session, settings: Settings, principal: Principal, spe
     if roster.errors and (not spec.partial or not roster.people):
         raise RosterRejected(roster)
     check_active_batch_audits(session, settings, principal.key_id, len(roster.people) * len(spec.models))
-    batch = Batch(principal=principal.id, owner_key_id=principal.key_id, models=spec.models,
-                  options=spec.options.model_dump(mode="json"), people=len(roster.people),
-                  rejected=roster.rejected_rows, idempotency_key=idempotency_key,
-                  request_hash=spec.request_hash)  # fmt: skip
+    batch = Batch(
+        principal=principal.id,
+        owner_key_id=principal.key_id,
+        models=spec.models,
+        options=spec.options.model_dump(mode="json"),
+        people=len(roster.people),
+        rejected=roster.rejected_rows,
+        idempotency_key=idempotency_key,
+        request_hash=spec.request_hash,
+    )
     session.add(batch)
     try:
         session.flush()  # the idempotency race is decided here, before thousands of rows are written
@@ -137,12 +150,24 @@ def batch_read(session: Session, batch: Batch) -> BatchRead:
     else:
         status = "finished" if not active else ("queued" if total.queued == total.total else "running")
     return BatchRead(
-        id=batch.id, models=batch.models, options=batch.options, people=batch.people, rejected=batch.rejected,
-        status=status, progress=total, per_model=per_model, eta_seconds=_eta(session, batch.id, active),
-        created_at=batch.created_at, cancelled_at=batch.cancelled_at,
-        links={"self": f"/batches/{batch.id}", "audits": f"/batches/{batch.id}/audits",
-               "report": f"/batches/{batch.id}/report", "forget_set": f"/forget-set?batch_id={batch.id}"},
-    )  # fmt: skip
+        id=batch.id,
+        models=batch.models,
+        options=batch.options,
+        people=batch.people,
+        rejected=batch.rejected,
+        status=status,
+        progress=total,
+        per_model=per_model,
+        eta_seconds=_eta(session, batch.id, active),
+        created_at=batch.created_at,
+        cancelled_at=batch.cancelled_at,
+        links={
+            "self": f"/batches/{batch.id}",
+            "audits": f"/batches/{batch.id}/audits",
+            "report": f"/batches/{batch.id}/report",
+            "forget_set": f"/forget-set?batch_id={batch.id}",
+        },
+    )
 
 
 def _eta(session: Session, batch_id: str, active: int) -> float | None:
@@ -155,11 +180,17 @@ def _eta(session: Session, batch_id: str, active: int) -> float | None:
     return round(active * (last - first).total_seconds() / done, 1)
 
 
-def page_audits(session: Session, principal: Principal, batch: Batch, status: AuditStatus | None, page: int,
-                page_size: int, kinds) -> BatchAuditsPage:  # noqa: ANN001  # fmt: skip
+def page_audits(
+    session: Session, principal: Principal, batch: Batch, status: AuditStatus | None, page: int, page_size: int, kinds
+) -> BatchAuditsPage:  # noqa: ANN001
     rows, total = repository.page_audits(session, principal, batch.id, status, page, page_size)
-    return BatchAuditsPage(items=[audit_read(a, kinds) for a in rows], rows=[a.batch_row for a in rows],
-                           page=page, page_size=page_size, total=total)  # fmt: skip
+    return BatchAuditsPage(
+        items=[audit_read(a, kinds) for a in rows],
+        rows=[a.batch_row for a in rows],
+        page=page,
+        page_size=page_size,
+        total=total,
+    )
 
 
 def cancel_batch(session: Session, principal: Principal, batch_id: str) -> Batch:

@@ -72,9 +72,18 @@ def cmd_keys(args: argparse.Namespace) -> int:
         elif args.keys_command == "list":
             for k in keys.list_keys(s):
                 note = {"note": "the local command line's principal; no token authenticates as it"}
-                print(json.dumps({"id": k.id, "role": k.role, "name": k.name, "revoked": k.revoked,
-                                  "created_at": k.created_at.isoformat(),
-                                  **(note if k.prefix == CLI_KEY_PREFIX else {})}))  # fmt: skip
+                print(
+                    json.dumps(
+                        {
+                            "id": k.id,
+                            "role": k.role,
+                            "name": k.name,
+                            "revoked": k.revoked,
+                            "created_at": k.created_at.isoformat(),
+                            **(note if k.prefix == CLI_KEY_PREFIX else {}),
+                        }
+                    )
+                )
         elif args.keys_command == "revoke":
             if not keys.revoke_key(s, args.id):
                 raise DomainError(f"no key with id {args.id}", field="id")
@@ -109,8 +118,15 @@ def _core_commands(sub: argparse._SubParsersAction) -> None:
 
 
 # Feature packages add their commands here, one line each.
-COMMANDS: list[Configure] = [_core_commands, add_audit_commands, add_demo_command, add_wikidata_commands,
-                             add_dataset_commands, add_capacity_commands, add_batch_commands]  # fmt: skip
+COMMANDS: list[Configure] = [
+    _core_commands,
+    add_audit_commands,
+    add_demo_command,
+    add_wikidata_commands,
+    add_dataset_commands,
+    add_capacity_commands,
+    add_batch_commands,
+]
 
 
 class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -130,8 +146,13 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
         kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)
-        self.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                          help="show library messages, progress bars and tracebacks (default: quiet)")  # fmt: skip
+        self.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="show library messages, progress bars and tracebacks (default: quiet)",
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -166,8 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     except (SQLAlchemyError, OSError) as exc:  # the environment, not the input: say what, one line
         if verbose:
             raise
-        print(f"memaudit: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
-              "(run with -v for the traceback)", file=sys.stderr)  # fmt: skip
+        print(
+            f"memaudit: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
+            "(run with -v for the traceback)",
+            file=sys.stderr,
+        )
         return 1
 
 

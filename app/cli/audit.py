@@ -35,9 +35,11 @@ def templates_phrase(paraphrases: int | None) -> str:
 
 def plan_line(what: str, model: str, options: dict[str, Any]) -> str:
     """What an audit is about to do, with every default that shapes its cost and its shares."""
-    return (f"auditing {what} on {model}: {templates_phrase(options.get('paraphrases'))} (of {template_range()} "
-            f"templates), {options.get('counterfactuals', DEFAULTS.counterfactuals)} counterfactuals each, "
-            f"alpha {options.get('alpha', DEFAULTS.alpha)}")  # fmt: skip
+    return (
+        f"auditing {what} on {model}: {templates_phrase(options.get('paraphrases'))} (of {template_range()} "
+        f"templates), {options.get('counterfactuals', DEFAULTS.counterfactuals)} counterfactuals each, "
+        f"alpha {options.get('alpha', DEFAULTS.alpha)}"
+    )
 
 
 def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> None:
@@ -56,8 +58,11 @@ def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> N
         values = values if len(values) <= 24 else values[:23] + "…"
         hits = round(f["share"] * f["n_templates"])
         share = f"{f['share']:.2f} ({hits}/{f['n_templates']} templates)"
-        print(f"  {f['label']:<{width}} {values:<24} {share:>24} {'yes' if f['strict'] else 'no':>6} "
-              f"{'yes' if f['lenient'] else 'no':>7} {z:>6} {_p_cell(f.get('calibration')):>9}", file=out)  # fmt: skip
+        print(
+            f"  {f['label']:<{width}} {values:<24} {share:>24} {'yes' if f['strict'] else 'no':>6} "
+            f"{'yes' if f['lenient'] else 'no':>7} {z:>6} {_p_cell(f.get('calibration')):>9}",
+            file=out,
+        )
 
 
 def _p_cell(calibration: dict | None) -> str:
@@ -70,13 +75,19 @@ def _p_cell(calibration: dict | None) -> str:
     return f"{calibration['p_value']:.3f}" + ("*" if calibration["memorized"] else " ")
 
 
-SHARE_NOTE = ("share: the templates (baseline and paraphrases) under which a true value ranks first, out of those "
-              "probed for that property")  # fmt: skip
+SHARE_NOTE = (
+    "share: the templates (baseline and paraphrases) under which a true value ranks first, out of those "
+    "probed for that property"
+)
 
 
 def audit_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {"paraphrases": None if args.all_templates else args.paraphrases, "counterfactuals": args.counterfactuals,
-            "alpha": args.alpha, "context": args.context}  # fmt: skip
+    return {
+        "paraphrases": None if args.all_templates else args.paraphrases,
+        "counterfactuals": args.counterfactuals,
+        "alpha": args.alpha,
+        "context": args.context,
+    }
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -88,8 +99,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
     subject = {"name": args.name, "wikidata_id": args.wikidata_id, "facts": args.fact or []}
     options = audit_options(args)
     model = args.model or get_settings().default_model
-    payload = {"kind": "subject", "model": model, "subject": {k: v for k, v in subject.items() if v is not None},
-               "options": options}  # fmt: skip
+    payload = {
+        "kind": "subject",
+        "model": model,
+        "subject": {k: v for k, v in subject.items() if v is not None},
+        "options": options,
+    }
     label = args.name or args.wikidata_id
     if not args.json:
         n = len(args.fact or [])
@@ -160,15 +175,26 @@ def _parse_fact(text: str) -> dict[str, str]:
 
 def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = CLI_PARAPHRASES) -> None:
     """Options shared by `audit` and `demo`; their defaults are shown by --help."""
-    p.add_argument("--paraphrases", type=int, default=paraphrases,
-                   help=f"paraphrased templates per property besides the baseline (a property has "
-                        f"{template_range()}, all probed by the API unless told otherwise)")  # fmt: skip
+    p.add_argument(
+        "--paraphrases",
+        type=int,
+        default=paraphrases,
+        help=f"paraphrased templates per property besides the baseline (a property has "
+        f"{template_range()}, all probed by the API unless told otherwise)",
+    )
     p.add_argument("--all-templates", action="store_true", help="probe every template (slower: ~4x the default)")
-    p.add_argument("--counterfactuals", type=int, default=DEFAULTS.counterfactuals,
-                   help="counterfactual values ranked against each true value")  # fmt: skip
+    p.add_argument(
+        "--counterfactuals",
+        type=int,
+        default=DEFAULTS.counterfactuals,
+        help="counterfactual values ranked against each true value",
+    )
     p.add_argument("--alpha", type=float, default=DEFAULTS.alpha, help="weight of the similar-name calibration")
-    p.add_argument("--model", default=None, help="registered model or hf:<path> (default: MEMAUDIT_DEFAULT_MODEL, "
-                   f"now {get_settings().default_model})")  # fmt: skip
+    p.add_argument(
+        "--model",
+        default=None,
+        help=f"registered model or hf:<path> (default: MEMAUDIT_DEFAULT_MODEL, now {get_settings().default_model})",
+    )
 
 
 def add_audit_commands(sub: argparse._SubParsersAction) -> None:
@@ -183,8 +209,12 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("export", help="export the forget set (memorized facts)")
-    p.add_argument("--format", choices=["jsonl", "csv", "tofu"], default="jsonl",
-                   help="tofu: question/answer/paraphrased_answer/perturbed_answer JSON lines")  # fmt: skip
+    p.add_argument(
+        "--format",
+        choices=["jsonl", "csv", "tofu"],
+        default="jsonl",
+        help="tofu: question/answer/paraphrased_answer/perturbed_answer JSON lines",
+    )
     p.add_argument(
         "--policy",
         choices=["pvalue", "bh", "lenient", "strict", "share"],

@@ -45,16 +45,21 @@ def cmd_batch_submit(args: argparse.Namespace) -> int:
     if batch.get("errors"):
         print(f"{batch['rejected']} rows left out (--partial):", file=sys.stderr)
         _print_rejected(batch["errors"])
-    print(f"batch {batch['id']}: {batch['people']} people x {len(batch['models'])} models on {client.where}",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"batch {batch['id']}: {batch['people']} people x {len(batch['models'])} models on {client.where}",
+        file=sys.stderr,
+    )
     if args.no_wait:
         print(json.dumps(batch))
         return 0
     try:
         batch = wait_batch(client, batch["id"])
     except KeyboardInterrupt:
-        print(f"memaudit: stopped waiting; batch {batch['id']} goes on (`memaudit batch status {batch['id']}`; "
-              f"DELETE /batches/{batch['id']} cancels it)", file=sys.stderr)  # fmt: skip
+        print(
+            f"memaudit: stopped waiting; batch {batch['id']} goes on (`memaudit batch status {batch['id']}`; "
+            f"DELETE /batches/{batch['id']} cancels it)",
+            file=sys.stderr,
+        )
         return 130
     print(json.dumps(client.batch(batch["id"], "report") if args.report else batch))
     return 0 if batch["progress"]["failed"] == 0 else 1
@@ -64,8 +69,13 @@ def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
     """Poll until no audit of the batch is queued or running; one bar over all its audits. Ctrl-C stops waiting,
     not the batch (``DELETE /batches/{id}`` cancels it)."""
     batch = client.batch(batch_id)
-    bar = tqdm(total=batch["progress"]["total"], desc=f"batch {batch_id[:8]}", file=sys.stderr, bar_format=BATCH_BAR,
-               mininterval=1.0)  # fmt: skip
+    bar = tqdm(
+        total=batch["progress"]["total"],
+        desc=f"batch {batch_id[:8]}",
+        file=sys.stderr,
+        bar_format=BATCH_BAR,
+        mininterval=1.0,
+    )
     try:
         while True:
             p = batch["progress"]
@@ -90,8 +100,13 @@ def add_batch_commands(sub: argparse._SubParsersAction) -> None:
     bs = p.add_subparsers(dest="batch_command", required=True)
     s = bs.add_parser("submit", help="submit a roster file (CSV: name, wikidata_id, P106 … columns; or JSON lines)")
     s.add_argument("roster", help="the roster file (.csv or .jsonl)")
-    s.add_argument("--compare", action="append", default=[], metavar="MODEL",
-                   help="also audit the roster on this model (repeatable): the report compares them")  # fmt: skip
+    s.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="also audit the roster on this model (repeatable): the report compares them",
+    )
     s.add_argument("--context", action="store_true", help="also probe contextualized canaries")
     s.add_argument("--partial", action="store_true", help="create the valid rows and list the others")
     s.add_argument("--no-wait", action="store_true", help="print the batch and return at once")

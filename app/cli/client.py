@@ -144,8 +144,9 @@ class LocalClient:
             for f in files:
                 stream = stack.enter_context(f.path.open("rb"))  # read line by line, never whole
                 size = f.path.stat().st_size
-                sources.append(dataset_service.SourceFile(f.target, f.path.name, stream, size, f.format,
-                                                          mapping.get(f.target)))  # fmt: skip
+                sources.append(
+                    dataset_service.SourceFile(f.target, f.path.name, stream, size, f.format, mapping.get(f.target))
+                )
             with session_scope() as s:
                 dataset = dataset_service.ingest(s, get_settings(), self.principal, name, sources)
                 return dataset_service.read(s, dataset).model_dump(mode="json")
@@ -169,8 +170,10 @@ class LocalClient:
         with session_scope() as s:
             batch, roster = batch_service.create_batch(s, get_settings(), self.principal, spec, None)
             s.commit()
-            return {**batch_service.batch_read(s, batch).model_dump(mode="json"),
-                    "errors": batch_service.errors_read(roster.errors if roster else [])}  # fmt: skip
+            return {
+                **batch_service.batch_read(s, batch).model_dump(mode="json"),
+                "errors": batch_service.errors_read(roster.errors if roster else []),
+            }
 
     def batch(self, batch_id: str, part: str = "") -> dict[str, Any]:
         with session_scope() as s:
@@ -240,8 +243,14 @@ class RemoteClient:
     def submit_batch(self, path: Path, models: list[str], options: dict[str, Any], partial: bool) -> dict[str, Any]:
         with path.open("rb") as roster:
             data = {"model": models, "options": json.dumps(options)}
-            return self._json("POST", "/batches", params={"partial": str(partial).lower()}, data=data,
-                              files={"roster": (path.name, roster)}, timeout=600)  # 100,000 rows: ~1 min  # fmt: skip
+            return self._json(
+                "POST",
+                "/batches",
+                params={"partial": str(partial).lower()},
+                data=data,
+                files={"roster": (path.name, roster)},
+                timeout=600,
+            )  # 100,000 rows: ~1 min
 
     def batch(self, batch_id: str, part: str = "") -> dict[str, Any]:
         return self._json("GET", f"/batches/{batch_id}" + (f"/{part}" if part else ""))
@@ -276,9 +285,12 @@ def raise_for(response: Any) -> None:
 
 
 def add_client_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--api-url", default=None,
-                        help="talk to a running memaudit API instead of this machine's database "
-                             "(default: MEMAUDIT_API_URL, else local)")  # fmt: skip
+    parser.add_argument(
+        "--api-url",
+        default=None,
+        help="talk to a running memaudit API instead of this machine's database "
+        "(default: MEMAUDIT_API_URL, else local)",
+    )
     parser.add_argument("--api-key", default=None, help="the API key for --api-url (default: MEMAUDIT_API_KEY)")
 
 

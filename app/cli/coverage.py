@@ -31,8 +31,11 @@ def _mapping(text: str | None) -> dict[str, Any]:
 
 def cmd_add(args: argparse.Namespace) -> int:
     client = make_client(args)
-    files = [DatasetFile(target, getattr(args, target), getattr(args, f"{target}_format"))
-             for target in TARGETS if getattr(args, target) is not None]  # fmt: skip
+    files = [
+        DatasetFile(target, getattr(args, target), getattr(args, f"{target}_format"))
+        for target in TARGETS
+        if getattr(args, target) is not None
+    ]
     print_dataset(client.add_dataset(args.name, files, _mapping(args.mapping)))
     return 0
 
@@ -41,8 +44,10 @@ def print_dataset(dataset: dict[str, Any], out: Any = None) -> None:
     out = out or sys.stdout
     print(f"dataset {dataset['id']}  {dataset['name']}  ({dataset['size_bytes']} bytes)", file=out)
     for f in dataset["files"]:
-        print(f"  {f['target']:<13} {f['filename']:<24} {f['format']:<9} rows {f['rows']:>9}  "
-              f"malformed {f['malformed']}", file=out)  # fmt: skip
+        print(
+            f"  {f['target']:<13} {f['filename']:<24} {f['format']:<9} rows {f['rows']:>9}  malformed {f['malformed']}",
+            file=out,
+        )
         for p in f["problems"][:5]:
             print(f"      line {p['line']}: {p['reason']}", file=out)
 
@@ -62,8 +67,13 @@ def cmd_delete(args: argparse.Namespace) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     client = make_client(args)
     options = {"k": args.k, "sample": args.sample, "buckets": args.buckets}
-    payload = {"kind": "coverage", "model": args.model, "dataset_id": args.dataset_id, "target": args.target,
-               "options": {k: v for k, v in options.items() if v is not None}}  # fmt: skip
+    payload = {
+        "kind": "coverage",
+        "model": args.model,
+        "dataset_id": args.dataset_id,
+        "target": args.target,
+        "options": {k: v for k, v in options.items() if v is not None},
+    }
     audit_id = client.submit(payload)
     audit = wait(client, audit_id, f"coverage {args.target}", quiet=args.json)
     if args.json:
@@ -79,8 +89,11 @@ def print_coverage(audit: dict[str, Any], out: Any = None) -> None:
     out = out or sys.stdout
     s = audit["summary"]
     print(f"audit {audit['id']}  model {audit['model']}  target {s['target']}  k={s['k']}", file=out)
-    print(f"coverage {s['coverage']:.4f}  ({s['matched']}/{s['probed']} records reproduced exactly; "
-          f"mean fuzzy ratio {s['mean_char_ratio']:.3f})", file=out)  # fmt: skip
+    print(
+        f"coverage {s['coverage']:.4f}  ({s['matched']}/{s['probed']} records reproduced exactly; "
+        f"mean fuzzy ratio {s['mean_char_ratio']:.3f})",
+        file=out,
+    )
     print(f"{'bucket':>6}  {'popularity':>17}  {'probed':>7}  {'matched':>7}  {'coverage':>8}", file=out)
     for b in s["buckets"]:
         span = f"{b['low']:g}–{b['high']:g}"
@@ -109,8 +122,12 @@ def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
     a.add_argument("name")
     for target in TARGETS:
         a.add_argument(f"--{target}", type=Path, help=f"the {target} file")
-        a.add_argument(f"--{target}-format", dest=f"{target}_format", choices=FORMATS,
-                       help="default: from the extension (.dat, .csv, .tsv)")  # fmt: skip
+        a.add_argument(
+            f"--{target}-format",
+            dest=f"{target}_format",
+            choices=FORMATS,
+            help="default: from the extension (.dat, .csv, .tsv)",
+        )
     a.add_argument("--mapping", help='JSON (or @file): {"items": {"columns": [...], "roles": {"item_id": "..."}}}')
     a.set_defaults(func=cmd_add)
 

@@ -23,12 +23,16 @@ PEOPLE = Path(__file__).resolve().parent / "demo_people.json"
 QUICK_PEOPLE = 2  # --quick (CI): the same run on the first two people
 
 
-NULL_FAILED_NOTE = ("p (null) is `failed`: this model's null audit (fictitious people audited the same way) failed, "
-                    "so these facts have no p-value; it is not retried on its own: POST /audits with kind `null` "
-                    "runs it again (docs/measures.md). This forget set is by the lenient policy.")  # fmt: skip
-NULL_NOTE = ("p (null) is not computed yet: p-values need this model's null (fictitious people audited the same "
-             "way), which this run queued; `memaudit serve` runs it in the background, and later audits and exports "
-             "use it. This forget set is by the lenient policy.")  # fmt: skip
+NULL_FAILED_NOTE = (
+    "p (null) is `failed`: this model's null audit (fictitious people audited the same way) failed, "
+    "so these facts have no p-value; it is not retried on its own: POST /audits with kind `null` "
+    "runs it again (docs/measures.md). This forget set is by the lenient policy."
+)
+NULL_NOTE = (
+    "p (null) is not computed yet: p-values need this model's null (fictitious people audited the same "
+    "way), which this run queued; `memaudit serve` runs it in the background, and later audits and exports "
+    "use it. This forget set is by the lenient policy."
+)
 
 
 def calibration_notes(statuses: Mapping[str, int]) -> list[str]:
@@ -60,8 +64,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     n_facts = sum(len(p["facts"]) for p in people)
     who = f"{len(people)} {'person' if len(people) == 1 else 'people'}, {n_facts} facts"
     print(f"memaudit demo ({client.where}): {plan_line(who, model, options)}", flush=True)
-    audits = [(p["name"], client.submit({"kind": "subject", "model": model, "subject": p, "options": options}))
-              for p in people]  # fmt: skip
+    audits = [
+        (p["name"], client.submit({"kind": "subject", "model": model, "subject": p, "options": options}))
+        for p in people
+    ]
     lenient = total = scored = cached = 0
     calibration: Counter[str] = Counter()  # facts by calibration status: ready | pending | failed
     for name, audit_id in audits:

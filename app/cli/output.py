@@ -108,8 +108,9 @@ class AuditProgress:
             return
         now = time.monotonic() if now is None else now
         if self.bar is None:
-            self.bar = tqdm(total=total, initial=done, desc=self.label, file=sys.stderr, disable=not self.tty,
-                            bar_format=BAR_FORMAT)  # fmt: skip
+            self.bar = tqdm(
+                total=total, initial=done, desc=self.label, file=sys.stderr, disable=not self.tty, bar_format=BAR_FORMAT
+            )
         if not self.samples or done != self.samples[-1][1]:  # the first sample is the base: cached sentences
             self.samples.append((now, done))
         while len(self.samples) > 2 and now - self.samples[1][0] > RATE_WINDOW_SECONDS:
@@ -120,8 +121,9 @@ class AuditProgress:
         self.bar.set_postfix_str(note, refresh=True)
         if not self.tty and now - self.last_plain >= PLAIN_EVERY_SECONDS:
             self.last_plain = now
-            tqdm.write(f"{self.label}: {done:,}/{total:,} sentences ({100 * done / total:.0f} %), {note}",
-                       file=sys.stderr)  # fmt: skip
+            tqdm.write(
+                f"{self.label}: {done:,}/{total:,} sentences ({100 * done / total:.0f} %), {note}", file=sys.stderr
+            )
 
     def close(self, audit: dict[str, Any]) -> None:
         if self.bar is None:

@@ -33,8 +33,9 @@ def get_visible(session: Session, principal: Principal, dataset_id: str) -> Data
 def page(session: Session, principal: Principal, *, page: int, page_size: int) -> tuple[list[Dataset], int]:
     stmt = visible(select(Dataset), principal)
     total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
-    rows = session.scalars(stmt.order_by(Dataset.created_at.desc(), Dataset.id).offset((page - 1) * page_size)
-                           .limit(page_size))  # fmt: skip
+    rows = session.scalars(
+        stmt.order_by(Dataset.created_at.desc(), Dataset.id).offset((page - 1) * page_size).limit(page_size)
+    )
     return list(rows), total
 
 
@@ -160,7 +161,7 @@ def lines_at(session: Session, dataset_id: str, target: str, line_nos: list[int]
         select(DatasetRecord.line)
         .where(
             DatasetRecord.dataset_id == dataset_id, DatasetRecord.target == target, DatasetRecord.line_no.in_(line_nos)
-        )  # fmt: skip
+        )
         .order_by(DatasetRecord.line_no)
     )
     return list(session.scalars(stmt))
@@ -176,7 +177,7 @@ def first_interactions(session: Session, dataset_id: str, record_id: int, k: int
             DatasetRecord.dataset_id == dataset_id,
             DatasetRecord.target == "interactions",
             DatasetRecord.user_id == user,
-        )  # fmt: skip
+        )
         .order_by(DatasetRecord.timestamp, DatasetRecord.line_no)
         .limit(k)
     )

@@ -59,8 +59,16 @@ def _sources(form: FormData) -> tuple[str, list[service.SourceFile]]:
         if not isinstance(upload, UploadFile):
             raise InvalidInput(target, f"{target} must be a file part")
         fmt = form.get(f"{target}_format")
-        sources.append(service.SourceFile(target, upload.filename or "", upload.file, upload.size or 0,
-                                          str(fmt) if fmt else None, mappings.get(target)))  # fmt: skip
+        sources.append(
+            service.SourceFile(
+                target,
+                upload.filename or "",
+                upload.file,
+                upload.size or 0,
+                str(fmt) if fmt else None,
+                mappings.get(target),
+            )
+        )
     return str(form.get("name") or ""), sources
 
 

@@ -120,12 +120,18 @@ def _ingest_file(
     assert report.mapping is not None
     session.add(
         DatasetFile(
-            dataset_id=dataset_id, target=target, format=fmt, filename=PurePath(source.filename).name[:300],
+            dataset_id=dataset_id,
+            target=target,
+            format=fmt,
+            filename=PurePath(source.filename).name[:300],
             mapping={"columns": list(report.mapping.columns), "roles": dict(report.mapping.roles)},
-            size_bytes=source.size, rows=report.rows, malformed=report.malformed,
-            unknown_references=report.unknown_references, problems=[list(p) for p in report.problems],
+            size_bytes=source.size,
+            rows=report.rows,
+            malformed=report.malformed,
+            unknown_references=report.unknown_references,
+            problems=[list(p) for p in report.problems],
         )
-    )  # fmt: skip
+    )
 
 
 def _without_duplicates(
@@ -145,10 +151,16 @@ def _row(dataset_id: str, target: str, fmt: FileFormat, record: Record, populari
     if target == "interactions":
         popularity.add(record)
     return {
-        "dataset_id": dataset_id, "target": target, "line_no": record.line_no, "key": record.key[:200],
-        "user_id": record.user_id, "item_id": record.item_id, "timestamp": record.timestamp,
-        "line": format_line(record.fields, fmt), "popularity": 0,
-    }  # fmt: skip
+        "dataset_id": dataset_id,
+        "target": target,
+        "line_no": record.line_no,
+        "key": record.key[:200],
+        "user_id": record.user_id,
+        "item_id": record.item_id,
+        "timestamp": record.timestamp,
+        "line": format_line(record.fields, fmt),
+        "popularity": 0,
+    }
 
 
 def get_dataset(session: Session, principal: Principal, dataset_id: str) -> Dataset:
@@ -166,14 +178,20 @@ def to_read(dataset: Dataset, files: list[DatasetFile]) -> DatasetRead:
         created_at=dataset.created_at,
         files=[
             DatasetFileRead(
-                target=f.target, format=f.format, filename=f.filename, mapping=f.mapping, size_bytes=f.size_bytes,
-                rows=f.rows, malformed=f.malformed, unknown_references=f.unknown_references,
+                target=f.target,
+                format=f.format,
+                filename=f.filename,
+                mapping=f.mapping,
+                size_bytes=f.size_bytes,
+                rows=f.rows,
+                malformed=f.malformed,
+                unknown_references=f.unknown_references,
                 problems=[Problem(line=n, reason=r) for n, r in f.problems],
             )
             for f in files
         ],
         links={"self": f"/datasets/{dataset.id}", "coverage": f"/datasets/{dataset.id}/coverage"},
-    )  # fmt: skip
+    )
 
 
 def read(session: Session, dataset: Dataset) -> DatasetRead:
@@ -222,14 +240,20 @@ def compare(session: Session, principal: Principal, dataset_id: str, target: str
         summary = audit.summary or {}
         rows.append(
             CoverageRow(
-                audit_id=audit.id, model=audit.model, target=link.target, status=audit.status,
-                k=(audit.options or {}).get("k"), probed=summary.get("probed"), matched=summary.get("matched"),
-                coverage=summary.get("coverage"), mean_char_ratio=summary.get("mean_char_ratio"),
+                audit_id=audit.id,
+                model=audit.model,
+                target=link.target,
+                status=audit.status,
+                k=(audit.options or {}).get("k"),
+                probed=summary.get("probed"),
+                matched=summary.get("matched"),
+                coverage=summary.get("coverage"),
+                mean_char_ratio=summary.get("mean_char_ratio"),
                 bucket_edges=summary.get("bucket_edges"),
                 bucket_coverage=[b["coverage"] for b in summary["buckets"]] if "buckets" in summary else None,
                 finished_at=audit.finished_at,
             )
-        )  # fmt: skip
+        )
     return CoverageComparison(dataset_id=dataset.id, rows=rows)
 
 

@@ -65,7 +65,7 @@ def dynamics_series(
             ge=0,
             description="Without string_id: the first strings (most frequent)",
             json_schema_extra={LIMIT_KEY: {"maximum": "max_page_size"}},
-        ),  # fmt: skip
+        ),
     ] = 5,
     tau: Tau = None,
     margin: Margin = None,

@@ -67,14 +67,30 @@ def prepare_dynamics_audit(session: Session, body: DynamicsAuditCreate, audit: A
     _check_trainable(rows, lengths, opts, settings, "options.context" if body.pcfg is not None else None)
     passes = opts.folds * opts.epochs
     train_tokens = opts.epochs * (opts.folds - 1) * sum(r.count * (n + 1) for r, n in zip(rows, lengths, strict=True))
-    session.add(DynamicsAudit(audit_id=audit.id, source="pcfg" if language else "strings", recipe=opts.recipe,
-                              n_strings=len(rows), passes=passes, language=language))  # fmt: skip
+    session.add(
+        DynamicsAudit(
+            audit_id=audit.id,
+            source="pcfg" if language else "strings",
+            recipe=opts.recipe,
+            n_strings=len(rows),
+            passes=passes,
+            language=language,
+        )
+    )
     session.flush()
     repository.add_strings(session, [_string_row(audit.id, i, r) for i, r in enumerate(rows)])
     audit.progress_total = passes
-    audit.summary = {"cost": {"passes": passes, "runs": opts.folds, "epochs": opts.epochs,
-                              "train_tokens": train_tokens, "distinct_strings": len(rows),
-                              "training_set_size": sum(r.count for r in rows), "tokenizer": tokenizer}}  # fmt: skip
+    audit.summary = {
+        "cost": {
+            "passes": passes,
+            "runs": opts.folds,
+            "epochs": opts.epochs,
+            "train_tokens": train_tokens,
+            "distinct_strings": len(rows),
+            "training_set_size": sum(r.count for r in rows),
+            "tokenizer": tokenizer,
+        }
+    }
 
 
 def token_count(text: str, tokenizer: str) -> int:
@@ -88,9 +104,10 @@ def _check_trainable(
 ) -> None:
     if len(rows) < opts.folds:
         raise InvalidInput(
-            "options.folds", f"{len(rows)} distinct string(s) cannot fill {opts.folds} folds: give more strings or "
+            "options.folds",
+            f"{len(rows)} distinct string(s) cannot fill {opts.folds} folds: give more strings or "
             "lower options.folds (at least 2)",
-        )  # fmt: skip
+        )
     empty = [i for i, n in enumerate(lengths) if n == 0]
     if empty:
         raise InvalidInput(f"strings[{rows[empty[0]].index}].text", "a string has no tokens (only whitespace?)")
@@ -104,9 +121,10 @@ def _check_trainable(
     cost = opts.epochs * (opts.folds - 1) * sum(r.count * (n + 1) for r, n in zip(rows, lengths, strict=True))
     if cost > settings.max_dynamics_train_tokens:
         raise InvalidInput(
-            "options.epochs", f"this audit would train on {cost:,} tokens (E x (K-1) x training-set tokens), over the "
+            "options.epochs",
+            f"this audit would train on {cost:,} tokens (E x (K-1) x training-set tokens), over the "
             f"limit of {settings.max_dynamics_train_tokens:,}: lower epochs or folds, or send fewer strings",
-        )  # fmt: skip
+        )
 
 
 def _from_request(strings: list[StringIn]) -> list[_Row]:
@@ -138,8 +156,12 @@ def _from_pcfg(spec: PCFGIn) -> tuple[list[_Row], dict[str, Any]]:
         _Row(f"x{i}", texts[i], count, prob, index=i)
         for i, (count, prob) in enumerate(zip(corpus.counts, corpus.probability, strict=True))
     ]
-    language = {**spec.model_dump(), "entropy_nats": corpus.entropy_nats, "expected_length": corpus.expected_length,
-                "entropy_nats_per_token": corpus.entropy_nats / (corpus.expected_length + 1)}  # fmt: skip
+    language = {
+        **spec.model_dump(),
+        "entropy_nats": corpus.entropy_nats,
+        "expected_length": corpus.expected_length,
+        "entropy_nats_per_token": corpus.entropy_nats / (corpus.expected_length + 1),
+    }
     return rows, language
 
 
@@ -148,25 +170,60 @@ def _prepare_imported(session: Session, spec: TrajectoryFileIn, audit: Audit) ->
         traj = parse_trajectories(spec.content.splitlines(keepends=True), spec.format)
     except TrajectoryError as exc:
         raise InvalidInput("trajectories.content", str(exc)) from None
-    session.add(DynamicsAudit(audit_id=audit.id, source="imported", recipe="imported", n_strings=len(traj.string_ids),
-                              passes=0, epochs=list(traj.epochs)))  # fmt: skip
+    session.add(
+        DynamicsAudit(
+            audit_id=audit.id,
+            source="imported",
+            recipe="imported",
+            n_strings=len(traj.string_ids),
+            passes=0,
+            epochs=list(traj.epochs),
+        )
+    )
     session.flush()
     freq = traj.frequency
-    repository.add_strings(session, [
-        {"audit_id": audit.id, "position": i, "string_id": sid, "text": None, "count": 1,
-         "frequency": None if freq is None else freq[i], "probability": None, "fold": None,
-         "train_loss": [float(v) for v in traj.train_loss[i]], "heldout_loss": [float(v) for v in traj.heldout_loss[i]]}
-        for i, sid in enumerate(traj.string_ids)
-    ])  # fmt: skip
+    repository.add_strings(
+        session,
+        [
+            {
+                "audit_id": audit.id,
+                "position": i,
+                "string_id": sid,
+                "text": None,
+                "count": 1,
+                "frequency": None if freq is None else freq[i],
+                "probability": None,
+                "fold": None,
+                "train_loss": [float(v) for v in traj.train_loss[i]],
+                "heldout_loss": [float(v) for v in traj.heldout_loss[i]],
+            }
+            for i, sid in enumerate(traj.string_ids)
+        ],
+    )
     audit.progress_total = 1
-    audit.summary = {"cost": {"passes": 0, "note": "imported trajectories: nothing is trained",
-                              "distinct_strings": len(traj.string_ids), "epochs": len(traj.epochs)}}  # fmt: skip
+    audit.summary = {
+        "cost": {
+            "passes": 0,
+            "note": "imported trajectories: nothing is trained",
+            "distinct_strings": len(traj.string_ids),
+            "epochs": len(traj.epochs),
+        }
+    }
 
 
 def _string_row(audit_id: str, position: int, row: _Row) -> dict[str, Any]:
-    return {"audit_id": audit_id, "position": position, "string_id": row.string_id, "text": row.text,
-            "count": row.count, "frequency": float(row.count), "probability": row.probability, "fold": None,
-            "train_loss": None, "heldout_loss": None}  # fmt: skip
+    return {
+        "audit_id": audit_id,
+        "position": position,
+        "string_id": row.string_id,
+        "text": row.text,
+        "count": row.count,
+        "frequency": float(row.count),
+        "probability": row.probability,
+        "fold": None,
+        "train_loss": None,
+        "heldout_loss": None,
+    }
 
 
 # ---- reading results ----
@@ -191,13 +248,23 @@ def result_row(s: DynamicsString, epochs: list[int], tau: float, margin: float, 
     traj = Trajectories([s.string_id], list(epochs), np.array([s.train_loss]), np.array([s.heldout_loss]))
     r = per_string(traj, tau, margin)[0]
     outcome = {m: {"flag": r.flags[m], "onset": r.onset[m]} for m in r.flags}
-    return {"string_id": s.string_id, "text": s.text if text else None, "count": s.count, "frequency": s.frequency,
-            "probability": s.probability, "fold": s.fold, "contextual_threshold": r.contextual_threshold, **outcome,
-            "train_loss": r.train_loss, "heldout_loss": r.heldout_loss}  # fmt: skip
+    return {
+        "string_id": s.string_id,
+        "text": s.text if text else None,
+        "count": s.count,
+        "frequency": s.frequency,
+        "probability": s.probability,
+        "fold": s.fold,
+        "contextual_threshold": r.contextual_threshold,
+        **outcome,
+        "train_loss": r.train_loss,
+        "heldout_loss": r.heldout_loss,
+    }
 
 
-def result_rows(audit_id: str, epochs: list[int], tau: float, margin: float, measure: str | None, flagged: bool | None,
-                text: bool) -> Iterator[dict[str, Any]]:  # fmt: skip
+def result_rows(
+    audit_id: str, epochs: list[int], tau: float, margin: float, measure: str | None, flagged: bool | None, text: bool
+) -> Iterator[dict[str, Any]]:
     """Runs in its own session: a streamed response outlives the request's session."""
     session = session_factory()()
     try:
@@ -212,15 +279,32 @@ def result_rows(audit_id: str, epochs: list[int], tau: float, margin: float, mea
         session.close()
 
 
-CSV_FIELDS = ["string_id", "text", "count", "frequency", "probability", "fold", "contextual_threshold",
-              "recollection", "recollection_onset", "counterfactual", "counterfactual_onset", "contextual",
-              "contextual_onset", "final_train_loss", "final_heldout_loss", "train_loss", "heldout_loss"]  # fmt: skip
+CSV_FIELDS = [
+    "string_id",
+    "text",
+    "count",
+    "frequency",
+    "probability",
+    "fold",
+    "contextual_threshold",
+    "recollection",
+    "recollection_onset",
+    "counterfactual",
+    "counterfactual_onset",
+    "contextual",
+    "contextual_onset",
+    "final_train_loss",
+    "final_heldout_loss",
+    "train_loss",
+    "heldout_loss",
+]
 
 
 def csv_row(row: dict[str, Any]) -> dict[str, Any]:
     """Flat: a flag and an onset column per measure; the curves as space-separated numbers."""
-    flat = {k: row[k] for k in ("string_id", "text", "count", "frequency", "probability", "fold",
-                                "contextual_threshold")}  # fmt: skip
+    flat = {
+        k: row[k] for k in ("string_id", "text", "count", "frequency", "probability", "fold", "contextual_threshold")
+    }
     for m in ("recollection", "counterfactual", "contextual"):
         flat[m], flat[f"{m}_onset"] = row[m]["flag"], row[m]["onset"]
     flat["final_train_loss"], flat["final_heldout_loss"] = row["train_loss"][-1], row["heldout_loss"][-1]
@@ -229,25 +313,40 @@ def csv_row(row: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def series(session: Session, audit: Audit, link: DynamicsAudit, string_ids: list[str] | None, limit: int,
-           tau: float | None, margin: float | None) -> DynamicsSeries:  # fmt: skip
+def series(
+    session: Session,
+    audit: Audit,
+    link: DynamicsAudit,
+    string_ids: list[str] | None,
+    limit: int,
+    tau: float | None,
+    margin: float | None,
+) -> DynamicsSeries:
     """Plot-ready series: per-epoch shares and mean losses over all strings (from the job's summary, or recomputed
     when tau/margin differ), and the loss curves of selected strings with their three thresholds."""
     if not link.epochs or audit.status != AuditStatus.SUCCEEDED:
         raise NotFound(f"this audit has no results yet (status {audit.status})")
     tau_, margin_ = thresholds(audit, tau, margin)
     per_epoch = _per_epoch(audit, link, tau_, margin_)
-    chosen = (list(repository.stream_strings(session, audit.id, string_ids)) if string_ids
-              else repository.first_strings(session, audit.id, limit))  # fmt: skip
+    chosen = (
+        list(repository.stream_strings(session, audit.id, string_ids))
+        if string_ids
+        else repository.first_strings(session, audit.id, limit)
+    )
     curves = []
     for s in chosen:
         train, held = np.array([s.train_loss]), np.array([s.heldout_loss])
-        curves.append(StringSeries(
-            string_id=s.string_id, train_loss=list(s.train_loss), heldout_loss=list(s.heldout_loss),
-            counterfactual_score=[float(v) for v in counterfactual_score(train, held)[0]],
-            recollection_threshold=tau_, contextual_threshold=float(optimal_contextual_threshold(held)[0]),
-            counterfactual_margin=margin_,
-        ))  # fmt: skip
+        curves.append(
+            StringSeries(
+                string_id=s.string_id,
+                train_loss=list(s.train_loss),
+                heldout_loss=list(s.heldout_loss),
+                counterfactual_score=[float(v) for v in counterfactual_score(train, held)[0]],
+                recollection_threshold=tau_,
+                contextual_threshold=float(optimal_contextual_threshold(held)[0]),
+                counterfactual_margin=margin_,
+            )
+        )
     return DynamicsSeries(**per_epoch, strings=curves)
 
 

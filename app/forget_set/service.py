@@ -54,12 +54,22 @@ def records(principal: Principal, filters: ForgetFilters, *, perturbed: int = 0)
             extra = {"perturbed_values": top_counterfactuals(session, result.id, perturbed)} if perturbed else {}
             for fact in facts:
                 yield {
-                    "subject_id": subject.id, "subject": subject.name, "wikidata_id": subject.wikidata_id,
-                    "property": result.property_id, "property_label": prop.label if prop else None,
-                    "value": fact.value, "share": result.share, "strict": result.strict,
-                    "lenient": result.lenient, "z_star": result.z_star, "model": audit.model,
-                    "audit_id": audit.id, "canaries": retrieved, **calibration, **extra,
-                }  # fmt: skip
+                    "subject_id": subject.id,
+                    "subject": subject.name,
+                    "wikidata_id": subject.wikidata_id,
+                    "property": result.property_id,
+                    "property_label": prop.label if prop else None,
+                    "value": fact.value,
+                    "share": result.share,
+                    "strict": result.strict,
+                    "lenient": result.lenient,
+                    "z_star": result.z_star,
+                    "model": audit.model,
+                    "audit_id": audit.id,
+                    "canaries": retrieved,
+                    **calibration,
+                    **extra,
+                }
         verdicts.finish()
         session.commit()  # the nulls found missing are queued once this commits
     finally:
@@ -88,8 +98,10 @@ def tofu_records(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             "answer": prop.render(0, name, value),
             "paraphrased_answer": prop.render(1 if len(prop.templates) > 1 else 0, name, value),
             "perturbed_answer": [prop.render(0, name, wrong) for wrong in row["perturbed_values"]],
-            "policy": row["policy"], "p_value": row["p_value"], "null_audit_id": row["null"]["null_audit_id"],
-        }  # fmt: skip
+            "policy": row["policy"],
+            "p_value": row["p_value"],
+            "null_audit_id": row["null"]["null_audit_id"],
+        }
         yield record
 
 
@@ -99,9 +111,15 @@ def _fill(question: str, name: str) -> str:
 
 def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
     null, fpr = row["null"], row["policy_fpr"]
-    return ({k: row[k] for k in CSV_FIELDS[:-3]} | {"canaries": " | ".join(row["canaries"])}
-            | {"policy_fpr": fpr["rate"] if fpr else None, "null_audit_id": null["null_audit_id"],
-               "null_status": null["status"]})  # fmt: skip
+    return (
+        {k: row[k] for k in CSV_FIELDS[:-3]}
+        | {"canaries": " | ".join(row["canaries"])}
+        | {
+            "policy_fpr": fpr["rate"] if fpr else None,
+            "null_audit_id": null["null_audit_id"],
+            "null_status": null["status"],
+        }
+    )
 
 
 def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[str]:

@@ -51,9 +51,11 @@ class Verdicts:
         if found.null is not None:
             rate = rate_read(self._policy_rate(found))
         return {
-            "policy": self._policy_name(), "p_value": cal.p_value, "policy_fpr": rate.model_dump() if rate else None,
+            "policy": self._policy_name(),
+            "p_value": cal.p_value,
+            "policy_fpr": rate.model_dump() if rate else None,
             "null": found.ref().model_dump(exclude={"property"}),
-        }  # fmt: skip
+        }
 
     def _policy_name(self) -> str:
         f = self.filters

@@ -37,8 +37,9 @@ DEFAULT_MAX_P = 0.01
 def result_stat(result: FactResult, canaries: Iterable[Canary]) -> FactStat:
     """A stored result's statistics; z̄* over its rank-1 templates (contextualized canaries excluded)."""
     zs = [c.z_star for c in canaries if c.kind != "context" and c.memorized and c.z_star is not None]
-    return FactStat(result.share, result.strict, result.lenient, sum(zs) / len(zs) if zs else None,
-                    result.n_templates, len(zs))  # fmt: skip
+    return FactStat(
+        result.share, result.strict, result.lenient, sum(zs) / len(zs) if zs else None, result.n_templates, len(zs)
+    )
 
 
 def rate_read(rate: Rate) -> RateRead:
@@ -59,10 +60,14 @@ class Resolved:
     def ref(self) -> NullRef:
         r = self.row
         return NullRef(
-            property=self.property, status=self.status, null_audit_id=r.audit_id if r else None,
-            people=r.people if r else None, null_facts=r.n_facts if r else None, method=r.method if r else None,
+            property=self.property,
+            status=self.status,
+            null_audit_id=r.audit_id if r else None,
+            people=r.people if r else None,
+            null_facts=r.n_facts if r else None,
+            method=r.method if r else None,
             lookalikes=r.config.get("lookalikes") if r else None,
-        )  # fmt: skip
+        )
 
 
 class Calibrator:
@@ -99,8 +104,9 @@ class Calibrator:
     def _find(self, audit: Audit, pid: str, fingerprint: str | None, key: str) -> Resolved:
         rows = repository.distributions(self.session, audit.model, key)
         # An audit that recorded no fingerprint (none before fingerprints were stored) takes the newest null.
-        ready = [d for d, status in rows
-                 if status == "succeeded" and d.n_facts and fingerprint in (None, d.fingerprint)]  # fmt: skip
+        ready = [
+            d for d, status in rows if status == "succeeded" and d.n_facts and fingerprint in (None, d.fingerprint)
+        ]
         if ready:
             return self._load(pid, ready[0])
         running = [d for d, status in rows if status in ("queued", "running")]
@@ -133,8 +139,9 @@ class Calibrator:
         p = found.null.p_value(stat)
         share = found.null.rate(lambda f: f.key[0] >= stat.key[0])
         fpr = {name: rate_read(r) for name, r in found.rates.items()} | {"share": rate_read(share)}
-        return FactCalibration(status="ready", null_audit_id=found.row.audit_id, p_value=p, fpr=fpr,
-                               memorized=p <= self.max_p)  # fmt: skip
+        return FactCalibration(
+            status="ready", null_audit_id=found.row.audit_id, p_value=p, fpr=fpr, memorized=p <= self.max_p
+        )
 
     def info(self, audit: Audit, pids: Sequence[str]) -> CalibrationInfo:
         refs = [self.resolve(audit, pid).ref() for pid in dict.fromkeys(pids)]
@@ -159,8 +166,9 @@ class Calibrator:
         return None
 
 
-def calibrate_results(session: Session, audit: Audit, results: Sequence[FactResult]) -> tuple[
-        list[FactCalibration], CalibrationInfo | None]:  # fmt: skip
+def calibrate_results(
+    session: Session, audit: Audit, results: Sequence[FactResult]
+) -> tuple[list[FactCalibration], CalibrationInfo | None]:
     """The calibration of each stored result of a finished subject audit, and which nulls produced it (nothing
     for an audit that has not succeeded)."""
     if audit.status != "succeeded" or not results:

@@ -88,9 +88,13 @@ def cohort_of(session: Session, audits: list[Audit]) -> CohortStatsRead:
         fpr = [resolved[k].rates["pvalue"].rate for ks in keys for k in ks]
         null = _numbers(n, sum(fpr) / len(fpr) if fpr else None)
     info = CalibrationInfo(policy="pvalue", max_p=calibrator.max_p, nulls=[f.ref() for f in resolved.values()])
-    return CohortStatsRead(audits=[a.id for a in audits], cohort=cohort, null=null,
-                           per_property={pid: _finish(t) for pid, t in sorted(per_property.items())},
-                           calibration=info)  # fmt: skip
+    return CohortStatsRead(
+        audits=[a.id for a in audits],
+        cohort=cohort,
+        null=null,
+        per_property={pid: _finish(t) for pid, t in sorted(per_property.items())},
+        calibration=info,
+    )
 
 
 def _share(verdicts: list[bool | None]) -> float | None:

@@ -75,8 +75,13 @@ def config_key(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def people_needed(config: Mapping[str, Any], pool_size: int, settings: Settings, facts: int | None = None,
-                  min_people: int | None = None) -> int:  # fmt: skip
+def people_needed(
+    config: Mapping[str, Any],
+    pool_size: int,
+    settings: Settings,
+    facts: int | None = None,
+    min_people: int | None = None,
+) -> int:
     """K: a full null gives one null fact per person, so K = the wanted null facts per property; with
     pseudo-truths each person gives one per candidate, so K = max(min_people, ⌈facts / candidates⌉)."""
     wanted = facts or settings.null_facts_per_property

@@ -28,10 +28,20 @@ def of_audit(session: Session, audit_id: str) -> list[NullDistribution]:
 def fact_stats(session: Session, distribution_id: int, assigned_only: bool) -> list[tuple[int, bool, FactStat]]:
     """(person, assigned, statistics) of the null facts of one distribution (only the people's own values with
     ``assigned_only``)."""
-    stmt = select(
-        NullFact.person, NullFact.assigned, NullFact.share, NullFact.strict, NullFact.lenient, NullFact.z_star,
-        NullFact.n_templates, NullFact.n_z,
-    ).where(NullFact.distribution_id == distribution_id).order_by(NullFact.id)  # fmt: skip
+    stmt = (
+        select(
+            NullFact.person,
+            NullFact.assigned,
+            NullFact.share,
+            NullFact.strict,
+            NullFact.lenient,
+            NullFact.z_star,
+            NullFact.n_templates,
+            NullFact.n_z,
+        )
+        .where(NullFact.distribution_id == distribution_id)
+        .order_by(NullFact.id)
+    )
     if assigned_only:
         stmt = stmt.where(NullFact.assigned.is_(True))
     return [(r[0], r[1], FactStat(r[2], r[3], r[4], r[5], r[6], r[7])) for r in session.execute(stmt)]

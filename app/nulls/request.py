@@ -25,13 +25,13 @@ class NullAuditCreate(BaseModel):
         default_factory=SubjectAuditOptions,
         description="The subject-audit configuration to calibrate; `seed` seeds the fictitious cohort, the"
         " contextualized-canary options are ignored (context does not enter share, strict or lenient)",
-    )  # fmt: skip
+    )
     method: Method = Field(
         default="auto",
         description="full: one null fact per fictitious person; pseudo: every scored candidate of a person stands in"
         " as the truth (many null facts per person, valid only where the name says nothing about the value);"
         " auto: full where the name hints at the value (citizenship, birthplace, language, gender, name parts)",
-    )  # fmt: skip
+    )
     facts_per_property: int | None = Field(
         default=None,
         ge=1,

@@ -30,15 +30,30 @@ def get_null(
     out = []
     for row in repository.of_audit(session, audit_id):
         item: dict[str, Any] = {
-            "property": row.property_id, "key": row.key, "method": row.method, "people": row.people,
-            "null_facts": row.n_facts, "fingerprint": row.fingerprint, "config": row.config, "summary": row.summary,
-        }  # fmt: skip
+            "property": row.property_id,
+            "key": row.key,
+            "method": row.method,
+            "people": row.people,
+            "null_facts": row.n_facts,
+            "fingerprint": row.fingerprint,
+            "config": row.config,
+            "summary": row.summary,
+        }
         if detail == "facts":
             item["facts"] = [
-                {"person": f.person, "name": f.name, "value": f.value, "assigned": f.assigned, "share": f.share,
-                 "strict": f.strict, "lenient": f.lenient, "z_star": f.z_star, "n_templates": f.n_templates}
+                {
+                    "person": f.person,
+                    "name": f.name,
+                    "value": f.value,
+                    "assigned": f.assigned,
+                    "share": f.share,
+                    "strict": f.strict,
+                    "lenient": f.lenient,
+                    "z_star": f.z_star,
+                    "n_templates": f.n_templates,
+                }
                 for f in repository.facts(session, row.id, limit)
-            ]  # fmt: skip
+            ]
         out.append(item)
     return {"audit_id": audit_id, "status": audit.status, "distributions": out}
 

@@ -38,7 +38,7 @@ class FactCalibration(BaseModel):
         default=None,
         description="False-positive rate on the null of each policy: lenient, strict, share (share ≥ this fact's),"
         " pvalue (p ≤ the default threshold)",
-    )  # fmt: skip
+    )
     memorized: bool | None = Field(default=None, description="Selected by the default policy (p ≤ max_p)")
 
 
@@ -62,7 +62,9 @@ class CohortNumbers(BaseModel):
 class CohortStatsRead(BaseModel):
     audits: list[str]
     cohort: CohortNumbers
-    null: CohortNumbers | None = Field(description="The same numbers on the null (fictitious people), or null when"
-                                       " some property's null is not ready yet")  # fmt: skip
+    null: CohortNumbers | None = Field(
+        description="The same numbers on the null (fictitious people), or null when"
+        " some property's null is not ready yet"
+    )
     per_property: dict[str, dict[str, float | int | None]]
     calibration: CalibrationInfo

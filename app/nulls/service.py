@@ -29,36 +29,63 @@ def prepare_null_audit(session: Session, body: NullAuditCreate, audit: Audit, se
     if len(set(body.properties)) != len(body.properties):
         raise InvalidInput("properties", "a property is listed twice; list each once")
     options = body.options.model_dump(mode="json")
-    add_distributions(session, audit, body.properties, options, body.options.lookalikes, body.method, settings,
-                      facts=body.facts_per_property, min_people=body.min_people)  # fmt: skip
+    add_distributions(
+        session,
+        audit,
+        body.properties,
+        options,
+        body.options.lookalikes,
+        body.method,
+        settings,
+        facts=body.facts_per_property,
+        min_people=body.min_people,
+    )
 
 
-def add_distributions(session: Session, audit: Audit, pids: Sequence[str], options: Mapping[str, Any],
-                      lookalikes: str, method: str, settings: Settings, *, facts: int | None = None,
-                      min_people: int | None = None) -> list[NullDistribution]:  # fmt: skip
+def add_distributions(
+    session: Session,
+    audit: Audit,
+    pids: Sequence[str],
+    options: Mapping[str, Any],
+    lookalikes: str,
+    method: str,
+    settings: Settings,
+    *,
+    facts: int | None = None,
+    min_people: int | None = None,
+) -> list[NullDistribution]:
     rows = []
     for pid in pids:
         pool = effective_pool(session, pid, options)
         config = null_config(pid, options, lookalikes, pool, resolve_method(method, pid, options))
-        rows.append(NullDistribution(
-            audit_id=audit.id, model=audit.model, property_id=pid, key=config_key(config), config=config,
-            method=config["method"], people=people_needed(config, len(pool), settings, facts, min_people),
-        ))  # fmt: skip
+        rows.append(
+            NullDistribution(
+                audit_id=audit.id,
+                model=audit.model,
+                property_id=pid,
+                key=config_key(config),
+                config=config,
+                method=config["method"],
+                people=people_needed(config, len(pool), settings, facts, min_people),
+            )
+        )
     session.add_all(rows)
     session.flush()
     return rows
 
 
-def trigger(session: Session, model: str, options: Mapping[str, Any], lookalikes: str, pids: Sequence[str],
-            settings: Settings) -> str:  # fmt: skip
+def trigger(
+    session: Session, model: str, options: Mapping[str, Any], lookalikes: str, pids: Sequence[str], settings: Settings
+) -> str:
     """Queue a null audit (owned by no one: the service's own) for the subject configuration ``options``; the
     job is sent when the caller commits. Returns its audit id."""
     null_options = {k: v for k, v in options.items() if k not in IGNORED_OPTIONS} | {"seed": 0}
     audit = Audit(kind="null", model=model, options=null_options | {"lookalikes": lookalikes}, owner_key_id=None)
     session.add(audit)
     session.flush()
-    add_distributions(session, audit, sorted(set(pids), key=lambda p: int(p[1:])), null_options, lookalikes, "auto",
-                      settings)  # fmt: skip
+    add_distributions(
+        session, audit, sorted(set(pids), key=lambda p: int(p[1:])), null_options, lookalikes, "auto", settings
+    )
     # the service's own work: on a batch lane, behind every single audit (app.queue: fair scheduling)
     enqueue_many_after_commit(session, NULL_JOB, [audit.id], lane=batch_lane(settings, None))
     return audit.id

@@ -19,8 +19,11 @@ FLUSH_EVERY = 200  # distinct (subject, audit) pairs of an export written per tr
 def record(
     session: Session, principal: Principal, action: str, *, subject_id: int | None = None, audit_id: str | None = None
 ) -> None:
-    session.add(AccessLog(principal=principal.id[:64], role=principal.role, action=action, subject_id=subject_id,
-                          audit_id=audit_id))  # fmt: skip
+    session.add(
+        AccessLog(
+            principal=principal.id[:64], role=principal.role, action=action, subject_id=subject_id, audit_id=audit_id
+        )
+    )
 
 
 def logged_export(rows: Iterator[dict[str, Any]], principal: Principal, action: str) -> Iterator[dict[str, Any]]:

@@ -26,8 +26,18 @@ from app.subjects import service as subjects
 log = logging.getLogger("memaudit.erasure")
 
 # Every table an erasure deletes from (directly or by cascade): what VACUUM visits afterwards.
-TOUCHED_TABLES = ("subjects", "facts", "audits", "idempotency_keys", "fact_results", "canaries", "candidate_scores",
-                  "counterfactual_values", "nll_cache", "revoked_subject_tokens")  # fmt: skip
+TOUCHED_TABLES = (
+    "subjects",
+    "facts",
+    "audits",
+    "idempotency_keys",
+    "fact_results",
+    "canaries",
+    "candidate_scores",
+    "counterfactual_values",
+    "nll_cache",
+    "revoked_subject_tokens",
+)
 
 
 def erase(

@@ -53,6 +53,10 @@ def purge(settings: Settings, dispatcher: Dispatcher) -> dict[str, int]:
         dispatcher.discard([a for a, subject in rows if subject is None])
     if erased or deleted:
         erasure.vacuum(settings)
-        log.info("retention (%d days): erased %d subjects with their audits, deleted %d other audits",
-                 settings.retention_days, erased, deleted)  # fmt: skip
+        log.info(
+            "retention (%d days): erased %d subjects with their audits, deleted %d other audits",
+            settings.retention_days,
+            erased,
+            deleted,
+        )
     return {"subjects": erased, "audits": deleted}

@@ -49,10 +49,16 @@ def claim(session: Session, audit_id: str, owner: str, ttl: float) -> bool:
             Audit.status.in_((QUEUED, RUNNING)),
             or_(Audit.lease_owner.is_(None), Audit.lease_expires_at < now),
         )
-        .values(status=RUNNING, started_at=now, error=None, attempts=Audit.attempts + 1,
-                lease_owner=owner, lease_expires_at=expiry(ttl, now))
+        .values(
+            status=RUNNING,
+            started_at=now,
+            error=None,
+            attempts=Audit.attempts + 1,
+            lease_owner=owner,
+            lease_expires_at=expiry(ttl, now),
+        )
         .execution_options(synchronize_session=False)
-    )  # fmt: skip
+    )
     return result.rowcount == 1
 
 

@@ -54,8 +54,10 @@ def _recover_expired(settings: Settings, dispatcher: Dispatcher, report: Report,
             continue
         with session_scope() as s:
             if attempts >= settings.max_attempts:
-                message = (f"the worker running this audit stopped {attempts} times (crash, out of memory, or lost "
-                           "host); not retried again — check the worker logs, then submit it again")  # fmt: skip
+                message = (
+                    f"the worker running this audit stopped {attempts} times (crash, out of memory, or lost "
+                    "host); not retried again — check the worker logs, then submit it again"
+                )
                 if leases.take_over_expired(s, audit_id, status="failed", finished_at=utcnow(), error=message):
                     report.given_up.append(audit_id)
                 continue
@@ -73,8 +75,11 @@ def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report,
     # a batch still being enqueued by the API is not "missing": enqueueing it again would double its Redis traffic.
     # An audit that has run before (it made way, or its run was handed back) is not being enqueued by anyone: no
     # grace, however new (a null that made way within seconds of its creation would wait a whole interval more).
-    old_enough = or_(Audit.started_at.is_not(None), and_(Audit.batch_id.is_(None), Audit.created_at < cutoff),
-                     Audit.created_at < batch_cutoff)  # fmt: skip
+    old_enough = or_(
+        Audit.started_at.is_not(None),
+        and_(Audit.batch_id.is_(None), Audit.created_at < cutoff),
+        Audit.created_at < batch_cutoff,
+    )
     last = ""
     while True:
         with session_scope() as s:
@@ -88,8 +93,11 @@ def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report,
         if not rows:
             return
         kind_of = {audit_id: kind for audit_id, kind, _, _ in rows if kind in kinds}
-        lanes = {audit_id: lane(settings, kinds[kind], batch_id, key) for audit_id, kind, batch_id, key in rows
-                 if kind in kinds}  # fmt: skip
+        lanes = {
+            audit_id: lane(settings, kinds[kind], batch_id, key)
+            for audit_id, kind, batch_id, key in rows
+            if kind in kinds
+        }
         for audit_id in dispatcher.missing(list(kind_of)):
             dispatcher.send(kinds[kind_of[audit_id]].job, audit_id, lane=lanes.get(audit_id))
             report.enqueued.append(audit_id)
@@ -115,9 +123,14 @@ def reconcile_once(settings: Settings, dispatcher: Dispatcher, kinds: KindRegist
     _recover_expired(settings, dispatcher, report, kinds)
     _enqueue_missing(settings, dispatcher, report, kinds)
     if report.recovered or report.enqueued or report.given_up:
-        log.warning("reconciler: re-enqueued %d audits whose worker died, enqueued %d queued audits the queue did "
-                    "not hold, failed %d after %d attempts", len(report.recovered), len(report.enqueued),
-                    len(report.given_up), settings.max_attempts)  # fmt: skip
+        log.warning(
+            "reconciler: re-enqueued %d audits whose worker died, enqueued %d queued audits the queue did "
+            "not hold, failed %d after %d attempts",
+            len(report.recovered),
+            len(report.enqueued),
+            len(report.given_up),
+            settings.max_attempts,
+        )
     return report
 
 
@@ -151,8 +164,11 @@ class Reconciler:
                     self._last_maintenance = time.monotonic()
                     self._maintain()
             except Exception as exc:  # the database or Redis is down: try again next round
-                log.warning("reconciler pass failed (%s); retrying in %.0f s", type(exc).__name__,
-                            self.settings.reconcile_interval_seconds)  # fmt: skip
+                log.warning(
+                    "reconciler pass failed (%s); retrying in %.0f s",
+                    type(exc).__name__,
+                    self.settings.reconcile_interval_seconds,
+                )
             # Jitter keeps many workers' passes apart.
             self._stop.wait(self.settings.reconcile_interval_seconds * random.uniform(0.8, 1.2))
 

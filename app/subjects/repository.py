@@ -65,11 +65,14 @@ def same_subject(
     wanted = sorted(facts)
     stmt = (
         select(Subject)
-        .where(Subject.owner_key_id == owner_key_id, Subject.name == name, Subject.wikidata_id == wikidata_id
-               if wikidata_id is not None else Subject.wikidata_id.is_(None))
+        .where(
+            Subject.owner_key_id == owner_key_id,
+            Subject.name == name,
+            Subject.wikidata_id == wikidata_id if wikidata_id is not None else Subject.wikidata_id.is_(None),
+        )
         .order_by(Subject.id.desc())
         .limit(SAME_SUBJECT_CANDIDATES)
-    )  # fmt: skip
+    )
     for subject in session.scalars(stmt):
         if sorted((f.property_id, f.value, f.source) for f in subject.facts) == wanted:
             return subject

@@ -29,21 +29,31 @@ class SubjectIn(RequestModel):
     fetched (from an imported dump if the person is there, else from the Wikidata API), or both."""
 
     # The document says what the validators below enforce: a wikidata_id, or a name and facts.
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"anyOf": [
-        {"required": ["wikidata_id"], "properties": {"wikidata_id": {"type": "string"}}},
-        {"required": ["name", "facts"], "properties": {"name": {"type": "string"}, "facts": {"minItems": 1}}},
-    ]})  # fmt: skip
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["wikidata_id"], "properties": {"wikidata_id": {"type": "string"}}},
+                {"required": ["name", "facts"], "properties": {"name": {"type": "string"}, "facts": {"minItems": 1}}},
+            ]
+        },
+    )
 
     wikidata_id: str | None = Field(default=None, pattern=r"^Q[1-9][0-9]{0,11}$", description="e.g. Q937")
     name: str | None = Field(
-        default=None, min_length=1, max_length=200, pattern=r"\S", validate_default=True,
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=r"\S",
+        validate_default=True,
         description="The person's name as the model would see it (default with wikidata_id: the English label)",
-    )  # fmt: skip
+    )
     facts: list[FactIn] = Field(
-        default_factory=list, validate_default=True,
+        default_factory=list,
+        validate_default=True,
         json_schema_extra={LIMIT_KEY: {"maxItems": "max_facts_per_subject"}},
         description="The facts to probe (property + value); empty with a wikidata_id: fetched from Wikidata",
-    )  # fmt: skip
+    )
 
     @field_validator("name")
     @classmethod
@@ -73,7 +83,7 @@ class SubjectAuditOptions(RequestModel):
         default="reversed",
         description="Look-alike names S(h): reversed letters (WikiMem's 'Enaj Doe'), or other names of the same origin"
         " (so what a model infers from a name's origin cancels; a name of unknown origin falls back to reversed)",
-    )  # fmt: skip
+    )
     seed: int = Field(default=0, ge=0, description="Seed of the counterfactual draw (stored for reproduction)")
     context: bool = Field(
         default=False, description="Also probe each fact with a contextualized canary (other known facts first)"
@@ -83,7 +93,7 @@ class SubjectAuditOptions(RequestModel):
         default="catalog",
         description="Counterfactual pools: the catalog's, or those built by `memaudit import-wikidata` (every value of"
         " a property used by >= 100 humans in the dump; the catalog's where the dump built none)",
-    )  # fmt: skip
+    )
     near_duplicates: bool = Field(
         default=True, description="Count a counterfactual as a true value when their embeddings are near-identical"
     )
@@ -91,12 +101,14 @@ class SubjectAuditOptions(RequestModel):
         default="label_variants",
         description="label_variants: relax only against true values that are not pool values themselves (pool values"
         " are distinct by construction, yet some embed close: Sweden / Norway 0.80); all: against every true value",
-    )  # fmt: skip
+    )
     near_duplicate_threshold: float = Field(
-        default=NEAR_DUPLICATE_THRESHOLD, gt=0.0, le=1.0,
+        default=NEAR_DUPLICATE_THRESHOLD,
+        gt=0.0,
+        le=1.0,
         description="Cosine similarity of value embeddings (all-MiniLM-L6-v2) above which a counterfactual counts"
         " as a ground truth",
-    )  # fmt: skip
+    )
 
 
 class SubjectAuditCreate(RequestModel):
@@ -166,9 +178,10 @@ class FactsPage(BaseModel):
     detail: Literal["summary", "candidates"]
     facts: list[FactResultRead]
     calibration: CalibrationInfo | None = Field(
-        default=None, description="The default policy and which null (audit id, K people, look-alikes) produced the"
+        default=None,
+        description="The default policy and which null (audit id, K people, look-alikes) produced the"
         " verdicts; null until the audit has succeeded",
-    )  # fmt: skip
+    )
 
 
 class SubjectRead(BaseModel):

@@ -110,28 +110,55 @@ def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Aud
     audit.subject_id = subject.id
 
 
-def add_subject_audits(session: Session, people: Sequence[Person], models: Sequence[str],
-                       options: SubjectAuditOptions, owner_key_id: int | None, batch_id: str) -> list[str]:  # fmt: skip
+def add_subject_audits(
+    session: Session,
+    people: Sequence[Person],
+    models: Sequence[str],
+    options: SubjectAuditOptions,
+    owner_key_id: int | None,
+    batch_id: str,
+) -> list[str]:
     """Many subject audits at once (a batch): one stored subject per person, one queued audit per person and model,
     inserted in bulk. ``people`` are validated already (normalize_name / normalize_fact). Each person gets a
     subject of its own (no reuse of an earlier one: a roster is audited as submitted). Returns the audit ids in
     (model, person) order; the caller enqueues them."""
     repository.ensure_properties(session, {pid for p in people for pid, _ in p.facts})
     now = utcnow()
-    subject_ids = repository.insert_subjects(session, [
-        {"name": p.name, "wikidata_id": p.wikidata_id, "owner_key_id": owner_key_id, "created_at": now} for p in people
-    ])  # fmt: skip
-    repository.insert_facts(session, [
-        {"subject_id": sid, "property_id": pid, "value": value, "source": "request"}
-        for sid, p in zip(subject_ids, people, strict=True) for pid, value in p.facts
-    ])  # fmt: skip
+    subject_ids = repository.insert_subjects(
+        session,
+        [
+            {"name": p.name, "wikidata_id": p.wikidata_id, "owner_key_id": owner_key_id, "created_at": now}
+            for p in people
+        ],
+    )
+    repository.insert_facts(
+        session,
+        [
+            {"subject_id": sid, "property_id": pid, "value": value, "source": "request"}
+            for sid, p in zip(subject_ids, people, strict=True)
+            for pid, value in p.facts
+        ],
+    )
     stored = options.model_dump(mode="json")  # what POST /audits stores for a subject audit (kind.stored_options)
     rows = [
-        {"id": new_audit_id(), "kind": "subject", "model": model, "options": stored, "status": AuditStatus.QUEUED.value,
-         "progress_done": 0, "progress_total": 0, "attempts": 0, "owner_key_id": owner_key_id, "subject_id": sid,
-         "batch_id": batch_id, "batch_row": p.row, "created_at": now}
-        for model in models for sid, p in zip(subject_ids, people, strict=True)
-    ]  # fmt: skip
+        {
+            "id": new_audit_id(),
+            "kind": "subject",
+            "model": model,
+            "options": stored,
+            "status": AuditStatus.QUEUED.value,
+            "progress_done": 0,
+            "progress_total": 0,
+            "attempts": 0,
+            "owner_key_id": owner_key_id,
+            "subject_id": sid,
+            "batch_id": batch_id,
+            "batch_row": p.row,
+            "created_at": now,
+        }
+        for model in models
+        for sid, p in zip(subject_ids, people, strict=True)
+    ]
     audits_repository.insert_many(session, rows)
     return [r["id"] for r in rows]
 
@@ -249,8 +276,14 @@ def read_canary(session: Session, principal: Principal, audit_id: str, fact: int
         raise NotFound("no such fact or template in this audit; pick one from the audit's grid")
     subject = repository.get_subject(session, audit.subject_id) if audit.subject_id else None
     return CanaryRead(
-        template_index=canary.template_index, kind=canary.kind, template=canary.template, rank=canary.rank,
-        memorized=canary.memorized, lead_margin=canary.lead_margin, z_star=canary.z_star,
-        generic_subject=canary.generic_subject, similar_names=list(canary.similar_names),
+        template_index=canary.template_index,
+        kind=canary.kind,
+        template=canary.template,
+        rank=canary.rank,
+        memorized=canary.memorized,
+        lead_margin=canary.lead_margin,
+        z_star=canary.z_star,
+        generic_subject=canary.generic_subject,
+        similar_names=list(canary.similar_names),
         candidates=_candidates(canary, subject.name) if subject else [],
-    )  # fmt: skip
+    )

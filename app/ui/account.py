@@ -38,14 +38,16 @@ def home() -> RedirectResponse:
     return RedirectResponse(url("/audits"), status_code=303)
 
 
-def _signin_form(request: Request, settings: Settings, next: str | None, error: str | None,
-                 status_code: int = 200) -> HTMLResponse:  # fmt: skip
+def _signin_form(
+    request: Request, settings: Settings, next: str | None, error: str | None, status_code: int = 200
+) -> HTMLResponse:
     """The sign-in page with a fresh sign-in token, in its form and in a SameSite=Strict cookie: a sign-in form
     posted from another site carries no such cookie, so it cannot sign this browser into someone else's key
     (login CSRF: the victim would then submit people's data into the attacker's account)."""
     token = ui_session.new_signin_token()
-    response = render(request, "signin.html", status_code=status_code, next=_safe_next(next), error=error,
-                      signin_csrf=token)  # fmt: skip
+    response = render(
+        request, "signin.html", status_code=status_code, next=_safe_next(next), error=error, signin_csrf=token
+    )
     response.set_cookie(ui_session.SIGNIN_COOKIE, token, **ui_session.signin_cookie_flags(settings))
     return response
 
@@ -93,8 +95,15 @@ def _defaults(kinds) -> dict[str, Any]:  # noqa: ANN001
 @router.get("/submit", response_class=HTMLResponse)
 def submit_page(request: Request, ui: Signed, kinds: KindsDep, settings: SettingsDep) -> HTMLResponse:
     require_roles(*SUBMITTERS)(ui.principal)
-    return render(request, "submit.html", defaults=_defaults(kinds), form={}, errors=[],
-                  models=sorted(settings.models), default_model=settings.default_model)  # fmt: skip
+    return render(
+        request,
+        "submit.html",
+        defaults=_defaults(kinds),
+        form={},
+        errors=[],
+        models=sorted(settings.models),
+        default_model=settings.default_model,
+    )
 
 
 def _facts(text: str) -> list[dict[str, str]]:
@@ -176,6 +185,14 @@ def _create(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse: 
     except InvalidInput as exc:
         errors = [(exc.field or "", exc.message)]
     if errors:
-        return render(request, "submit.html", status_code=422, defaults=defaults, form=form, errors=errors,
-                      models=sorted(settings.models), default_model=settings.default_model)  # fmt: skip
+        return render(
+            request,
+            "submit.html",
+            status_code=422,
+            defaults=defaults,
+            form=form,
+            errors=errors,
+            models=sorted(settings.models),
+            default_model=settings.default_model,
+        )
     return render(request, "submitted.html", audit=created)

@@ -38,14 +38,26 @@ def _listing(request: Request, session, ui, kinds, filters: dict, page: int) -> 
     if filters["created_from"] and filters["created_to"] and filters["created_to"] < filters["created_from"]:
         raise InvalidInput("created_to", "the end date is before the start date; swap them")
     rows, total = repository.page(
-        session, ui.principal, page=page, page_size=PAGE_SIZE,
+        session,
+        ui.principal,
+        page=page,
+        page_size=PAGE_SIZE,
         filters={k: filters[k] for k in ("kind", "model", "status", "subject_id")},
-        created_from=_day(filters["created_from"]), created_before=_day(filters["created_to"], end=True),
-    )  # fmt: skip
+        created_from=_day(filters["created_from"]),
+        created_before=_day(filters["created_to"], end=True),
+    )
     pages = max(1, -(-total // PAGE_SIZE))
     active = any(a.status in ACTIVE_STATUSES for a in rows)
-    return {"audits": rows, "total": total, "page": page, "pages": pages, "filters": filters, "active": active,
-            "kinds": list(kinds), "statuses": [s.value for s in AuditStatus]}  # fmt: skip
+    return {
+        "audits": rows,
+        "total": total,
+        "page": page,
+        "pages": pages,
+        "filters": filters,
+        "active": active,
+        "kinds": list(kinds),
+        "statuses": [s.value for s in AuditStatus],
+    }
 
 
 @router.get("/audits", response_class=HTMLResponse)
@@ -63,8 +75,14 @@ def list_page(
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     rows_only: bool = False,
 ) -> HTMLResponse:
-    filters = {"kind": kind or None, "model": model or None, "status": status, "subject_id": subject_id,
-               "created_from": created_from, "created_to": created_to}  # fmt: skip
+    filters = {
+        "kind": kind or None,
+        "model": model or None,
+        "status": status,
+        "subject_id": subject_id,
+        "created_from": created_from,
+        "created_to": created_to,
+    }
     context = _listing(request, session, ui, kinds, filters, page)
     return render(request, "audit_rows.html" if rows_only else "audits.html", **context)
 
@@ -84,8 +102,15 @@ def audit_page(
     session.commit()  # the access log entry of a subject's results is written before the page leaves
     can_act = ui.principal.role in SUBMITTERS
     name = results.subject_name(session, audit)
-    return render(request, "audit.html", audit=read, results=shown, can_act=can_act, subject_name=name,
-                  active=audit.status in ACTIVE_STATUSES)  # fmt: skip
+    return render(
+        request,
+        "audit.html",
+        audit=read,
+        results=shown,
+        can_act=can_act,
+        subject_name=name,
+        active=audit.status in ACTIVE_STATUSES,
+    )
 
 
 @router.get("/audits/{audit_id}/facts/{fact}/templates/{template}", response_class=HTMLResponse)

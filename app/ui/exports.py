@@ -45,8 +45,14 @@ class ForgetQuery:
     ) -> None:
         if policy == "share" and min_share is None:
             raise InvalidInput("min_share", "policy share needs a minimum share (0 to 1)")
-        self.params = {"model": model or None, "subject_id": subject_id, "policy": policy, "min_share": min_share,
-                       "min_z": min_z, "max_p": max_p}  # fmt: skip
+        self.params = {
+            "model": model or None,
+            "subject_id": subject_id,
+            "policy": policy,
+            "min_share": min_share,
+            "min_z": min_z,
+            "max_p": max_p,
+        }
         self.filters = ForgetFilters(model or None, subject_id, None, None, policy, min_share, min_z, max_p)
 
 
@@ -58,8 +64,16 @@ def forget_set_page(request: Request, ui: Signed, query: Annotated[ForgetQuery, 
     count = len(preview) + sum(1 for _ in islice(rows, COUNT_CAP - len(preview)))
     rows.close()  # logs what was shown (the access log) now, not at garbage collection
     can_export = ui.principal.role in EXPORTERS
-    return render(request, "forget_set.html", rows=preview, count=count, capped=count >= COUNT_CAP,
-                  params=query.params, can_export=can_export, formats=list(SUFFIX))  # fmt: skip
+    return render(
+        request,
+        "forget_set.html",
+        rows=preview,
+        count=count,
+        capped=count >= COUNT_CAP,
+        params=query.params,
+        can_export=can_export,
+        formats=list(SUFFIX),
+    )
 
 
 @router.get("/forget-set/download", response_class=StreamingResponse)
@@ -101,9 +115,19 @@ def _compare(session, principal, a: str, b: str) -> list[dict[str, Any]]:  # noq
         fa, fb = (_facts(session, principal, side[subject_id]) for side in (left, right))
         for pid in sorted(set(fa) | set(fb)):
             x, y = fa.get(pid), fb.get(pid)
-            rows.append({"subject_id": subject_id, "audit_a": left[subject_id], "audit_b": right[subject_id],
-                         "property": pid, "label": (x or y).label, "values": (x or y).values,
-                         "a": x, "b": y, "differs": (x and x.lenient) != (y and y.lenient)})  # fmt: skip
+            rows.append(
+                {
+                    "subject_id": subject_id,
+                    "audit_a": left[subject_id],
+                    "audit_b": right[subject_id],
+                    "property": pid,
+                    "label": (x or y).label,
+                    "values": (x or y).values,
+                    "a": x,
+                    "b": y,
+                    "differs": (x and x.lenient) != (y and y.lenient),
+                }
+            )
     return rows
 
 

@@ -33,16 +33,28 @@ def _subject(session: Session, principal: Principal, audit: Audit, page: int) ->
     templates = sorted({c.template_index for _, f in shown for c in f.canaries})
     grid = [(i, f, {c.template_index: c for c in f.canaries}) for i, f in shown]
     memorized = sum(f.lenient for f in facts.facts)
-    return {"kind": "subject", "grid": grid,
-            "templates": templates, "page": page, "pages": pages, "n_facts": len(facts.facts),
-            "memorized": memorized, "calibration": facts.calibration}  # fmt: skip
+    return {
+        "kind": "subject",
+        "grid": grid,
+        "templates": templates,
+        "page": page,
+        "pages": pages,
+        "n_facts": len(facts.facts),
+        "memorized": memorized,
+        "calibration": facts.calibration,
+    }
 
 
 def _coverage(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:
     summary = audit.summary or {}
     records = coverage.records_with_prompts(session, audit, RECORDS_SHOWN)  # the reproduced, with their prompts
-    return {"kind": "coverage", "summary": summary, "buckets": summary.get("buckets", []), "records": records,
-            "dataset_id": summary.get("dataset_id")}  # fmt: skip
+    return {
+        "kind": "coverage",
+        "summary": summary,
+        "buckets": summary.get("buckets", []),
+        "records": records,
+        "dataset_id": summary.get("dataset_id"),
+    }
 
 
 def _capacity(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:
@@ -72,8 +84,9 @@ def for_audit(session: Session, principal: Principal, audit: Audit, page: int) -
     return show(session, principal, audit, page) if show else {}
 
 
-def candidates(session: Session, principal: Principal, audit_id: str, fact: int, template: int,
-               page: int) -> dict[str, Any]:  # fmt: skip
+def candidates(
+    session: Session, principal: Principal, audit_id: str, fact: int, template: int, page: int
+) -> dict[str, Any]:
     """One template's candidates, best first, paged: why the grid's cell has its rank."""
     canary = subjects.read_canary(session, principal, audit_id, fact, template)
     audit = subjects.visible_audit_of_kind(session, principal, audit_id, "subject")

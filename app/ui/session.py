@@ -55,8 +55,14 @@ def _unb64(text: str) -> bytes:
 
 def encode(session: UiSession, settings: Settings) -> str:
     p = session.principal
-    payload = {"id": p.id, "role": p.role, "key": p.key_id, "scope": p.audit_scope, "csrf": session.csrf,
-               "exp": session.expires}  # fmt: skip
+    payload = {
+        "id": p.id,
+        "role": p.role,
+        "key": p.key_id,
+        "scope": p.audit_scope,
+        "csrf": session.csrf,
+        "exp": session.expires,
+    }
     body = _b64(json.dumps(payload, separators=(",", ":")).encode())
     mac = _b64(hmac.new(_signing_key(settings), body.encode(), hashlib.sha256).digest())
     return f"{body}.{mac}"
@@ -119,5 +125,10 @@ def signin_cookie_flags(settings: Settings) -> dict[str, object]:
 
 def cookie_flags(settings: Settings) -> dict[str, object]:
     """HttpOnly, SameSite=Strict, path /ui; Secure wherever the service runs behind TLS (not on loopback tests)."""
-    return {"httponly": True, "samesite": "strict", "path": "/ui", "max_age": MAX_AGE_SECONDS,
-            "secure": settings.env == "production"}  # fmt: skip
+    return {
+        "httponly": True,
+        "samesite": "strict",
+        "path": "/ui",
+        "max_age": MAX_AGE_SECONDS,
+        "secure": settings.env == "production",
+    }

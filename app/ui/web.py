@@ -107,8 +107,12 @@ class UiRoute(APIRoute):
                 response = RedirectResponse(url("/signin", next=nxt), status_code=303)
                 response.delete_cookie(ui_session.COOKIE, path=PREFIX)
             except BadCsrf:
-                response = error_page(request, 403, "This form is out of date or was not sent by this dashboard. "
-                                      "Reload the page and try again; nothing was changed.")  # fmt: skip
+                response = error_page(
+                    request,
+                    403,
+                    "This form is out of date or was not sent by this dashboard. "
+                    "Reload the page and try again; nothing was changed.",
+                )
             except DomainError as exc:
                 response = error_page(request, exc.status_code, exc.message)
                 if isinstance(exc, TooManyRequests):

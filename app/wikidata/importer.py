@@ -57,13 +57,24 @@ def _open_import(path: Path) -> tuple[int, int]:
     fp = fingerprint(path)
     with session_scope() as s:
         running = s.scalars(
-            select(WikidataImport).where(WikidataImport.fingerprint == fp, WikidataImport.status == "running")
-            .order_by(WikidataImport.id.desc()).limit(1)
-        ).first()  # fmt: skip
+            select(WikidataImport)
+            .where(WikidataImport.fingerprint == fp, WikidataImport.status == "running")
+            .order_by(WikidataImport.id.desc())
+            .limit(1)
+        ).first()
         if running is not None:
             return running.id, running.last_line
-        row = WikidataImport(path=str(path)[:1000], fingerprint=fp, status="running", last_line=0,
-                             humans=0, facts=0, skipped_humans=0, bad_lines=0, bad_line_numbers=[])  # fmt: skip
+        row = WikidataImport(
+            path=str(path)[:1000],
+            fingerprint=fp,
+            status="running",
+            last_line=0,
+            humans=0,
+            facts=0,
+            skipped_humans=0,
+            bad_lines=0,
+            bad_line_numbers=[],
+        )
         s.add(row)
         s.flush()
         return row.id, 0
@@ -121,14 +132,17 @@ def _usable_facts(human: DumpHuman, labels: dict[str, str], catalog: Catalog) ->
 
 
 def _store_batch(
-    import_id: int, batch: list[DumpHuman], labels: dict[str, str], catalog: Catalog,
+    import_id: int,
+    batch: list[DumpHuman],
+    labels: dict[str, str],
+    catalog: Catalog,
     on_batch: Callable[[int], None] | None,
-) -> None:  # fmt: skip
+) -> None:
     with session_scope() as s:
         qids = [h.qid for h in batch]
-        present = set(s.scalars(
-            select(Subject.wikidata_id).where(Subject.wikidata_id.in_(qids), Subject.owner_key_id.is_(None))
-        ))  # fmt: skip
+        present = set(
+            s.scalars(select(Subject.wikidata_id).where(Subject.wikidata_id.in_(qids), Subject.owner_key_id.is_(None)))
+        )
         imp = s.get(WikidataImport, import_id)
         for human in batch:
             facts = _usable_facts(human, labels, catalog)
@@ -155,18 +169,26 @@ def _finish(
         s.execute(delete(PoolValue).where(PoolValue.import_id == import_id))
         for pid, values in pools.items():
             by_label = _humans_by_label(counts[pid], values, labels)
-            s.add_all(PoolValue(import_id=import_id, property_id=pid, position=i, value=v, humans=by_label[v])
-                      for i, v in enumerate(values))  # fmt: skip
+            s.add_all(
+                PoolValue(import_id=import_id, property_id=pid, position=i, value=v, humans=by_label[v])
+                for i, v in enumerate(values)
+            )
         imp = s.get(WikidataImport, import_id)
         imp.status, imp.finished_at = "succeeded", utcnow()
         imp.bad_lines, imp.bad_line_numbers = scan.report.bad_lines, list(scan.report.bad_line_numbers)
         imp.truncated = scan.report.truncated
         return ImportReport(
-            import_id=import_id, resumed_after_line=resumed, humans=imp.humans, facts=imp.facts,
-            skipped_humans=imp.skipped_humans, bad_lines=imp.bad_lines, bad_line_numbers=imp.bad_line_numbers,
-            truncated=imp.truncated, pools={pid: len(v) for pid, v in pools.items()},
+            import_id=import_id,
+            resumed_after_line=resumed,
+            humans=imp.humans,
+            facts=imp.facts,
+            skipped_humans=imp.skipped_humans,
+            bad_lines=imp.bad_lines,
+            bad_line_numbers=imp.bad_line_numbers,
+            truncated=imp.truncated,
+            pools={pid: len(v) for pid, v in pools.items()},
             properties=len(scan.properties),
-        )  # fmt: skip
+        )
 
 
 def _humans_by_label(counts: Counter[Value], values: list[str], labels: dict[str, str]) -> dict[str, int]:

@@ -21,9 +21,15 @@ LANGUAGES = ("en", "mul")  # "mul" holds language-independent labels (mostly nam
 # (P2048 height in centimetres, P2067 mass in kilograms) and refuses units that do not fit the property.
 METRE, CENTIMETRE, KILOGRAM = "Q11573", "Q174728", "Q11570"
 UNIT_WORDS = {
-    METRE: "metres", CENTIMETRE: "centimetres", "Q174789": "millimetres", "Q218593": "inches", "Q3710": "feet",
-    KILOGRAM: "kilograms", "Q41803": "grams", "Q100995": "pounds",
-}  # fmt: skip
+    METRE: "metres",
+    CENTIMETRE: "centimetres",
+    "Q174789": "millimetres",
+    "Q218593": "inches",
+    "Q3710": "feet",
+    KILOGRAM: "kilograms",
+    "Q41803": "grams",
+    "Q100995": "pounds",
+}
 _TIME_RE = re.compile(r"^([+-])(\d+)-(\d{2})-(\d{2})T")
 
 

@@ -18,9 +18,19 @@ from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 MAX_VALUE_LENGTH = 300
 # Spelled out rather than calendar.month_name, which follows the process locale.
 MONTHS = (
-    "January", "February", "March", "April", "May", "June",
-    "July", "August", "September", "October", "November", "December",
-)  # fmt: skip
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _MONTH_NUMBER = {m.casefold(): i + 1 for i, m in enumerate(MONTHS)} | {
     m[:3].casefold(): i + 1 for i, m in enumerate(MONTHS)
 }

@@ -124,20 +124,28 @@ def _architecture_capacity(label: str, precision: str, members: list[Cell]) -> d
     seeds = []
     for seed, curve in by_seed.items():
         n_best, bits = capacity_bits(curve)
-        seeds.append({"seed": seed, "capacity_bits": bits, "at_n": n_best,
-                      "bits_per_param": bits_per_parameter(bits, params)})  # fmt: skip
-    sizes = [{"n_samples": n, "seeds": len(v), "mean_bits": _mean_sd(v)[0], "sd_bits": _mean_sd(v)[1]}
-             for n, v in sorted(by_n.items())]  # fmt: skip
+        seeds.append(
+            {"seed": seed, "capacity_bits": bits, "at_n": n_best, "bits_per_param": bits_per_parameter(bits, params)}
+        )
+    sizes = [
+        {"n_samples": n, "seeds": len(v), "mean_bits": _mean_sd(v)[0], "sd_bits": _mean_sd(v)[1]}
+        for n, v in sorted(by_n.items())
+    ]
     best = max(sizes, key=lambda d: d["mean_bits"], default=None)
     seed_mean, seed_sd = _mean_sd([s["capacity_bits"] for s in seeds]) if seeds else (None, None)
     return {
-        "architecture": label, "precision": precision, "params": params,
+        "architecture": label,
+        "precision": precision,
+        "params": params,
         "capacity_bits": None if best is None else best["mean_bits"],
         "capacity_sd_bits": None if best is None else best["sd_bits"],
         "at_n": None if best is None else best["n_samples"],
         "bits_per_param": None if best is None else bits_per_parameter(best["mean_bits"], params),
-        "seeds": seeds, "seed_capacity_mean_bits": seed_mean, "seed_capacity_sd_bits": seed_sd, "by_n": sizes,
-    }  # fmt: skip
+        "seeds": seeds,
+        "seed_capacity_mean_bits": seed_mean,
+        "seed_capacity_sd_bits": seed_sd,
+        "by_n": sizes,
+    }
 
 
 def nats_to_bits(nats: ArrayLike) -> np.ndarray:

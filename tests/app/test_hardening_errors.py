@@ -9,8 +9,11 @@ import pytest
 
 MARK = "Zzecho7431"
 LONG_ID = MARK + "x" * 10_000
-SUBJECT = {"kind": "subject", "model": "groundtruth-tiny",
-           "subject": {"name": "Echo Person", "facts": [{"property": "P106", "value": "physicist"}]}}  # fmt: skip
+SUBJECT = {
+    "kind": "subject",
+    "model": "groundtruth-tiny",
+    "subject": {"name": "Echo Person", "facts": [{"property": "P106", "value": "physicist"}]},
+}
 
 
 def subject(**changes) -> dict:
@@ -67,8 +70,11 @@ def test_no_error_answer_repeats_the_rejected_value(roots_env, api_factory):
     answers += [api.delete(f"/audits/{LONG_ID}"), api.delete(f"/datasets/{MARK}")]
     answers.append(api.post("/datasets", data={"name": "d", MARK: "1"}, files={"items": ("i.csv", b"item_id\n1\n")}))
     mapping = {"items": {"columns": ["item_id"], "roles": {"item_id": MARK}}}
-    answers.append(api.post("/datasets", data={"name": "d", "mapping": json.dumps(mapping)},
-                            files={"items": ("i.csv", b"item_id\n1\n")}))  # fmt: skip
+    answers.append(
+        api.post(
+            "/datasets", data={"name": "d", "mapping": json.dumps(mapping)}, files={"items": ("i.csv", b"item_id\n1\n")}
+        )
+    )
     answers.append(api_factory(key=f"mak_{MARK}_secret").get("/audits"))
     api.post("/audits", json=SUBJECT, headers={"Idempotency-Key": MARK})
     answers.append(api.post("/audits", json=subject(model="smollm2-135m"), headers={"Idempotency-Key": MARK}))
@@ -82,8 +88,10 @@ def test_hf_paths_only_under_the_model_roots(roots_env, api_factory):
     api = api_factory("auditor")
     (roots_env / "model").mkdir()
     assert api.post("/audits", json=subject(model=f"hf:{roots_env}/model")).status_code == 202
-    refused = [subject(model=m) for m in
-               (f"hf:{roots_env}/../etc", "hf:/etc", "hf:/etc/passwd", "hf:/no/such/dir", "hf:org/hub-id")]  # fmt: skip
+    refused = [
+        subject(model=m)
+        for m in (f"hf:{roots_env}/../etc", "hf:/etc", "hf:/etc/passwd", "hf:/no/such/dir", "hf:org/hub-id")
+    ]
     answers = [api.post("/audits", json=b) for b in refused]
     assert {r.status_code for r in answers} == {422}
     assert len({r.text for r in answers}) == 1, "one message whether the path exists or not"

@@ -29,16 +29,33 @@ def create_large_audit(key: str) -> str:
         subject = Subject(name="Stream Person " + "x" * 150, owner_key_id=key_id)
         s.add(subject)
         s.flush()
-        audit = Audit(id=uuid.uuid4().hex, kind="subject", model="groundtruth-tiny", options={},
-                      status="succeeded", owner_key_id=key_id, subject_id=subject.id)  # fmt: skip
+        audit = Audit(
+            id=uuid.uuid4().hex,
+            kind="subject",
+            model="groundtruth-tiny",
+            options={},
+            status="succeeded",
+            owner_key_id=key_id,
+            subject_id=subject.id,
+        )
         s.add(audit)
         for r in range(RESULTS):
-            facts = [Fact(property_id="P106", value=f"value {r}-{i} " + "v" * 200, source="request")
-                     for i in range(FACTS_PER_RESULT)]  # fmt: skip
+            facts = [
+                Fact(property_id="P106", value=f"value {r}-{i} " + "v" * 200, source="request")
+                for i in range(FACTS_PER_RESULT)
+            ]
             subject.facts.extend(facts)
             s.flush()
-            result = FactResult(audit_id=audit.id, property_id="P106", fact_ids=[f.id for f in facts], share=1.0,
-                                strict=True, lenient=True, z_star=1.0, n_templates=CANARIES)  # fmt: skip
+            result = FactResult(
+                audit_id=audit.id,
+                property_id="P106",
+                fact_ids=[f.id for f in facts],
+                share=1.0,
+                strict=True,
+                lenient=True,
+                z_star=1.0,
+                n_templates=CANARIES,
+            )
             result.canaries = [
                 Canary(
                     template_index=t,
@@ -50,7 +67,7 @@ def create_large_audit(key: str) -> str:
                     lead_margin=1.0,
                     z_star=1.0,
                     memorized=True,
-                )  # fmt: skip
+                )
                 for t in range(CANARIES)
             ]
             s.add(result)
@@ -86,8 +103,12 @@ def test_a_database_failure_mid_stream_cuts_the_response(large_export):
         lines = r.iter_lines()
         received.append(next(lines))
         with session_scope() as s:  # kill every other connection to the database, the export's among them
-            killed = s.scalar(text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                   "WHERE datname = current_database() AND pid <> pg_backend_pid()"))  # fmt: skip
+            killed = s.scalar(
+                text(
+                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
         assert killed >= 1
         received.extend(lines)
     assert len(received) < RESULTS * FACTS_PER_RESULT, "the stream was not cut"

@@ -7,10 +7,16 @@ import json
 
 import pytest
 
-SUBJECT = {"kind": "subject", "model": "groundtruth-tiny",
-           "subject": {"name": "Input Person", "facts": [{"property": "P106", "value": "physicist"}]}}  # fmt: skip
-CAPACITY = {"kind": "capacity", "model": "scratch", "grid": {"architectures": [{"n_layer": 1, "d_model": 8}],
-            "vocab_size": 16, "seq_len": 8, "dataset_sizes": [8]}}  # fmt: skip
+SUBJECT = {
+    "kind": "subject",
+    "model": "groundtruth-tiny",
+    "subject": {"name": "Input Person", "facts": [{"property": "P106", "value": "physicist"}]},
+}
+CAPACITY = {
+    "kind": "capacity",
+    "model": "scratch",
+    "grid": {"architectures": [{"n_layer": 1, "d_model": 8}], "vocab_size": 16, "seq_len": 8, "dataset_sizes": [8]},
+}
 HUGE = 2**70
 
 

@@ -12,8 +12,11 @@ from sqlalchemy import text
 from tests.conftest import make_key
 from tests.support.ui import sign_in
 
-BODY = {"kind": "subject", "model": "groundtruth-tiny",
-        "subject": {"name": "Limit Person", "facts": [{"property": "P106", "value": "physicist"}]}}  # fmt: skip
+BODY = {
+    "kind": "subject",
+    "model": "groundtruth-tiny",
+    "subject": {"name": "Limit Person", "facts": [{"property": "P106", "value": "physicist"}]},
+}
 
 
 def raw_exchange(url: str, head: str, chunks: list[bytes] = (), timeout: float = 15) -> tuple[int, bytes]:

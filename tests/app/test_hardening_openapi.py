@@ -70,8 +70,9 @@ def test_limits_and_models_follow_the_settings(monkeypatch, tmp_path):
     pattern = rooted["components"]["schemas"]["SubjectAuditCreate"]["properties"]["model"]["anyOf"][1]["pattern"]
     assert re.search(pattern, f"hf:{tmp_path}/model") and not re.search(pattern, "hf:/etc/model")
 
-    production = document(monkeypatch, env="production", key_pepper="a-long-random-production-secret",
-                          model_roots="null")  # fmt: skip
+    production = document(
+        monkeypatch, env="production", key_pepper="a-long-random-production-secret", model_roots="null"
+    )
     model = production["components"]["schemas"]["SubjectAuditCreate"]["properties"]["model"]
     assert "anyOf" not in model and model["enum"] == ["groundtruth-tiny", "smollm2-135m"], "no hf: in production"
 

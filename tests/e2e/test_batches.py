@@ -34,8 +34,14 @@ def roster(split: str, n: int, start: int = 0) -> list[dict]:
 
 def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
     with log.open("a") as out:
-        return subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env={**os.environ, **env}, cwd=REPO,
-                                stdout=out, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        return subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "worker"],
+            env={**os.environ, **env},
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
 
 @pytest.fixture
@@ -103,8 +109,15 @@ def test_a_single_audit_submitted_during_a_batch_finishes_first(rq_worker, api_f
         time.sleep(0.2)
     person = roster("trained", 1)[0]
     facts = [{"property": p, "value": v} for p, values in person.items() if p != "name" for v in values]
-    single = api.post("/audits", json={"kind": "subject", "model": MODEL, "options": OPTIONS,
-                                       "subject": {"name": person["name"], "facts": facts}}).json()  # fmt: skip
+    single = api.post(
+        "/audits",
+        json={
+            "kind": "subject",
+            "model": MODEL,
+            "options": OPTIONS,
+            "subject": {"name": person["name"], "facts": facts},
+        },
+    ).json()
     assert wait_for(api, single["id"], timeout=120)["status"] == "succeeded"
     progress = api.get(f"/batches/{batch['id']}").json()["progress"]
     assert progress["queued"] > 0, f"FIFO would have run the whole batch first: {progress}"

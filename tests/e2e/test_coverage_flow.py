@@ -113,8 +113,10 @@ def check_items_probe(api, dataset_id: str) -> None:
     edges, buckets = summary["bucket_edges"], summary["buckets"]
     assert len(buckets) == len(edges) - 1 >= 2 and sum(b["probed"] for b in buckets) == total
 
-    matched = [json.loads(line) for line in api.get(f"/audits/{audit_id}/records", params={"matched": "true"})
-               .text.splitlines()]  # fmt: skip
+    matched = [
+        json.loads(line)
+        for line in api.get(f"/audits/{audit_id}/records", params={"matched": "true"}).text.splitlines()
+    ]
     assert matched and all(r["matched"] and r["char_ratio"] == 1.0 for r in matched)
     rows = list(csv.DictReader(io.StringIO(api.get(f"/audits/{audit_id}/records", params={"format": "csv"}).text)))
     assert len(rows) == total and {r["bucket"] for r in rows} == {str(b["bucket"]) for b in buckets}

@@ -37,8 +37,10 @@ def test_dynamics_audits_end_to_end(rq_worker, api_factory):
 
 def check_trained_audit(api) -> None:
     rng = np.random.default_rng(0)
-    strings = [{"id": f"rec{i}", "text": "".join(rng.choice(list("abcdef"), size=10)), "count": 1 + (i % 4 == 0)}
-               for i in range(24)]  # fmt: skip
+    strings = [
+        {"id": f"rec{i}", "text": "".join(rng.choice(list("abcdef"), size=10)), "count": 1 + (i % 4 == 0)}
+        for i in range(24)
+    ]
     options = {"folds": 3, "epochs": 4, "d_model": 16, "n_layer": 1, "n_head": 2, "batch_size": 8, "lr": 1e-2}
     created = submit(api, {"kind": "dynamics", "model": "groundtruth-tiny", "strings": strings, "options": options})
     assert created["summary"]["cost"]["passes"] == 12 and created["progress"]["total"] == 12
@@ -48,8 +50,11 @@ def check_trained_audit(api) -> None:
     summary = done["summary"]
     assert [e["epoch"] for e in summary["per_epoch"]] == [1, 2, 3, 4]
     assert summary["cost"]["passes"] == 12 and summary["recipe"] == "scratch"
-    assert set(summary["agreement"]) == {"recollection~counterfactual", "recollection~contextual",
-                                         "counterfactual~contextual"}  # fmt: skip
+    assert set(summary["agreement"]) == {
+        "recollection~counterfactual",
+        "recollection~contextual",
+        "counterfactual~contextual",
+    }
 
     rows = jsonl(api, f"/audits/{created['id']}/strings")
     assert [r["string_id"] for r in rows] == [s["id"] for s in strings]
@@ -88,23 +93,28 @@ def check_imported_audit(api) -> None:
     # b: never (held-out equals train); c: under tau but no better than held-out (recollection only: the
     # fixed-threshold artifact)
     traj = Trajectories(
-        ["a", "b", "c"], [0, 5, 10],
+        ["a", "b", "c"],
+        [0, 5, 10],
         np.array([[2.0, 0.5, 0.1], [1.0, 0.8, 0.7], [0.3, 0.15, 0.1]]),
         np.array([[2.0, 1.2, 1.5], [1.0, 0.8, 0.7], [0.3, 0.15, 0.1]]),
         frequency=[1.0, 3.0, 50.0],
-    )  # fmt: skip
+    )
     for fmt in ("jsonl", "csv"):
         content = "".join(write_trajectories(traj, fmt))
-        created = submit(api, {"kind": "dynamics", "model": "hf:acme/provider-llm",
-                               "trajectories": {"format": fmt, "content": content}})  # fmt: skip
+        created = submit(
+            api,
+            {"kind": "dynamics", "model": "hf:acme/provider-llm", "trajectories": {"format": fmt, "content": content}},
+        )
         assert created["summary"]["cost"]["passes"] == 0
         done = wait_for(api, created["id"], timeout=120)
         assert done["status"] == "succeeded", done
         assert done["summary"]["source"] == "imported"
         rows = {r["string_id"]: r for r in jsonl(api, f"/audits/{created['id']}/strings")}
-        assert {m: rows["a"][m] for m in MEASURES} == {"recollection": {"flag": True, "onset": 10},
-                                                       "counterfactual": {"flag": True, "onset": 5},
-                                                       "contextual": {"flag": True, "onset": 5}}  # fmt: skip
+        assert {m: rows["a"][m] for m in MEASURES} == {
+            "recollection": {"flag": True, "onset": 10},
+            "counterfactual": {"flag": True, "onset": 5},
+            "contextual": {"flag": True, "onset": 5},
+        }
         assert rows["a"]["contextual_threshold"] == 1.2
         assert {m: rows["b"][m]["flag"] for m in MEASURES} == dict.fromkeys(MEASURES, False)
         assert rows["c"]["recollection"] == {"flag": True, "onset": 5}

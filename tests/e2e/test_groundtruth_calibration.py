@@ -29,8 +29,12 @@ NULL_FACTS = "100"
 
 def payload(person: dict) -> dict:
     facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
-    return {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": person["name"], "facts": facts},
-            "options": OPTIONS}  # fmt: skip
+    return {
+        "kind": "subject",
+        "model": "groundtruth-tiny",
+        "subject": {"name": person["name"], "facts": facts},
+        "options": OPTIONS,
+    }
 
 
 def run(api, people: list[dict]) -> list[str]:
@@ -69,17 +73,21 @@ def test_default_policy_finds_trained_facts_and_rejects_held_out_ones(sqlite_env
     # the null's own estimates, pooled over the held-out facts' properties (each fact's property's rate)
     null_p = sum(f["calibration"]["fpr"]["pvalue"]["rate"] for f in held) / len(held)
     null_lenient = sum(f["calibration"]["fpr"]["lenient"]["rate"] for f in held) / len(held)
-    report = (f"default policy p<=0.01 on groundtruth-tiny: recall on trained {interval(recall)}, false-positive "
-              f"rate on held-out {interval(fpr)}; null-estimated FPR {null_p:.3f} (lenient: held-out "
-              f"{interval(held_lenient)}, null {null_lenient:.3f})")  # fmt: skip
+    report = (
+        f"default policy p<=0.01 on groundtruth-tiny: recall on trained {interval(recall)}, false-positive "
+        f"rate on held-out {interval(fpr)}; null-estimated FPR {null_p:.3f} (lenient: held-out "
+        f"{interval(held_lenient)}, null {null_lenient:.3f})"
+    )
     print("\n" + report)
     for pid in sorted({f["property"] for f in held}):
         t = [f for f in trained if f["property"] == pid]
         h = [f for f in held if f["property"] == pid]
         cal = h[0]["calibration"]["fpr"]
-        print(f"  {pid}: recall {sum(f['calibration']['memorized'] for f in t)}/{len(t)}, held-out p<=0.01 "
-              f"{sum(f['calibration']['memorized'] for f in h)}/{len(h)} (null {cal['pvalue']['rate']:.3f}), held-out "
-              f"lenient {sum(f['lenient'] for f in h)}/{len(h)} (null {cal['lenient']['rate']:.3f})")  # fmt: skip
+        print(
+            f"  {pid}: recall {sum(f['calibration']['memorized'] for f in t)}/{len(t)}, held-out p<=0.01 "
+            f"{sum(f['calibration']['memorized'] for f in h)}/{len(h)} (null {cal['pvalue']['rate']:.3f}), held-out "
+            f"lenient {sum(f['lenient'] for f in h)}/{len(h)} (null {cal['lenient']['rate']:.3f})"
+        )
     assert recall.rate >= 0.9, report
     assert fpr.rate <= 0.02, report
     assert fpr.low <= null_p <= fpr.high, report

@@ -24,8 +24,12 @@ PER_SPLIT = 3  # people per split (~5 facts each); every fact of each person, ev
 
 def payload(person: dict) -> dict:
     facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
-    return {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": person["name"], "facts": facts},
-            "options": {"counterfactuals": 100}}  # fmt: skip
+    return {
+        "kind": "subject",
+        "model": "groundtruth-tiny",
+        "subject": {"name": person["name"], "facts": facts},
+        "options": {"counterfactuals": 100},
+    }
 
 
 def submit(api, people: list[dict]) -> list[str]:
@@ -49,9 +53,11 @@ def test_trained_people_are_memorized_and_held_out_people_are_not(sqlite_env, ap
     assert all(f["n_templates"] >= 11 for f in trained + held_out), "every paraphrase is probed"
     rate = lambda facts, key: sum(f[key] for f in facts) / len(facts)  # noqa: E731
     rates = {
-        "trained_lenient": rate(trained, "lenient"), "trained_strict": rate(trained, "strict"),
-        "held_out_lenient": rate(held_out, "lenient"), "held_out_strict": rate(held_out, "strict"),
-    }  # fmt: skip
+        "trained_lenient": rate(trained, "lenient"),
+        "trained_strict": rate(trained, "strict"),
+        "held_out_lenient": rate(held_out, "lenient"),
+        "held_out_strict": rate(held_out, "strict"),
+    }
     report = ", ".join(f"{k} {v:.3f}" for k, v in rates.items()) + f" ({len(trained)} + {len(held_out)} facts)"
     print("\ngroundtruth-tiny, all paraphrases:", report)
     assert rates["trained_lenient"] >= 0.8, report

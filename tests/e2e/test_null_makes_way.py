@@ -19,15 +19,25 @@ MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
 MODEL = "groundtruth-tiny"
 # a null that runs for tens of seconds on the ground-truth model (a full null of 150 fictitious people), and a
 # single audit that takes a few
-NULL = {"kind": "null", "model": MODEL, "properties": ["P27"], "method": "full", "facts_per_property": 150,
-        "options": {"paraphrases": 2, "counterfactuals": 40, "near_duplicates": False}}  # fmt: skip
+NULL = {
+    "kind": "null",
+    "model": MODEL,
+    "properties": ["P27"],
+    "method": "full",
+    "facts_per_property": 150,
+    "options": {"paraphrases": 2, "counterfactuals": 40, "near_duplicates": False},
+}
 SINGLE_OPTIONS = {"paraphrases": 1, "counterfactuals": 8, "similar_names": 1, "near_duplicates": False}
 
 
 def single(person: dict) -> dict:
     facts = [{"property": "P27", "value": person["facts"]["P27"][0]}]
-    return {"kind": "subject", "model": MODEL, "options": SINGLE_OPTIONS,
-            "subject": {"name": person["name"], "facts": facts}}  # fmt: skip
+    return {
+        "kind": "subject",
+        "model": MODEL,
+        "options": SINGLE_OPTIONS,
+        "subject": {"name": person["name"], "facts": facts},
+    }
 
 
 def attempts(audit_id: str) -> int:

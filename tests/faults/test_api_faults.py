@@ -30,8 +30,10 @@ def test_a_read_right_after_the_202_always_finds_the_audit(fault_env):
     # The read comes from another principal on another connection, as a monitoring client's would: on one
     # keep-alive connection uvicorn reads the GET only after the POST's request cycle ended entirely, and the
     # same key's row lock (last_used_at) would hold the GET until the POST commits; both hide a late commit.
-    with httpx.Client(base_url=base, headers=_auth("auditor"), timeout=30) as writer, \
-            httpx.Client(base_url=base, headers=_auth("admin"), timeout=30) as reader:  # fmt: skip
+    with (
+        httpx.Client(base_url=base, headers=_auth("auditor"), timeout=30) as writer,
+        httpx.Client(base_url=base, headers=_auth("admin"), timeout=30) as reader,
+    ):
         for i in range(200):
             created = writer.post("/audits", json=subject_body(i % 5, **TINY))
             assert created.status_code == 202, created.text
@@ -77,8 +79,10 @@ def test_every_acknowledged_audit_runs_after_the_api_is_killed_mid_burst(fault_e
         return all(audit_row(a).status == "succeeded" for a in ids)
 
     wait_until(all_ran, 300, f"not every one of the {len(ids)} acknowledged audits ran", poll=0.5)
-    print(f"\n{len(ids)} acknowledged audits before kill -9 of the API: all succeeded, "
-          f"{time.monotonic() - started:.1f} s after the kill")  # fmt: skip
+    print(
+        f"\n{len(ids)} acknowledged audits before kill -9 of the API: all succeeded, "
+        f"{time.monotonic() - started:.1f} s after the kill"
+    )
 
     def nothing_left() -> bool:  # committed but never acknowledged ones run too
         with session_scope() as s:

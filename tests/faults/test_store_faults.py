@@ -65,8 +65,10 @@ def test_a_postgres_restart_mid_job_is_retried_cleanly(fault_env):
     restarted = time.monotonic()
     wait_until(lambda: audit_row(audit_id).status in ("succeeded", "failed"), 240, "the audit never finished")
     final = audit_row(audit_id)
-    print(f"\nPostgres restarted mid-job: audit {final.status} after {final.attempts} attempts, "
-          f"{time.monotonic() - restarted:.1f} s after the restart")  # fmt: skip
+    print(
+        f"\nPostgres restarted mid-job: audit {final.status} after {final.attempts} attempts, "
+        f"{time.monotonic() - restarted:.1f} s after the restart"
+    )
     if final.status == "failed":  # allowed, if it says why and left nothing behind
         assert final.error and "Traceback" not in final.error, final.error
         assert stored_once(audit_id, n_templates=2) == (0, 0)

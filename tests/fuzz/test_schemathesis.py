@@ -19,8 +19,12 @@ MAX_EXAMPLES = int(os.environ.get("MEMAUDIT_FUZZ_EXAMPLES", "40"))
 SEED = os.environ.get("MEMAUDIT_FUZZ_SEED", "20261123")
 ITEMS = "1::Toy Story (1995)::Animation|Comedy\n2::Jumanji (1995)::Adventure\n3::Heat (1995)::Action\n"
 FACTS = [{"property": "P106", "value": "physicist"}, {"property": "P27", "value": "Germany"}]
-GRID = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
-        "dataset_sizes": [8, 64]}  # fmt: skip
+GRID = {
+    "architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}],
+    "vocab_size": 16,
+    "seq_len": 8,
+    "dataset_sizes": [8, 64],
+}
 STRINGS = [{"text": f"customer {i} ordered item {i * 7 % 5}"} for i in range(8)]
 
 
@@ -38,11 +42,16 @@ def seed(client) -> dict[str, str]:
     assert dataset.status_code == 201, dataset.text
     bodies = {
         "SUBJECT": {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": "Fuzz Person", "facts": FACTS}},
-        "COVERAGE": {"kind": "coverage", "model": "groundtruth-tiny", "dataset_id": dataset.json()["id"],
-                     "target": "items", "options": {"k": 1}},
+        "COVERAGE": {
+            "kind": "coverage",
+            "model": "groundtruth-tiny",
+            "dataset_id": dataset.json()["id"],
+            "target": "items",
+            "options": {"k": 1},
+        },
         "CAPACITY": {"kind": "capacity", "model": "scratch", "grid": GRID},
         "DYNAMICS": {"kind": "dynamics", "model": "groundtruth-tiny", "strings": STRINGS},
-    }  # fmt: skip
+    }
     ids = {"FUZZ_DATASET": dataset.json()["id"]}
     for name, body in bodies.items():
         created = client.post("/audits", json=body)
@@ -54,17 +63,35 @@ def seed(client) -> dict[str, str]:
 def test_the_api_keeps_its_openapi_promises(live_api, wikidata, tmp_path):
     # Limits off: a fuzzer on one key would otherwise meet mostly 429s (the limits have their own tests). The event
     # stream of an audit that no worker runs lasts its whole lifetime: 2 s here.
-    api = live_api(MEMAUDIT_RATE_LIMIT_PER_MINUTE="0", MEMAUDIT_SUBMIT_RATE_PER_MINUTE="0",
-                   MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY="0", MEMAUDIT_WIKIDATA_API_URL=wikidata.url,
-                   MEMAUDIT_EVENTS_MAX_SECONDS="2")  # fmt: skip
+    api = live_api(
+        MEMAUDIT_RATE_LIMIT_PER_MINUTE="0",
+        MEMAUDIT_SUBMIT_RATE_PER_MINUTE="0",
+        MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY="0",
+        MEMAUDIT_WIKIDATA_API_URL=wikidata.url,
+        MEMAUDIT_EVENTS_MAX_SECONDS="2",
+    )
     key = make_key("auditor")
     with api.client(key) as client:
         ids = seed(client)
     command = [
-        sys.executable, "-m", "schemathesis.cli", "--config-file", str(CONFIG), "run", f"{api.url}/openapi.json",
-        "--header", f"Authorization: Bearer {key}", "--max-examples", str(MAX_EXAMPLES), "--seed", SEED,
-        "--report", "junit", "--report-dir", str(tmp_path),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "schemathesis.cli",
+        "--config-file",
+        str(CONFIG),
+        "run",
+        f"{api.url}/openapi.json",
+        "--header",
+        f"Authorization: Bearer {key}",
+        "--max-examples",
+        str(MAX_EXAMPLES),
+        "--seed",
+        SEED,
+        "--report",
+        "junit",
+        "--report-dir",
+        str(tmp_path),
+    ]
     env = {**os.environ, **ids, "NO_COLOR": "1"}
     run = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
     (tmp_path / "schemathesis.out").write_text(run.stdout + run.stderr)

@@ -39,8 +39,14 @@ class FaultEnv:
 
     def _spawn(self, args: list[str], name: str) -> subprocess.Popen:
         log = (self.logs / f"{name}.log").open("a")
-        proc = subprocess.Popen([sys.executable, "-m", "app.cli", *args], env={**os.environ, **self.env}, cwd=REPO,
-                                stdout=log, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", *args],
+            env={**os.environ, **self.env},
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         self.procs.append(proc)
         return proc
 
@@ -80,16 +86,25 @@ def person(i: int = 0) -> dict:
     return json.loads(MANIFEST.read_text())["trained"][i]
 
 
-def subject_body(i: int = 0, *, counterfactuals: int = 10, paraphrases: int = 0, similar_names: int = 1,
-                 model: str = "groundtruth-tiny") -> dict:  # fmt: skip
+def subject_body(
+    i: int = 0,
+    *,
+    counterfactuals: int = 10,
+    paraphrases: int = 0,
+    similar_names: int = 1,
+    model: str = "groundtruth-tiny",
+) -> dict:
     """A subject audit (on the ground-truth model by default); its size (and so its run time) is set by the
     options and the model."""
     p = person(i)
     facts = [{"property": pid, "value": v} for pid, values in p["facts"].items() for v in values]
-    options = {"counterfactuals": counterfactuals, "paraphrases": paraphrases, "similar_names": similar_names,
-               "near_duplicates": False}  # fmt: skip
-    return {"kind": "subject", "model": model, "subject": {"name": p["name"], "facts": facts},
-            "options": options}  # fmt: skip
+    options = {
+        "counterfactuals": counterfactuals,
+        "paraphrases": paraphrases,
+        "similar_names": similar_names,
+        "near_duplicates": False,
+    }
+    return {"kind": "subject", "model": model, "subject": {"name": p["name"], "facts": facts}, "options": options}
 
 
 def audit_row(audit_id: str):  # noqa: ANN201
@@ -127,11 +142,16 @@ def stored_once(audit_id: str, n_templates: int) -> tuple[int, int]:
     from app.db.models import Canary, FactResult
 
     with session_scope() as s:
-        results = list(s.scalars(
-            select(FactResult).where(FactResult.audit_id == audit_id)
-            .options(selectinload(FactResult.canaries).selectinload(Canary.candidates),
-                     selectinload(FactResult.counterfactuals))
-        ))  # fmt: skip
+        results = list(
+            s.scalars(
+                select(FactResult)
+                .where(FactResult.audit_id == audit_id)
+                .options(
+                    selectinload(FactResult.canaries).selectinload(Canary.candidates),
+                    selectinload(FactResult.counterfactuals),
+                )
+            )
+        )
         properties = [r.property_id for r in results]
         assert len(properties) == len(set(properties)), f"a property's result was stored twice: {properties}"
         scores = 0

@@ -44,8 +44,12 @@ def start_api(env: dict[str, str], log: Path, *, timeout: float = 60.0) -> LiveA
     with log.open("a") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)],
-            env={**os.environ, **env}, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+            env={**os.environ, **env},
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     api = LiveApi(proc, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -90,13 +90,36 @@ def _wait_ready(server: LlamaServer, timeout: float = 180.0) -> None:
 
 
 def start_llama_server(
-    log_dir: Path, *, api_key: str | None = None, bos_override: bool = True, logits_all: bool = True,
-    n_ctx: int = 1024, threads: int = 1,
-) -> LlamaServer:  # fmt: skip
+    log_dir: Path,
+    *,
+    api_key: str | None = None,
+    bos_override: bool = True,
+    logits_all: bool = True,
+    n_ctx: int = 1024,
+    threads: int = 1,
+) -> LlamaServer:
     port = free_port()
-    args = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf()), "--model_alias", SERVED_NAME,
-            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
-            "--n_threads_batch", str(threads), "--logits_all", str(logits_all).lower()]  # fmt: skip
+    args = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(smollm2_gguf()),
+        "--model_alias",
+        SERVED_NAME,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--n_threads",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
+        "--logits_all",
+        str(logits_all).lower(),
+    ]
     if bos_override:
         args += ["--kv_overrides", "tokenizer.ggml.bos_token_id=int:0"]
     if api_key:

@@ -42,11 +42,16 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(postgres, redis_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # noqa: ANN001
     # its own database: the worker's reconciler would otherwise run what earlier tests left queued there first
-    env = {"MEMAUDIT_DATABASE_URL": migrated_database(postgres, "ui"), "MEMAUDIT_REDIS_URL": redis_server.url,
-           "MEMAUDIT_QUEUE_NAME": f"ui-{uuid.uuid4().hex[:6]}", "MEMAUDIT_ENV": "test",
-           # a small calibration null (fictitious people), queued when a subject audit's results are first read
-           "MEMAUDIT_NULL_MIN_PEOPLE": "2", "MEMAUDIT_NULL_MAX_PEOPLE": "3",
-           "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "3"}  # fmt: skip
+    env = {
+        "MEMAUDIT_DATABASE_URL": migrated_database(postgres, "ui"),
+        "MEMAUDIT_REDIS_URL": redis_server.url,
+        "MEMAUDIT_QUEUE_NAME": f"ui-{uuid.uuid4().hex[:6]}",
+        "MEMAUDIT_ENV": "test",
+        # a small calibration null (fictitious people), queued when a subject audit's results are first read
+        "MEMAUDIT_NULL_MIN_PEOPLE": "2",
+        "MEMAUDIT_NULL_MAX_PEOPLE": "3",
+        "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "3",
+    }
     logs = tmp_path_factory.mktemp("ui-servers")
     shots = Path(os.environ.get("UI_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
     shots.mkdir(parents=True, exist_ok=True)
@@ -55,8 +60,13 @@ def stack(postgres, redis_server, tmp_path_factory: pytest.TempPathFactory) -> I
             mp.setenv(k, v)
         _reset_caches()
         with (logs / "worker.log").open("a") as log:
-            worker = subprocess.Popen([sys.executable, "-m", "app.cli", "worker"], env={**os.environ, **env},
-                                      cwd=REPO, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "app.cli", "worker"],
+                env={**os.environ, **env},
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
         api = start_api(env, logs / "api.log")
         keys = {role: make_key(role) for role in ROLES} | {"other_auditor": make_key("auditor")}
         try:
@@ -86,8 +96,9 @@ def browser() -> Iterator:
 
 def sign_in(browser, stack: Stack, token: str, path: str = "/ui/audits"):  # noqa: ANN001, ANN201
     """A fresh browser context (its own cookies) signed in with ``token`` through the sign-in form."""
-    context = browser.new_context(base_url=stack.api.url, viewport={"width": 1280, "height": 800},
-                                  accept_downloads=True)  # fmt: skip
+    context = browser.new_context(
+        base_url=stack.api.url, viewport={"width": 1280, "height": 800}, accept_downloads=True
+    )
     page = context.new_page()
     page.goto(path)
     page.fill("#token", token)
@@ -114,19 +125,31 @@ def other_kinds(stack: Stack, workdir: Path) -> dict[str, str]:
     from scripts.train_items_model import MODEL_DIR, default_catalog
 
     api, ids = stack.client("auditor"), {}
-    grid = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
-            "dataset_sizes": [8, 32, 128], "seeds": [0], "precisions": ["fp32"]}  # fmt: skip
+    grid = {
+        "architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}],
+        "vocab_size": 16,
+        "seq_len": 8,
+        "dataset_sizes": [8, 32, 128],
+        "seeds": [0],
+        "precisions": ["fp32"],
+    }
     options = {"steps": 60, "lr": 3e-2, "warmup_steps": 5, "checkpoint_seconds": 1.0}
     body = {"kind": "capacity", "model": "scratch", "grid": grid, "options": options}
     ids["capacity"] = api.post("/audits", json=body).json()["id"]
     paths = default_catalog().write(workdir)
     files = {t: (p.name, p.read_bytes(), "application/octet-stream") for t, p in paths.items()}
     dataset = api.post("/datasets", data={"name": "synthetic catalog"}, files=files).json()["id"]
-    body = {"kind": "coverage", "model": f"hf:{MODEL_DIR}", "dataset_id": dataset, "target": "items",
-            "options": {"sample": 40}}  # fmt: skip
+    body = {
+        "kind": "coverage",
+        "model": f"hf:{MODEL_DIR}",
+        "dataset_id": dataset,
+        "target": "items",
+        "options": {"sample": 40},
+    }
     ids["coverage"] = api.post("/audits", json=body).json()["id"]
-    strings = [{"id": f"s{i}", "text": "abcdefabcdef"[i % 6 :][:8] + str(i), "count": 1 + (i % 3 == 0)}
-               for i in range(12)]  # fmt: skip
+    strings = [
+        {"id": f"s{i}", "text": "abcdefabcdef"[i % 6 :][:8] + str(i), "count": 1 + (i % 3 == 0)} for i in range(12)
+    ]
     options = {"folds": 2, "epochs": 3, "d_model": 16, "n_layer": 1, "n_head": 2, "batch_size": 8, "lr": 1e-2}
     body = {"kind": "dynamics", "model": "groundtruth-tiny", "strings": strings, "options": options}
     ids["dynamics"] = api.post("/audits", json=body).json()["id"]

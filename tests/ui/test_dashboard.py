@@ -150,8 +150,14 @@ def test_headers_cookie_and_csrf(stack: Stack, browser, subject: dict) -> None: 
     (cookie,) = [c for c in page.context.cookies() if c["name"] == "memaudit_ui"]
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["expires"] > 0
     # a forged or missing CSRF token: 403 and the audit is not cancelled
-    grid = {"architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}], "vocab_size": 16, "seq_len": 8,
-            "dataset_sizes": [8], "seeds": [0], "precisions": ["fp32"]}  # fmt: skip
+    grid = {
+        "architectures": [{"n_layer": 1, "d_model": 8, "n_head": 2}],
+        "vocab_size": 16,
+        "seq_len": 8,
+        "dataset_sizes": [8],
+        "seeds": [0],
+        "precisions": ["fp32"],
+    }
     body = {"kind": "capacity", "model": "scratch", "grid": grid, "options": {"steps": 20}}
     queued = stack.client("auditor").post("/audits", json=body).json()["id"]
     for form in ({"csrf": "forged"}, {}):

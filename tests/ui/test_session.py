@@ -71,12 +71,20 @@ def test_hostile_dashboard_input_is_a_4xx_page_never_a_500(sqlite_env) -> None:
         assert sign_in(browser, key).status_code == 303
         assert browser.get("/ui/audits?created_to=9999-12-31").status_code == 200
         csrf = re.search(r'name="csrf" value="([^"]+)"', browser.get("/ui/submit").text).group(1)
-        form = {"csrf": csrf, "model": "groundtruth-tiny", "name": "Ada Lovelace", "facts": "P106 = mathematician",
-                "option_counterfactuals": "[" * 50_000}  # fmt: skip
+        form = {
+            "csrf": csrf,
+            "model": "groundtruth-tiny",
+            "name": "Ada Lovelace",
+            "facts": "P106 = mathematician",
+            "option_counterfactuals": "[" * 50_000,
+        }
         r = browser.post("/ui/submit", data=form)
         assert r.status_code == 422 and "counterfactuals" in r.text
-        r = browser.post("/ui/signin", content=b"token=" + b"a" * (UI_MAX_BODY_BYTES + 1),
-                         headers={"Content-Type": "application/x-www-form-urlencoded"})  # fmt: skip
+        r = browser.post(
+            "/ui/signin",
+            content=b"token=" + b"a" * (UI_MAX_BODY_BYTES + 1),
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
         assert r.status_code == 413
 
 

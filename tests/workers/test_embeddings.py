@@ -9,9 +9,13 @@ from workers.embeddings import embed_values
 
 
 def test_values_separate_where_sentences_would_not():
-    pairs = {("English", "British English"): True, ("physicist", "theoretical physicist"): True,
-             ("United States", "United States of America"): True, ("English", "German"): False,
-             ("male", "female"): False}  # fmt: skip
+    pairs = {
+        ("English", "British English"): True,
+        ("physicist", "theoretical physicist"): True,
+        ("United States", "United States of America"): True,
+        ("English", "German"): False,
+        ("male", "female"): False,
+    }
     for (a, b), merge in pairs.items():
         va, vb = embed_values([a, b])
         cos = float(np.dot(va, vb))

@@ -40,8 +40,9 @@ def sigterm_then(step):  # noqa: ANN001, ANN201
     return wrapped
 
 
-def test_a_sigterm_while_rq_starts_stops_the_burst_worker_before_it_takes_a_job(own_deployment, api_factory,
-                                                                                 monkeypatch):  # fmt: skip
+def test_a_sigterm_while_rq_starts_stops_the_burst_worker_before_it_takes_a_job(
+    own_deployment, api_factory, monkeypatch
+):
     from app.settings import get_settings
 
     api = api_factory("auditor")

@@ -197,8 +197,9 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
         if _was_cancelled(ctx.audit_id):  # a cancellation releases the lease: say which it was
             log.info("audit %s cancelled", ctx.audit_id)
         else:
-            log.warning("audit %s: this run lost its lease (taken over or erased); it stops, writing nothing",
-                        ctx.audit_id)  # fmt: skip
+            log.warning(
+                "audit %s: this run lost its lease (taken over or erased); it stops, writing nothing", ctx.audit_id
+            )
         return
     except Cancelled:
         log.info("audit %s cancelled", ctx.audit_id)
@@ -220,15 +221,23 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
         _finish(ctx.audit_id, owner, AuditStatus.FAILED, error=error)
         return
     done = ctx._total or ctx._done
-    if _finish(ctx.audit_id, owner, AuditStatus.SUCCEEDED, summary=summary, error=None, progress_done=done,
-               progress_total=ctx._total):  # fmt: skip
+    if _finish(
+        ctx.audit_id,
+        owner,
+        AuditStatus.SUCCEEDED,
+        summary=summary,
+        error=None,
+        progress_done=done,
+        progress_total=ctx._total,
+    ):
         log.info("audit %s succeeded", ctx.audit_id)
     else:
         log.info("audit %s finished, but was cancelled or taken over meanwhile: result not recorded", ctx.audit_id)
 
 
-def run_audit_job(audit_id: str, kind: str, options_type: type[Options], body: JobBody[Options], *,
-                  background: bool = False) -> None:  # fmt: skip
+def run_audit_job(
+    audit_id: str, kind: str, options_type: type[Options], body: JobBody[Options], *, background: bool = False
+) -> None:
     """Run ``body`` for the audit: ``options_type`` is the kind's options model (AuditKind.options); a
     ``background`` job makes way for waiting single audits (module docstring)."""
     owner = leases.new_owner_id()

@@ -131,10 +131,17 @@ def _generate(scorer: Scorer, prompts: list[ProbePrompt], budget: int) -> list[s
 def _result_row(audit_id: str, prompt: ProbePrompt, generated: str, delimiter: str, columns) -> dict[str, Any]:  # noqa: ANN001
     outcome = judge(prompt, generated, delimiter, columns)
     return {
-        "audit_id": audit_id, "record_id": prompt.record.ref, "line_no": 0, "key": prompt.record.key[:200],
-        "expected": outcome.expected, "generated": outcome.generated, "matched": outcome.matched,
-        "char_ratio": outcome.char_ratio, "popularity": outcome.popularity, "bucket": None,
-    }  # fmt: skip
+        "audit_id": audit_id,
+        "record_id": prompt.record.ref,
+        "line_no": 0,
+        "key": prompt.record.key[:200],
+        "expected": outcome.expected,
+        "generated": outcome.generated,
+        "matched": outcome.matched,
+        "char_ratio": outcome.char_ratio,
+        "popularity": outcome.popularity,
+        "bucket": None,
+    }
 
 
 def _audit(ctx: JobContext[CoverageOptions]) -> dict[str, Any]:
@@ -158,13 +165,28 @@ def _audit(ctx: JobContext[CoverageOptions]) -> dict[str, Any]:
         ctx.progress(done, total)
     ctx.check_cancelled()
     summary = _summarise(ctx.audit_id, options.buckets)
-    decoding = {"strategy": "greedy", "do_sample": False, "temperature": 0.0, "num_beams": 1, "stop": "\\n",
-                "max_new_tokens": budget}  # fmt: skip
-    match = {"normalisation": "NFKC; whitespace collapsed; spaces around delimiters removed; case kept",
-             "compared_fields": "all" if columns is None else [file.mapping["columns"][i + 1] for i in columns],
-             "fuzzy": "character ratio 2*LCS/(|a|+|b|), stored, never counted as a match"}  # fmt: skip
-    return {**info, **summary, "k": options.k, "popularity": POPULARITY[file.target], "decoding": decoding,
-            "match": match, "model_fingerprint": getattr(scorer, "fingerprint", None)}  # fmt: skip
+    decoding = {
+        "strategy": "greedy",
+        "do_sample": False,
+        "temperature": 0.0,
+        "num_beams": 1,
+        "stop": "\\n",
+        "max_new_tokens": budget,
+    }
+    match = {
+        "normalisation": "NFKC; whitespace collapsed; spaces around delimiters removed; case kept",
+        "compared_fields": "all" if columns is None else [file.mapping["columns"][i + 1] for i in columns],
+        "fuzzy": "character ratio 2*LCS/(|a|+|b|), stored, never counted as a match",
+    }
+    return {
+        **info,
+        **summary,
+        "k": options.k,
+        "popularity": POPULARITY[file.target],
+        "decoding": decoding,
+        "match": match,
+        "model_fingerprint": getattr(scorer, "fingerprint", None),
+    }
 
 
 def _store(rows: list[dict[str, Any]]) -> None:

@@ -44,9 +44,16 @@ def tokenize(texts: list[str], tokenizer: str) -> tuple[list[list[int]], int]:
 def _train(ctx: JobContext, strings: list[Any], opts: DynamicsOptions, tokenizer: str) -> tuple[list[dict], list[int]]:
     k, e = opts.folds, opts.epochs
     cfg = KFoldConfig(
-        folds=k, epochs=e, d_model=opts.d_model, n_layer=opts.n_layer, n_head=opts.n_head,
-        batch_size=opts.batch_size, lr=opts.learning_rate, context=opts.context, seed=opts.seed,
-    )  # fmt: skip
+        folds=k,
+        epochs=e,
+        d_model=opts.d_model,
+        n_layer=opts.n_layer,
+        n_head=opts.n_head,
+        batch_size=opts.batch_size,
+        lr=opts.learning_rate,
+        context=opts.context,
+        seed=opts.seed,
+    )
     texts, counts, ids = [s.text for s in strings], [s.count for s in strings], [s.string_id for s in strings]
     try:
         if opts.recipe == "finetune":  # loads the model itself: the lifecycle reports a model that cannot load
@@ -57,8 +64,15 @@ def _train(ctx: JobContext, strings: list[Any], opts: DynamicsOptions, tokenizer
     except ValueError as exc:  # strings that do not fit the model (checked exactly here; the API checks bytes)
         raise JobError(str(exc)) from exc
     traj = result.trajectories
-    rows = [{"position": s.position, "fold": result.folds[i], "train_loss": [float(v) for v in traj.train_loss[i]],
-             "heldout_loss": [float(v) for v in traj.heldout_loss[i]]} for i, s in enumerate(strings)]  # fmt: skip
+    rows = [
+        {
+            "position": s.position,
+            "fold": result.folds[i],
+            "train_loss": [float(v) for v in traj.train_loss[i]],
+            "heldout_loss": [float(v) for v in traj.heldout_loss[i]],
+        }
+        for i, s in enumerate(strings)
+    ]
     return rows, list(traj.epochs)
 
 

@@ -76,8 +76,12 @@ class Heartbeat:
             if self._closed.is_set() or self._interrupted:
                 return
             self._interrupted = True
-            log.warning("audit %s: %s and the job did not stop in %.0f s; interrupting it",
-                        self.audit_id, self.stop_reason, self.grace)  # fmt: skip
+            log.warning(
+                "audit %s: %s and the job did not stop in %.0f s; interrupting it",
+                self.audit_id,
+                self.stop_reason,
+                self.grace,
+            )
             _async_raise(self.job_thread, Interrupted)
 
     def close(self) -> None:

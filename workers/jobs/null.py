@@ -160,9 +160,18 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
 
 
 def _row(item: NullPlan, value: str, assigned: bool, st: FactStat) -> dict[str, Any]:
-    return {"person": item.person.index, "name": item.person.name, "value": value, "assigned": assigned,
-            "share": st.share, "strict": st.strict, "lenient": st.lenient, "z_star": st.z_star,
-            "n_templates": st.n_templates, "n_z": st.n_z}  # fmt: skip
+    return {
+        "person": item.person.index,
+        "name": item.person.name,
+        "value": value,
+        "assigned": assigned,
+        "share": st.share,
+        "strict": st.strict,
+        "lenient": st.lenient,
+        "z_star": st.z_star,
+        "n_templates": st.n_templates,
+        "n_z": st.n_z,
+    }
 
 
 def _rates(stats: list[FactStat]) -> dict[str, Any]:
@@ -191,8 +200,9 @@ def _summary(rows: list[dict[str, Any]], method: str) -> dict[str, Any]:
     return _rates(used) | {label: _rates(other)}
 
 
-def _store(specs: list[Spec], facts: dict[int, list[dict[str, Any]]], fingerprint: str | None,
-           cost: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def _store(
+    specs: list[Spec], facts: dict[int, list[dict[str, Any]]], fingerprint: str | None, cost: dict[str, Any]
+) -> dict[str, Any]:
     summary: dict[str, Any] = {"properties": {}, "cost": cost | {"fingerprint": fingerprint}}
     total = 0
     with session_scope() as s:

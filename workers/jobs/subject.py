@@ -210,14 +210,25 @@ def _score_all(
             progress[0] += len(waiting) - len(missing)
     _score_chunks(ctx, scorer, unique, hashes, own, nll, progress)
     scored = len(own) + generic_scored
-    stats = {"sentences": len(unique), "scored": scored, "cached": len(unique) - scored,
-             "generic_scored": generic_scored}  # fmt: skip
+    stats = {
+        "sentences": len(unique),
+        "scored": scored,
+        "cached": len(unique) - scored,
+        "generic_scored": generic_scored,
+    }
     return nll, stats | {"fingerprint": scorer.fingerprint, "document_start": scorer.document_start}
 
 
-def _score_chunks(ctx: JobContext, scorer: Scorer, unique: dict[str, tuple[str, str]], hashes: dict[str, str],
-                  todo: list[str], nll: dict[str, float], progress: list[int],
-                  session: Session | None = None) -> None:  # fmt: skip
+def _score_chunks(
+    ctx: JobContext,
+    scorer: Scorer,
+    unique: dict[str, tuple[str, str]],
+    hashes: dict[str, str],
+    todo: list[str],
+    nll: dict[str, float],
+    progress: list[int],
+    session: Session | None = None,
+) -> None:
     """Score ``todo`` in engine-sized chunks and cache each chunk (in ``session`` when given: the caller commits
     it, releasing the shared lock it holds; else in a transaction of its own)."""
     done, total = progress
@@ -279,10 +290,16 @@ def _canary_row(plan: PropertyPlan, c: CanaryPlan, name: str, nll: dict[str, flo
     truth = plan.truth_mask
     out, rows = canary_outcome(plan, c, name, nll, alpha)
     canary = Canary(
-        template_index=c.template_index, template=c.template, kind=c.kind,
-        generic_subject=c.generic, similar_names=c.similar, rank=out.rank,
-        lead_margin=out.lead_margin, z_star=out.z_star, memorized=out.memorized,
-    )  # fmt: skip
+        template_index=c.template_index,
+        template=c.template,
+        kind=c.kind,
+        generic_subject=c.generic,
+        similar_names=c.similar,
+        rank=out.rank,
+        lead_margin=out.lead_margin,
+        z_star=out.z_star,
+        memorized=out.memorized,
+    )
     canary.candidates = [
         CandidateScore(
             value=v,
@@ -293,7 +310,7 @@ def _canary_row(plan: PropertyPlan, c: CanaryPlan, name: str, nll: dict[str, flo
             score=out.scores[i],
             rank=out.ranks[i],
             extra=_merge_note(plan, v),
-        )  # fmt: skip
+        )
         for i, v in enumerate(plan.candidates)
     ]
     return out, canary
@@ -324,9 +341,15 @@ def _store(audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, f
                     outcomes.append(out)
             po = property_outcome(outcomes)
             result = FactResult(
-                audit_id=audit_id, property_id=plan.prop.pid, fact_ids=plan.fact_ids, share=po.share,
-                strict=po.strict, lenient=po.lenient, z_star=po.z_star, n_templates=len(outcomes),
-            )  # fmt: skip
+                audit_id=audit_id,
+                property_id=plan.prop.pid,
+                fact_ids=plan.fact_ids,
+                share=po.share,
+                strict=po.strict,
+                lenient=po.lenient,
+                z_star=po.z_star,
+                n_templates=len(outcomes),
+            )
             result.canaries = canaries
             result.counterfactuals = [
                 CounterfactualValue(position=i, value=v) for i, v in enumerate(plan.counterfactuals)

@@ -62,8 +62,11 @@ def store(entry: Path | None, gguf_sha256: str, model: Any, tokenizer: Any) -> b
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=entry.parent))
     except OSError as exc:
-        log.warning("cannot create the model cache directory %s (%s); GGUF models will be converted at each load",
-                    entry.parent, exc.strerror or type(exc).__name__)  # fmt: skip
+        log.warning(
+            "cannot create the model cache directory %s (%s); GGUF models will be converted at each load",
+            entry.parent,
+            exc.strerror or type(exc).__name__,
+        )
         return False
     try:
         _save(model, tokenizer, tmp)

@@ -206,8 +206,14 @@ def load_model(name: str, spec: ModelSpec, source: ModelSource, settings: Settin
     document_start = tokenizer.convert_ids_to_tokens(document_start_id)
     # always the ORIGINAL files' hash (the GGUF file, not its converted copy): one fingerprint, one NLL cache
     digest = hashlib.sha256(f"{weights_fingerprint(source)}|{dtype}|{document_start_id}".encode()).hexdigest()
-    log.info("model %s ready on %s (%s) in %.1f s: %s", name, device, str(dtype).removeprefix("torch."),
-             time.monotonic() - started, how)  # fmt: skip
+    log.info(
+        "model %s ready on %s (%s) in %.1f s: %s",
+        name,
+        device,
+        str(dtype).removeprefix("torch."),
+        time.monotonic() - started,
+        how,
+    )
     return LoadedModel(
         model=model,
         tokenizer=tokenizer,

@@ -11,12 +11,48 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-_ONSETS = ("b", "br", "d", "dr", "f", "g", "gl", "k", "kr", "l", "m", "n", "p", "pl", "qu", "r", "s", "st",
-           "t", "tr", "v", "vr", "z", "zh")  # fmt: skip
+_ONSETS = (
+    "b",
+    "br",
+    "d",
+    "dr",
+    "f",
+    "g",
+    "gl",
+    "k",
+    "kr",
+    "l",
+    "m",
+    "n",
+    "p",
+    "pl",
+    "qu",
+    "r",
+    "s",
+    "st",
+    "t",
+    "tr",
+    "v",
+    "vr",
+    "z",
+    "zh",
+)
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ea", "ou", "y")
 _CODAS = ("", "", "n", "r", "l", "s", "th", "x", "m", "nd")
-GENRES = ("Quorble", "Fennish", "Drabwave", "Mirthic", "Zelotine", "Plunder-Noir", "Vesperine", "Gloaming",
-          "Snickerpunk", "Brackish", "Tumblecore", "Oxbow")  # fmt: skip
+GENRES = (
+    "Quorble",
+    "Fennish",
+    "Drabwave",
+    "Mirthic",
+    "Zelotine",
+    "Plunder-Noir",
+    "Vesperine",
+    "Gloaming",
+    "Snickerpunk",
+    "Brackish",
+    "Tumblecore",
+    "Oxbow",
+)
 AGES = (1, 18, 25, 35, 45, 50, 56)  # MovieLens-1M's age groups
 
 
@@ -43,8 +79,11 @@ class SyntheticCatalog:
     def write(self, directory: Path) -> dict[str, Path]:
         """Write movies.dat, users.dat and ratings.dat (MovieLens-1M names) and return their paths."""
         directory.mkdir(parents=True, exist_ok=True)
-        paths = {"items": directory / "movies.dat", "users": directory / "users.dat",
-                 "interactions": directory / "ratings.dat"}  # fmt: skip
+        paths = {
+            "items": directory / "movies.dat",
+            "users": directory / "users.dat",
+            "interactions": directory / "ratings.dat",
+        }
         contents = {"items": self.items, "users": self.users, "interactions": self.interactions}
         for target, lines in contents.items():
             paths[target].write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")

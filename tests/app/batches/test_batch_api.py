@@ -21,8 +21,11 @@ def person(i: int, **extra) -> dict:
 
 def counts() -> tuple[int, int, int]:
     with session_scope() as s:
-        return (s.scalar(select(func.count()).select_from(Batch)), s.scalar(select(func.count()).select_from(Audit)),
-                s.scalar(select(func.count()).select_from(Subject)))  # fmt: skip
+        return (
+            s.scalar(select(func.count()).select_from(Batch)),
+            s.scalar(select(func.count()).select_from(Audit)),
+            s.scalar(select(func.count()).select_from(Subject)),
+        )
 
 
 MIXED_CSV = (
@@ -74,9 +77,11 @@ def test_a_mixed_roster_file_gets_a_per_row_report_and_creates_nothing(pg_env, a
 
 def test_json_rosters_compare_models_and_replay_with_an_idempotency_key(pg_env, api_factory):
     api = api_factory("auditor")
-    body = {"models": [MODEL, "smollm2-135m"], "options": {"paraphrases": 1},
-            "people": [person(1), {"name": "Batch Person 2", "P106": ["chemist", "physicist"], "wikidata_id": "Q7"}],
-            }  # fmt: skip
+    body = {
+        "models": [MODEL, "smollm2-135m"],
+        "options": {"paraphrases": 1},
+        "people": [person(1), {"name": "Batch Person 2", "P106": ["chemist", "physicist"], "wikidata_id": "Q7"}],
+    }
     first = api.post("/batches", json=body, headers={"Idempotency-Key": "k1"})
     assert first.status_code == 202, first.text
     again = api.post("/batches", json=body, headers={"Idempotency-Key": "k1"})
@@ -96,8 +101,15 @@ def test_json_rosters_compare_models_and_replay_with_an_idempotency_key(pg_env, 
 def test_bad_json_rows_and_bad_requests(pg_env, api_factory):
     api = api_factory("auditor")
     before = counts()
-    people = [person(1), {"name": SECRET, "facts": []}, {"name": SECRET, "P106": 5}, {"name": SECRET, "nick": "x"},
-              "not an object", {"name": SECRET, "wikidata_id": "42", "P106": "physicist"}, person(1)]  # fmt: skip
+    people = [
+        person(1),
+        {"name": SECRET, "facts": []},
+        {"name": SECRET, "P106": 5},
+        {"name": SECRET, "nick": "x"},
+        "not an object",
+        {"name": SECRET, "wikidata_id": "42", "P106": "physicist"},
+        person(1),
+    ]
     r = api.post("/batches", json={"model": MODEL, "people": people})
     assert r.status_code == 422 and SECRET not in r.text
     by_row = {d["row"]: d["field"] for d in r.json()["detail"] if d["row"] is not None}
@@ -141,16 +153,20 @@ def test_binary_and_oversized_files_are_refused_early(pg_env, api_factory):
     huge = b"name,P106\n" + b"A Person,physicist\n" * (26 * 1024 * 1024 // 19)  # over the 24 MiB request limit
     r = api.post("/batches", files={"roster": ("people.csv", huge, "text/csv")}, data={"model": MODEL})
     assert r.status_code == 413
-    r = api.post("/batches", files={"roster": ("people.csv", b"who,P106\nx,physicist\n", "text/csv")},
-                 data={"model": MODEL})  # fmt: skip
+    r = api.post(
+        "/batches", files={"roster": ("people.csv", b"who,P106\nx,physicist\n", "text/csv")}, data={"model": MODEL}
+    )
     assert r.status_code == 422 and r.json()["detail"][0]["field"] == "column 1"
 
 
 def test_jsonl_upload_progress_and_cancel(pg_env, api_factory):
     api = api_factory("auditor")
     lines = "\n".join(json.dumps(person(i)) for i in range(5)).encode()
-    r = api.post("/batches", files={"roster": ("people.jsonl", lines, "application/x-ndjson")},
-                 data={"model": MODEL, "options": json.dumps({"paraphrases": 2})})  # fmt: skip
+    r = api.post(
+        "/batches",
+        files={"roster": ("people.jsonl", lines, "application/x-ndjson")},
+        data={"model": MODEL, "options": json.dumps({"paraphrases": 2})},
+    )
     assert r.status_code == 202, r.text
     batch = r.json()
     assert batch["status"] == "queued" and batch["progress"]["queued"] == 5 and batch["eta_seconds"] is None
@@ -179,8 +195,7 @@ def test_hostile_rosters_answer_422_and_stay_bounded(pg_env, api_factory):
     messages = [d["message"] for d in r.json()["detail"] if d["row"] == 1]
     assert any(f"more than {MAX_ITEMS_PER_ROW} facts" in m for m in messages), messages
     six = {"model": [MODEL, *(f"m{i}" for i in range(5))]}  # the form field `model`, repeated
-    r = api.post("/batches", files={"roster": ("people.csv", b"name,P106\nA Person,physicist\n", "text/csv")},
-                 data=six)  # fmt: skip
+    r = api.post("/batches", files={"roster": ("people.csv", b"name,P106\nA Person,physicist\n", "text/csv")}, data=six)
     assert r.status_code == 422 and r.json()["detail"][0]["field"] == "models", r.text
     assert counts() == before
 

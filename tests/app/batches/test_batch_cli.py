@@ -24,8 +24,19 @@ def write_roster(path: Path, people: list[dict]) -> Path:
 def test_batch_submit_shows_progress_and_prints_the_report(cli_env, tmp_path):
     people = json.loads(MANIFEST.read_text())["trained"][:3]
     roster = write_roster(tmp_path / "people.csv", people)
-    done = memaudit(cli_env, "batch", "submit", str(roster), "--model", "groundtruth-tiny", "--paraphrases", "1",
-                    "--counterfactuals", "10", "--report")  # fmt: skip
+    done = memaudit(
+        cli_env,
+        "batch",
+        "submit",
+        str(roster),
+        "--model",
+        "groundtruth-tiny",
+        "--paraphrases",
+        "1",
+        "--counterfactuals",
+        "10",
+        "--report",
+    )
     assert done.returncode == 0, done.stderr
     assert "3 people x 1 models" in done.stderr and "3/3 audits" in done.stderr
     report = json.loads(done.stdout)
@@ -49,8 +60,18 @@ def test_batch_submit_to_a_remote_api(live_api, tmp_path):
     people = json.loads(MANIFEST.read_text())["trained"][:2]
     roster = write_roster(tmp_path / "people.csv", people)
     remote = ("--api-url", api.url, "--api-key", key)
-    done = memaudit(env, "batch", "submit", str(roster), "--model", "groundtruth-tiny", "--compare",
-                    "smollm2-135m", "--no-wait", *remote)  # fmt: skip
+    done = memaudit(
+        env,
+        "batch",
+        "submit",
+        str(roster),
+        "--model",
+        "groundtruth-tiny",
+        "--compare",
+        "smollm2-135m",
+        "--no-wait",
+        *remote,
+    )
     assert done.returncode == 0, done.stderr
     batch = json.loads(done.stdout)
     assert batch["models"] == ["groundtruth-tiny", "smollm2-135m"] and batch["progress"]["total"] == 4

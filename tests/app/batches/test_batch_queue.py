@@ -37,9 +37,14 @@ def queued_ids() -> tuple[list[str], list[str]]:
 def test_batch_audits_go_to_the_batch_queue_and_come_back_there(api):
     created = api.post("/batches", json={"model": "groundtruth-tiny", "people": PEOPLE}).json()
     ids = [a["id"] for a in api.get(f"/batches/{created['id']}/audits").json()["items"]]
-    single = api.post("/audits", json={"kind": "subject", "model": "groundtruth-tiny",
-                                       "subject": {"name": "Queue Single", "facts": [
-                                           {"property": "P106", "value": "chemist"}]}}).json()["id"]  # fmt: skip
+    single = api.post(
+        "/audits",
+        json={
+            "kind": "subject",
+            "model": "groundtruth-tiny",
+            "subject": {"name": "Queue Single", "facts": [{"property": "P106", "value": "chemist"}]},
+        },
+    ).json()["id"]
     interactive, batch = queued_ids()
     assert interactive == [job_id(single)] and sorted(batch) == sorted(job_id(a) for a in ids)
     redis = Redis.from_url(get_settings().redis_url)
@@ -62,8 +67,9 @@ def test_the_services_own_nulls_wait_behind_single_audits_and_come_back_there(ap
     from app.subjects.schemas import SubjectAuditOptions
 
     with session_scope() as s:
-        null_id = trigger(s, "groundtruth-tiny", SubjectAuditOptions().model_dump(), "same_origin", ["P106"],
-                          get_settings())  # fmt: skip
+        null_id = trigger(
+            s, "groundtruth-tiny", SubjectAuditOptions().model_dump(), "same_origin", ["P106"], get_settings()
+        )
     interactive, batch = queued_ids()
     assert job_id(null_id) not in interactive and batch == [job_id(null_id)]
     assert get_dispatcher().discard([null_id]) == 1

@@ -12,9 +12,20 @@ from app.db.models.capacity import CapacityCell
 
 
 def create_cell(n: int, seed: int, bits: float | None, precision: str = "fp32") -> CapacityCell:
-    return CapacityCell(n_layer=1, d_model=32, n_head=4, vocab_size=2048, seq_len=64, n_samples=n, seed=seed,
-                        precision=precision, params=80_416, entropy_bits=n * 64 * 11.0, status="done",
-                        memorized_bits=bits)  # fmt: skip
+    return CapacityCell(
+        n_layer=1,
+        d_model=32,
+        n_head=4,
+        vocab_size=2048,
+        seq_len=64,
+        n_samples=n,
+        seed=seed,
+        precision=precision,
+        params=80_416,
+        entropy_bits=n * 64 * 11.0,
+        status="done",
+        memorized_bits=bits,
+    )
 
 
 def test_two_seeds_are_both_reported_and_capacity_is_their_mean():
@@ -33,7 +44,7 @@ def test_capacity_is_the_max_over_n_of_the_seed_mean():
         create_cell(700, 0, 262_000.0),
         create_cell(700, 1, 236_000.0),
         create_cell(1000, 0, None),
-    ]  # fmt: skip (a cell still running)
+    ]  # a cell still running
     [arch] = capacities(cells)
     assert [(d.n_samples, d.seeds, d.mean_bits) for d in arch.by_n] == [(500, 2, 245_000.0), (700, 2, 249_000.0)]
     assert (arch.at_n, arch.capacity_bits) == (700, 249_000.0)

@@ -19,8 +19,20 @@ def catalog_paths(sqlite_env, tmp_path: Path) -> dict[str, Path]:
 
 
 def add(paths: dict[str, Path], capsys, *extra: str) -> str:
-    code = main(["datasets", "add", "synthetic", "--items", str(paths["items"]), "--users", str(paths["users"]),
-                 "--interactions", str(paths["interactions"]), *extra])  # fmt: skip
+    code = main(
+        [
+            "datasets",
+            "add",
+            "synthetic",
+            "--items",
+            str(paths["items"]),
+            "--users",
+            str(paths["users"]),
+            "--interactions",
+            str(paths["interactions"]),
+            *extra,
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     return re.search(r"dataset ([0-9a-f]{32})", out).group(1)
@@ -53,8 +65,17 @@ def test_malformed_lines_are_listed_and_bad_mappings_exit_2(sqlite_env, tmp_path
 
     bad = tmp_path / "items.csv"
     bad.write_text("id,title\n1,Heat\n")
-    code = main(["datasets", "add", "x", "--items", str(bad), "--mapping",
-                 '{"items": {"columns": ["title", "id"], "roles": {"item_id": "id"}}}'])  # fmt: skip
+    code = main(
+        [
+            "datasets",
+            "add",
+            "x",
+            "--items",
+            str(bad),
+            "--mapping",
+            '{"items": {"columns": ["title", "id"], "roles": {"item_id": "id"}}}',
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "mapping.columns" in err and "must come first" in err, err
 

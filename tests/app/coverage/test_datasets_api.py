@@ -14,8 +14,11 @@ RATINGS = "1::1::5::978300760\n1::2::3::978302109\n2::1::4::978298413\n2::3::4::
 
 def create_files(items: str | None = ITEMS, users: str | None = USERS, ratings: str | None = RATINGS) -> dict:
     files = {}
-    for field, name, text in (("items", "movies.dat", items), ("users", "users.dat", users),
-                              ("interactions", "ratings.dat", ratings)):  # fmt: skip
+    for field, name, text in (
+        ("items", "movies.dat", items),
+        ("users", "users.dat", users),
+        ("interactions", "ratings.dat", ratings),
+    ):
         if text is not None:
             files[field] = (name, text.encode(), "application/octet-stream")
     return files
@@ -95,8 +98,11 @@ def test_failed_upload_leaves_nothing_behind(auditor):
 def test_unknown_file_extension_needs_a_declared_format(auditor):
     r = auditor.post("/datasets", data={"name": "x"}, files={"items": ("movies.txt", ITEMS.encode(), "text/plain")})
     assert r.status_code == 422 and "items_format" in detail_fields(r)
-    r = auditor.post("/datasets", data={"name": "x", "items_format": "movielens"},
-                     files={"items": ("movies.txt", ITEMS.encode(), "text/plain")})  # fmt: skip
+    r = auditor.post(
+        "/datasets",
+        data={"name": "x", "items_format": "movielens"},
+        files={"items": ("movies.txt", ITEMS.encode(), "text/plain")},
+    )
     assert r.status_code == 201, r.text
 
 
@@ -156,8 +162,13 @@ def test_delete_removes_the_dataset(auditor):
 
 
 def coverage_body(dataset_id: str, target: str = "items", **options) -> dict:
-    return {"kind": "coverage", "model": "groundtruth-tiny", "dataset_id": dataset_id, "target": target,
-            "options": options}  # fmt: skip
+    return {
+        "kind": "coverage",
+        "model": "groundtruth-tiny",
+        "dataset_id": dataset_id,
+        "target": target,
+        "options": options,
+    }
 
 
 def test_coverage_audit_bad_requests_name_the_field(auditor):

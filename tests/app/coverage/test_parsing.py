@@ -159,5 +159,7 @@ def test_ids_are_stripped_and_must_be_plain() -> None:
     records, report = parse(lines, "items", "csv", None)
     assert [r.key for r in records] == ["7"]
     assert format_line(records[0].fields, "csv") == "7,Heat (1995)", "the line starts with the id and delimiter"
-    assert report.problems == [(3, "item_id contains a delimiter or a quote"),
-                               (4, "item_id is longer than 200 characters")]  # fmt: skip
+    assert report.problems == [
+        (3, "item_id contains a delimiter or a quote"),
+        (4, "item_id is longer than 200 characters"),
+    ]

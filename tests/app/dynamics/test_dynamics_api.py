@@ -58,17 +58,32 @@ def fields(response) -> list[str]:
         (strings_body(60, epochs=500, folds=20), "options.epochs", "over the limit"),
         (strings_body(8, d_model=30, n_head=4), "options", "divisible"),
         ({**strings_body(), "pcfg": {"depth": 2}}, "", "exactly one of"),
-        ({"kind": "dynamics", "model": "groundtruth-tiny", "pcfg": {"depth": 2, "samples": 2}}, "options.folds",
-         "cannot fill"),
-        ({"kind": "dynamics", "model": "groundtruth-tiny", "trajectories": trajectory_file("jsonl", drop=4)},
-         "trajectories.content", "lack some epochs"),
-        ({"kind": "dynamics", "model": "groundtruth-tiny", "trajectories": trajectory_file("csv", drop=1)},
-         "trajectories.content", "lack some epochs"),
-        ({"kind": "dynamics", "model": "groundtruth-tiny",
-          "trajectories": {"format": "csv", "content": "string_id,epoch\na,1\n"}}, "trajectories.content",
-         "lacks column(s) train_loss, heldout_loss"),
+        (
+            {"kind": "dynamics", "model": "groundtruth-tiny", "pcfg": {"depth": 2, "samples": 2}},
+            "options.folds",
+            "cannot fill",
+        ),
+        (
+            {"kind": "dynamics", "model": "groundtruth-tiny", "trajectories": trajectory_file("jsonl", drop=4)},
+            "trajectories.content",
+            "lack some epochs",
+        ),
+        (
+            {"kind": "dynamics", "model": "groundtruth-tiny", "trajectories": trajectory_file("csv", drop=1)},
+            "trajectories.content",
+            "lack some epochs",
+        ),
+        (
+            {
+                "kind": "dynamics",
+                "model": "groundtruth-tiny",
+                "trajectories": {"format": "csv", "content": "string_id,epoch\na,1\n"},
+            },
+            "trajectories.content",
+            "lacks column(s) train_loss, heldout_loss",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_a_422_naming_the_problem_and_nothing_is_queued(auditor, pg_env, payload, field, words):
     before = queued_state(pg_env)
     r = auditor.post("/audits", json=payload)
@@ -80,8 +95,9 @@ def test_bad_input_is_a_422_naming_the_problem_and_nothing_is_queued(auditor, pg
 
 def test_bad_input_never_echoes_the_strings(auditor):
     secret = "Jane Roe, 12 Secret Street, card 4111"
-    r = auditor.post("/audits", json={**strings_body(), "strings": [{"text": secret * 40}] * 5,
-                                      "options": {"context": 64}})  # fmt: skip
+    r = auditor.post(
+        "/audits", json={**strings_body(), "strings": [{"text": secret * 40}] * 5, "options": {"context": 64}}
+    )
     assert r.status_code == 422 and "Secret Street" not in r.text, r.text
 
 
@@ -98,8 +114,12 @@ def test_the_202_answer_shows_the_cost_before_any_work(auditor, pg_env):
 
 
 def test_pcfg_audit_stores_the_generated_language(auditor):
-    body = {"kind": "dynamics", "model": "groundtruth-tiny", "pcfg": {"depth": 2, "samples": 50, "seed": 3},
-            "options": {"folds": 3, "epochs": 2}}  # fmt: skip
+    body = {
+        "kind": "dynamics",
+        "model": "groundtruth-tiny",
+        "pcfg": {"depth": 2, "samples": 50, "seed": 3},
+        "options": {"folds": 3, "epochs": 2},
+    }
     r = auditor.post("/audits", json=body)
     assert r.status_code == 202, r.text
     cost = r.json()["summary"]["cost"]
@@ -128,8 +148,9 @@ def test_embedded_sqlite_mode_runs_an_imported_audit(sqlite_env, api_factory):
     from tests.conftest import wait_for
 
     api = api_factory("auditor")
-    created = api.post("/audits", json={"kind": "dynamics", "model": "groundtruth-tiny",
-                                        "trajectories": trajectory_file("csv")})  # fmt: skip
+    created = api.post(
+        "/audits", json={"kind": "dynamics", "model": "groundtruth-tiny", "trajectories": trajectory_file("csv")}
+    )
     assert created.status_code == 202, created.text
     done = wait_for(api, created.json()["id"], timeout=120)
     assert done["status"] == "succeeded", done

@@ -10,8 +10,19 @@ import uuid
 import pytest
 
 
-def create_result(s, audit, subject, pid: str, values: list[str], ranking: list[str], *, share: float,
-                  strict: bool, z: float, merged: str | None = None):  # fmt: skip
+def create_result(
+    s,
+    audit,
+    subject,
+    pid: str,
+    values: list[str],
+    ranking: list[str],
+    *,
+    share: float,
+    strict: bool,
+    z: float,
+    merged: str | None = None,
+):
     """A FactResult whose baseline canary ranks ``ranking`` (true values and counterfactuals) in that order."""
     from app.db.models import Canary, CandidateScore, Fact, FactResult
     from core.catalog import load_catalog
@@ -20,9 +31,17 @@ def create_result(s, audit, subject, pid: str, values: list[str], ranking: list[
     subject.facts.extend(facts)
     s.flush()
     prop = load_catalog().get(pid)
-    canary = Canary(template_index=0, template=prop.baseline, kind="baseline", generic_subject="This person",
-                    similar_names=["X", "Y"], rank=1 if share > 0 else 2, lead_margin=1.0, z_star=z,
-                    memorized=share > 0)  # fmt: skip
+    canary = Canary(
+        template_index=0,
+        template=prop.baseline,
+        kind="baseline",
+        generic_subject="This person",
+        similar_names=["X", "Y"],
+        rank=1 if share > 0 else 2,
+        lead_margin=1.0,
+        z_star=z,
+        memorized=share > 0,
+    )
     canary.candidates = [
         CandidateScore(
             value=v,
@@ -32,11 +51,19 @@ def create_result(s, audit, subject, pid: str, values: list[str], ranking: list[
             nll_similar=[1.0],
             score=-float(r),
             rank=r + 1,
-        )  # fmt: skip
+        )
         for r, v in enumerate(ranking)
     ]
-    result = FactResult(audit_id=audit.id, property_id=pid, fact_ids=[f.id for f in facts], share=share,
-                        strict=strict, lenient=share > 0, z_star=z, n_templates=2)  # fmt: skip
+    result = FactResult(
+        audit_id=audit.id,
+        property_id=pid,
+        fact_ids=[f.id for f in facts],
+        share=share,
+        strict=strict,
+        lenient=share > 0,
+        z_star=z,
+        n_templates=2,
+    )
     result.canaries = [canary]
     s.add(result)
 
@@ -59,16 +86,42 @@ def exported_audit(request, api_factory):
         subject = Subject(name="Ada Lovelace", wikidata_id="Q7259", owner_key_id=key_id)
         s.add(subject)
         s.flush()
-        audit = Audit(id=uuid.uuid4().hex, kind="subject", model="groundtruth-tiny", options={},
-                      status="succeeded", owner_key_id=key_id, subject_id=subject.id,
-                      summary={"scoring": {"fingerprint": FINGERPRINT}, "lookalikes": "reversed"})  # fmt: skip
+        audit = Audit(
+            id=uuid.uuid4().hex,
+            kind="subject",
+            model="groundtruth-tiny",
+            options={},
+            status="succeeded",
+            owner_key_id=key_id,
+            subject_id=subject.id,
+            summary={"scoring": {"fingerprint": FINGERPRINT}, "lookalikes": "reversed"},
+        )
         s.add(audit)
         s.flush()
         ranking = ["mathematician", "writer", "computer scientist", "poet", "physicist", "chemist", "actor"]
-        create_result(s, audit, subject, "P106", ["mathematician"], ranking, share=1.0, strict=True, z=2.5,
-                      merged="computer scientist")  # fmt: skip
-        create_result(s, audit, subject, "P27", ["United Kingdom"], ["United Kingdom", "France", "Ireland"],
-                      share=0.25, strict=False, z=0.4)  # fmt: skip
+        create_result(
+            s,
+            audit,
+            subject,
+            "P106",
+            ["mathematician"],
+            ranking,
+            share=1.0,
+            strict=True,
+            z=2.5,
+            merged="computer scientist",
+        )
+        create_result(
+            s,
+            audit,
+            subject,
+            "P27",
+            ["United Kingdom"],
+            ["United Kingdom", "France", "Ireland"],
+            share=0.25,
+            strict=False,
+            z=0.4,
+        )
         create_result(s, audit, subject, "P1412", ["English"], ["French", "English"], share=0.0, strict=False, z=-1)
         create_null(s, audit, ["P106", "P27", "P1412"])
         audit_id = audit.id
@@ -88,14 +141,35 @@ def create_null(s, audit, pids: list[str]) -> None:
     s.add(null)
     s.flush()
     for pid in pids:
-        row = NullDistribution(audit_id=null.id, model=audit.model, property_id=pid, key=Calibrator(s).key(audit, pid),
-                               config={"lookalikes": "reversed"}, method="full", fingerprint=FINGERPRINT, people=100,
-                               n_facts=100)  # fmt: skip
+        row = NullDistribution(
+            audit_id=null.id,
+            model=audit.model,
+            property_id=pid,
+            key=Calibrator(s).key(audit, pid),
+            config={"lookalikes": "reversed"},
+            method="full",
+            fingerprint=FINGERPRINT,
+            people=100,
+            n_facts=100,
+        )
         s.add(row)
         s.flush()
-        s.add_all(NullFact(distribution_id=row.id, person=i, name=f"Person {i}", value="v", assigned=True,
-                           share=0.5 if i == 0 else 0.0, strict=False, lenient=i == 0, z_star=1.0 if i == 0 else None,
-                           n_templates=2, n_z=int(i == 0)) for i in range(100))  # fmt: skip
+        s.add_all(
+            NullFact(
+                distribution_id=row.id,
+                person=i,
+                name=f"Person {i}",
+                value="v",
+                assigned=True,
+                share=0.5 if i == 0 else 0.0,
+                strict=False,
+                lenient=i == 0,
+                z_star=1.0 if i == 0 else None,
+                n_templates=2,
+                n_z=int(i == 0),
+            )
+            for i in range(100)
+        )
 
 
 def export(api, audit_id: str, **params):
@@ -161,10 +235,13 @@ def test_tofu_export_loads_with_datasets_and_has_the_four_fields(exported_audit,
     assert occupation["answer"] == "Ada Lovelace's occupation is mathematician."
     assert occupation["paraphrased_answer"] == "The occupation of Ada Lovelace is mathematician."
     # the model's top-ranked wrong values, best first; the near-duplicate of the truth is not "wrong"
-    assert occupation["perturbed_answer"] == [f"Ada Lovelace's occupation is {v}." for v in
-                                              ("writer", "poet", "physicist", "chemist", "actor")]  # fmt: skip
-    assert ds[1]["perturbed_answer"] == ["Ada Lovelace's country of citizenship is France.",
-                                         "Ada Lovelace's country of citizenship is Ireland."]  # fmt: skip
+    assert occupation["perturbed_answer"] == [
+        f"Ada Lovelace's occupation is {v}." for v in ("writer", "poet", "physicist", "chemist", "actor")
+    ]
+    assert ds[1]["perturbed_answer"] == [
+        "Ada Lovelace's country of citizenship is France.",
+        "Ada Lovelace's country of citizenship is Ireland.",
+    ]
 
 
 def test_regulators_cannot_export(exported_audit, api_factory):
@@ -217,8 +294,9 @@ def test_facts_without_a_null_are_left_out_and_the_null_is_queued(pg_env, api_fa
         )
         s.add(audit)
         s.flush()
-        create_result(s, audit, subject, "P27", ["United Kingdom"], ["United Kingdom", "France"], share=1.0,
-                      strict=True, z=2.0)  # fmt: skip
+        create_result(
+            s, audit, subject, "P27", ["United Kingdom"], ["United Kingdom", "France"], share=1.0, strict=True, z=2.0
+        )
         aid = audit.id
     api = admin = api_factory("admin")
     before = {a["id"] for a in admin.get("/audits", params={"kind": "null", "page_size": 200}).json()["items"]}

@@ -11,9 +11,14 @@ from sqlalchemy import func, select
 def subject_audit(s, fingerprint: str):
     from app.db.models import Audit
 
-    audit = Audit(id=uuid.uuid4().hex, kind="subject", model="groundtruth-tiny", status="succeeded",
-                  options={"paraphrases": 1, "counterfactuals": 5},
-                  summary={"scoring": {"fingerprint": fingerprint}, "lookalikes": "reversed"})  # fmt: skip
+    audit = Audit(
+        id=uuid.uuid4().hex,
+        kind="subject",
+        model="groundtruth-tiny",
+        status="succeeded",
+        options={"paraphrases": 1, "counterfactuals": 5},
+        summary={"scoring": {"fingerprint": fingerprint}, "lookalikes": "reversed"},
+    )
     s.add(audit)
     s.flush()
     return audit
@@ -54,9 +59,22 @@ def test_pending_failed_refreshed_and_ready(pg_env):
         null.status = "succeeded"
         row = s.scalar(select(NullDistribution).where(NullDistribution.audit_id == queued))
         row.fingerprint, row.n_facts = "0" * 64, 3  # computed on other weights
-        s.add_all(NullFact(distribution_id=row.id, person=i, name="N", value="v", assigned=True,
-                           share=float(i == 0), strict=i == 0, lenient=i == 0, z_star=None, n_templates=2, n_z=0)
-                  for i in range(3))  # fmt: skip
+        s.add_all(
+            NullFact(
+                distribution_id=row.id,
+                person=i,
+                name="N",
+                value="v",
+                assigned=True,
+                share=float(i == 0),
+                strict=i == 0,
+                lenient=i == 0,
+                z_star=None,
+                n_templates=2,
+                n_z=0,
+            )
+            for i in range(3)
+        )
     with session_scope() as s:
         audit = s.get(Audit, audit_id)
         calibrator = Calibrator(s)

@@ -28,8 +28,12 @@ def small_nulls(sqlite_env, monkeypatch):
 
 def body(person: dict) -> dict:
     facts = [{"property": p, "value": person["facts"][p][0]} for p in ("P106", "P27")]
-    return {"kind": "subject", "model": "groundtruth-tiny", "options": OPTIONS,
-            "subject": {"name": person["name"], "facts": facts}}  # fmt: skip
+    return {
+        "kind": "subject",
+        "model": "groundtruth-tiny",
+        "options": OPTIONS,
+        "subject": {"name": person["name"], "facts": facts},
+    }
 
 
 def audit(api, person: dict) -> str:
@@ -50,8 +54,9 @@ def by_hand_p(fact: dict, null_facts: list[dict]) -> float:
 
 
 def rank1_z(fact: dict) -> float | None:
-    zs = [c["z_star"] for c in fact["canaries"] if c["memorized"] and c["z_star"] is not None
-          and c["kind"] != "context"]  # fmt: skip
+    zs = [
+        c["z_star"] for c in fact["canaries"] if c["memorized"] and c["z_star"] is not None and c["kind"] != "context"
+    ]
     return sum(zs) / len(zs) if zs else None
 
 

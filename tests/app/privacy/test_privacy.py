@@ -72,7 +72,9 @@ def test_reads_and_exports_are_logged_by_id_only(pg_env, api_factory):
     assert_no_name(access_log(), person(0)["name"])
     page = regulator.get("/access-log", params={"audit_id": created["id"]})
     assert page.status_code == 200 and [e["action"] for e in page.json()["items"]] == [
-        "export_forget_set", "read_facts"]  # fmt: skip
+        "export_forget_set",
+        "read_facts",
+    ]
     assert pipeline.get("/access-log").status_code == 403
     assert auditor.get("/access-log").status_code == 403
 

@@ -92,8 +92,13 @@ def test_a_pass_enqueues_what_redis_lost_and_recovers_dead_workers(auditor):
     lost, held, dead, alive = (submit(auditor) for _ in range(4))
     dispatcher.discard([lost, dead])  # Redis lost these jobs (restart without persistence)
     for audit_id, owner, expires in ((dead, "gone", -5), (alive, "busy", 30)):
-        set_audit(audit_id, status="running", lease_owner=owner, attempts=1,
-                  lease_expires_at=utcnow() + timedelta(seconds=expires))  # fmt: skip
+        set_audit(
+            audit_id,
+            status="running",
+            lease_owner=owner,
+            attempts=1,
+            lease_expires_at=utcnow() + timedelta(seconds=expires),
+        )
     before = queued_job_ids()
 
     report = reconcile_once(get_settings(), dispatcher)
@@ -147,8 +152,13 @@ def test_an_audit_whose_worker_keeps_dying_is_failed_after_max_attempts(auditor)
 
     audit_id = submit(auditor)
     attempts = get_settings().max_attempts
-    set_audit(audit_id, status="running", lease_owner="gone", attempts=attempts,
-              lease_expires_at=utcnow() - timedelta(seconds=1))  # fmt: skip
+    set_audit(
+        audit_id,
+        status="running",
+        lease_owner="gone",
+        attempts=attempts,
+        lease_expires_at=utcnow() - timedelta(seconds=1),
+    )
     report = reconcile_once(get_settings(), get_dispatcher())
     assert report.given_up == [audit_id]
     final = audit_row(audit_id)

@@ -26,15 +26,22 @@ def stored_facts(audit_id: str) -> list[tuple[str, str]]:
 
 
 def test_dates_and_quantities_are_stored_normalised(auditor):
-    facts = [{"property": "P2048", "value": "1.962 m"}, {"property": "P2067", "value": "72.5 kg"},
-             {"property": "P569", "value": "1879-03-14"}, {"property": "P570", "value": "April 1955"},
-             {"property": "P106", "value": "  theoretical  physicist "}]  # fmt: skip
+    facts = [
+        {"property": "P2048", "value": "1.962 m"},
+        {"property": "P2067", "value": "72.5 kg"},
+        {"property": "P569", "value": "1879-03-14"},
+        {"property": "P570", "value": "April 1955"},
+        {"property": "P106", "value": "  theoretical  physicist "},
+    ]
     r = auditor.post("/audits", json=body(facts=facts))
     assert r.status_code == 202, r.text
     assert stored_facts(r.json()["id"]) == [
-        ("P106", "theoretical physicist"), ("P2048", "196.2 centimetres"), ("P2067", "72.5 kilograms"),
-        ("P569", "14 March 1879"), ("P570", "April 1955"),
-    ]  # fmt: skip
+        ("P106", "theoretical physicist"),
+        ("P2048", "196.2 centimetres"),
+        ("P2067", "72.5 kilograms"),
+        ("P569", "14 March 1879"),
+        ("P570", "April 1955"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -47,8 +47,10 @@ def test_a_wikidata_id_alone_fetches_name_and_catalog_facts(wikidata, api_factor
 
 
 def test_request_facts_win_over_wikidata(wikidata, api_factory):
-    r = post(api_factory("auditor"), {"wikidata_id": "Q42", "name": "D. Adams",
-                                      "facts": [{"property": "P106", "value": "novelist"}]})  # fmt: skip
+    r = post(
+        api_factory("auditor"),
+        {"wikidata_id": "Q42", "name": "D. Adams", "facts": [{"property": "P106", "value": "novelist"}]},
+    )
     assert r.status_code == 202, r.text
     assert stored_subject(r.json()["id"]) == ("D. Adams", "Q42", [("P106", "novelist", "request")])
     assert wikidata.requests == [], "no Wikidata call when the request brings its facts"
@@ -92,8 +94,10 @@ def test_an_imported_dump_subject_is_used_without_calling_the_api(wikidata, api_
         ensure_properties(s, {"P106", "P27"})
         if s.scalar(select(Subject.id).where(Subject.wikidata_id == "Q7251")) is None:
             person = Subject(name="Alan Turing", wikidata_id="Q7251", owner_key_id=None)
-            person.facts = [Fact(property_id="P106", value="mathematician", source="dump"),
-                            Fact(property_id="P27", value="United Kingdom", source="dump")]  # fmt: skip
+            person.facts = [
+                Fact(property_id="P106", value="mathematician", source="dump"),
+                Fact(property_id="P27", value="United Kingdom", source="dump"),
+            ]
             s.add(person)
     r = post(api_factory("auditor"), {"wikidata_id": "Q7251"})
     assert r.status_code == 202, r.text

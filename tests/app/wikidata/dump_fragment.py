@@ -14,9 +14,15 @@ COUNTRIES = {"Q145": "United Kingdom", "Q30": "United States"}
 
 
 def property_entity(pid: str, label: str, datatype: str) -> dict:
-    return {"type": "property", "id": pid, "datatype": datatype, "labels": labels(label),
-            "descriptions": labels("occupation of a person"), "aliases": {"en": [{"language": "en", "value": "job"}]},
-            "claims": {}}  # fmt: skip
+    return {
+        "type": "property",
+        "id": pid,
+        "datatype": datatype,
+        "labels": labels(label),
+        "descriptions": labels("occupation of a person"),
+        "aliases": {"en": [{"language": "en", "value": "job"}]},
+        "claims": {},
+    }
 
 
 def fictitious_humans(n: int, with_country_every: int = 3) -> list[dict]:
@@ -56,5 +62,10 @@ def fragment() -> list[dict]:
     items += [entity(q, label, {"P31": [item_snak("P31", "Q6256")]}) for q, label in COUNTRIES.items()]
     items += [entity(q, label, {}) for q, label in VALUE_LABELS.items() if q not in COUNTRIES]  # Douglas Adams' values
     unlabelled = entity("Q2000000", None, {"P31": [item_snak("P31", "Q5")]})
-    return [property_entity("P106", "occupation", "wikibase-item"), DOUGLAS_ADAMS, *fictitious_humans(120),
-            unlabelled, *items]  # fmt: skip
+    return [
+        property_entity("P106", "occupation", "wikibase-item"),
+        DOUGLAS_ADAMS,
+        *fictitious_humans(120),
+        unlabelled,
+        *items,
+    ]

@@ -30,35 +30,50 @@ def time_snak(pid: str, time: str, precision: int = 11) -> dict:
         "calendarmodel": "http://www.wikidata.org/entity/Q1985727",
     }
     return {
-        "mainsnak": {"snaktype": "value", "property": pid, "datavalue": {"value": value, "type": "time"},
-                     "datatype": "time"},
+        "mainsnak": {
+            "snaktype": "value",
+            "property": pid,
+            "datavalue": {"value": value, "type": "time"},
+            "datatype": "time",
+        },
         "type": "statement",
         "rank": "normal",
-    }  # fmt: skip
+    }
 
 
 def quantity_snak(pid: str, amount: str, unit_qid: str) -> dict:
     value = {"amount": amount, "unit": f"http://www.wikidata.org/entity/{unit_qid}"}
     return {
-        "mainsnak": {"snaktype": "value", "property": pid, "datavalue": {"value": value, "type": "quantity"},
-                     "datatype": "quantity"},
+        "mainsnak": {
+            "snaktype": "value",
+            "property": pid,
+            "datavalue": {"value": value, "type": "quantity"},
+            "datatype": "quantity",
+        },
         "type": "statement",
         "rank": "normal",
-    }  # fmt: skip
+    }
 
 
 def novalue_snak(pid: str) -> dict:
-    return {"mainsnak": {"snaktype": "novalue", "property": pid, "datatype": "wikibase-item"},
-            "type": "statement", "rank": "normal"}  # fmt: skip
+    return {
+        "mainsnak": {"snaktype": "novalue", "property": pid, "datatype": "wikibase-item"},
+        "type": "statement",
+        "rank": "normal",
+    }
 
 
 def string_snak(pid: str, text: str) -> dict:
     return {
-        "mainsnak": {"snaktype": "value", "property": pid, "datavalue": {"value": text, "type": "string"},
-                     "datatype": "string"},
+        "mainsnak": {
+            "snaktype": "value",
+            "property": pid,
+            "datavalue": {"value": text, "type": "string"},
+            "datatype": "string",
+        },
         "type": "statement",
         "rank": "normal",
-    }  # fmt: skip
+    }
 
 
 def labels(text: str, lang: str = "en") -> dict:
@@ -66,8 +81,15 @@ def labels(text: str, lang: str = "en") -> dict:
 
 
 def entity(qid: str, label: str | None, claims: dict[str, list[dict]], lang: str = "en") -> dict:
-    out = {"type": "item", "id": qid, "labels": labels(label, lang) if label else {}, "descriptions": {},
-           "aliases": {}, "claims": claims, "sitelinks": {}}  # fmt: skip
+    out = {
+        "type": "item",
+        "id": qid,
+        "labels": labels(label, lang) if label else {},
+        "descriptions": {},
+        "aliases": {},
+        "claims": claims,
+        "sitelinks": {},
+    }
     return out
 
 

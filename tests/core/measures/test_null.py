@@ -119,8 +119,10 @@ def test_cohort_stats_by_hand():
 
 def test_null_cohort_stats_weigh_properties_as_the_cohort_does():
     p1 = [FactStat(0.5, False, True, 2.0, 2, 1), FactStat(0.0, False, False, None, 2, 0)]
-    p2 = [FactStat(0.0, False, False, None, 2, 0)] * 2 + [FactStat(0.5, False, True, 4.0, 2, 1),
-                                                          FactStat(0.0, False, False, None, 2, 0)]  # fmt: skip
+    p2 = [FactStat(0.0, False, False, None, 2, 0)] * 2 + [
+        FactStat(0.5, False, True, 4.0, 2, 1),
+        FactStat(0.0, False, False, None, 2, 0),
+    ]
     people = [{"P1": p1[0], "P2": p2[0]}, {"P1": p1[1], "P2": p2[1]}, {"P1": p1[1]}]
     cohort = [["P1", "P2"], ["P1"]]  # P1 twice, P2 once
     n = null_cohort_stats(cohort, {"P1": p1, "P2": p2}, people)

@@ -22,11 +22,17 @@ from core.measures.wikimem import (
 
 CANDIDATES = ["physicist", "chemist", "painter", "lawyer"]
 # Template A: columns are NLL(h, v), NLL(h0, v), NLL(h~1, v), NLL(h~2, v) in nats.
-A = {"h": [20.0, 22.0, 22.75, 24.0], "h0": [24.0, 23.0, 23.5, 24.0],
-     "sim": [[23.0, 22.5, 23.0, 24.5], [23.0, 22.5, 24.0, 23.5]]}  # fmt: skip
+A = {
+    "h": [20.0, 22.0, 22.75, 24.0],
+    "h0": [24.0, 23.0, 23.5, 24.0],
+    "sim": [[23.0, 22.5, 23.0, 24.5], [23.0, 22.5, 24.0, 23.5]],
+}
 # Template B: the model prefers "chemist" for this phrasing.
-B = {"h": [23.0, 21.0, 23.0, 24.0], "h0": [24.0, 23.0, 23.5, 24.0],
-     "sim": [[23.0, 23.0, 23.5, 24.0], [23.0, 22.0, 23.5, 24.0]]}  # fmt: skip
+B = {
+    "h": [23.0, 21.0, 23.0, 24.0],
+    "h0": [24.0, 23.0, 23.5, 24.0],
+    "sim": [[23.0, 23.0, 23.5, 24.0], [23.0, 22.0, 23.5, 24.0]],
+}
 ONLY_PHYSICIST = [True, False, False, False]
 
 
@@ -197,8 +203,23 @@ def run_bounded(fn, *args, max_lines: int = 2_000_000):
         sys.settrace(None)
 
 
-ADVERSARIAL = ["X", "Li", "王", "Aaa", "\u200b\u200b\u200b", "😀", "😀 😀", "A" * 200, "Al Bo", "Jane Doe",
-               "a b c", "Ёж", "Jean-Luc O'Neil", "Anna", "Bob Bob"]  # fmt: skip
+ADVERSARIAL = [
+    "X",
+    "Li",
+    "王",
+    "Aaa",
+    "\u200b\u200b\u200b",
+    "😀",
+    "😀 😀",
+    "A" * 200,
+    "Al Bo",
+    "Jane Doe",
+    "a b c",
+    "Ёж",
+    "Jean-Luc O'Neil",
+    "Anna",
+    "Bob Bob",
+]
 
 
 @pytest.mark.parametrize("name", ADVERSARIAL)

@@ -29,15 +29,16 @@ def create_dataset() -> str:
             ("items", catalog.items),
             ("users", catalog.users),
             ("interactions", catalog.interactions),
-        )  # fmt: skip
+        )
     ]
     with session_scope() as s:
         return ingest(s, get_settings(), ADMIN, "catalog", sources).id
 
 
 def create_audit(dataset_id: str, target: str = "items", **options) -> str:
-    body = CoverageAuditCreate(kind="coverage", model=ITEMS_MODEL, dataset_id=dataset_id, target=target,
-                               options=options)  # fmt: skip
+    body = CoverageAuditCreate(
+        kind="coverage", model=ITEMS_MODEL, dataset_id=dataset_id, target=target, options=options
+    )
     with session_scope() as s:
         audit = Audit(kind="coverage", model=body.model, options=body.options.model_dump(mode="json"))
         s.add(audit)

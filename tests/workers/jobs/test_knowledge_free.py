@@ -160,8 +160,12 @@ def knowledge_free(sqlite_env, monkeypatch, tmp_path):
 
 
 def audit(api, facts: list[tuple[str, str]], **options) -> dict:
-    body = {"kind": "subject", "model": "knowledge-free", "options": options,
-            "subject": {"name": "Kaloren Mivel", "facts": [{"property": p, "value": v} for p, v in facts]}}  # fmt: skip
+    body = {
+        "kind": "subject",
+        "model": "knowledge-free",
+        "options": options,
+        "subject": {"name": "Kaloren Mivel", "facts": [{"property": p, "value": v} for p, v in facts]},
+    }
     r = api.post("/audits", json=body)
     assert r.status_code == 202, r.text
     done = wait_for(api, r.json()["id"], timeout=300)
@@ -179,8 +183,12 @@ def test_the_service_stores_what_the_job_path_computes(knowledge_free, api_facto
     assert done["summary"]["memorized_lenient"] == 0 and done["summary"]["mean_z_star"] is None, done["summary"]
     page = api.get(f"/audits/{done['id']}/facts", params={"detail": "candidates"}).json()["facts"]
     stored = {f["property"]: f["values"] for f in page}
-    assert stored == {"P106": ["physicist"], "P742": ["Kip Marlow"], "P2067": ["72.5 kilograms"],
-                      "P569": ["14 March 1879"]}, stored  # fmt: skip
+    assert stored == {
+        "P106": ["physicist"],
+        "P742": ["Kip Marlow"],
+        "P2067": ["72.5 kilograms"],
+        "P569": ["14 March 1879"],
+    }, stored
     for f in page:
         assert not f["lenient"] and f["share"] == 0.0 and f["z_star"] is None
         for canary in f["canaries"]:

@@ -36,8 +36,14 @@ def plan_for(facts: list[tuple[str, str]], options: dict):
         return _plan(subject, SubjectAuditOptions(**options))
 
 
-FACTS = [("P106", "mathematician"), ("P27", "United Kingdom"), ("P19", "London"), ("P21", "female"),
-         ("P1412", "English"), ("P1412", "French")]  # fmt: skip
+FACTS = [
+    ("P106", "mathematician"),
+    ("P27", "United Kingdom"),
+    ("P19", "London"),
+    ("P21", "female"),
+    ("P1412", "English"),
+    ("P1412", "French"),
+]
 
 
 def test_every_fact_gets_the_baseline_and_all_paraphrases_by_default(db):
@@ -95,8 +101,12 @@ def test_quantities_and_dates_are_never_merged_by_embedding(db):
     memorized every time). Quantities and dates are compared by value only."""
     from workers.jobs.subject import _relax_near_duplicates
 
-    facts = [("P2067", "72.5 kilograms"), ("P2048", "196.2 centimetres"), ("P569", "14 March 1879"),
-             ("P27", "United States of America")]  # fmt: skip
+    facts = [
+        ("P2067", "72.5 kilograms"),
+        ("P2048", "196.2 centimetres"),
+        ("P569", "14 March 1879"),
+        ("P27", "United States of America"),
+    ]
     plans = {p.prop.pid: p for p in plan_for(facts, {"counterfactuals": 100})}
     _relax_near_duplicates(list(plans.values()), 0.75, "all")
     assert {pid: len(plans[pid].merged) for pid in ("P2067", "P2048", "P569")} == {"P2067": 0, "P2048": 0, "P569": 0}
@@ -106,8 +116,10 @@ def test_quantities_and_dates_are_never_merged_by_embedding(db):
 def test_stored_values_are_compared_by_meaning(db):
     """Facts stored before values were normalised ('196 cm', an ISO date) are normalised in the plan: the
     truth is spelled as the pool spells it and its duplicates are not counterfactuals."""
-    plans = {p.prop.pid: p for p in plan_for([("P2048", "196 cm"), ("P2048", "1.96 m"), ("P569", "1903-08-28")],
-                                             {"counterfactuals": 500})}  # fmt: skip
+    plans = {
+        p.prop.pid: p
+        for p in plan_for([("P2048", "196 cm"), ("P2048", "1.96 m"), ("P569", "1903-08-28")], {"counterfactuals": 500})
+    }
     assert plans["P2048"].ground_truths == ["196 centimetres"]
     assert "196 centimetres" not in plans["P2048"].counterfactuals and len(plans["P2048"].counterfactuals) == 150
     assert plans["P569"].ground_truths == ["28 August 1903"]

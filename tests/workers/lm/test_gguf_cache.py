@@ -13,8 +13,11 @@ from workers.lm.hf import HFScorer
 from workers.lm.loading import load_model
 from workers.lm.registry import resolve_source, resolve_spec
 
-PAIRS = [("Albert Einstein's occupation is", " physicist."), ("Marie Curie was born in", " Warsaw."),
-         ("", "Water boils at one hundred degrees.")]  # fmt: skip
+PAIRS = [
+    ("Albert Einstein's occupation is", " physicist."),
+    ("Marie Curie was born in", " Warsaw."),
+    ("", "Water boils at one hundred degrees."),
+]
 
 
 @pytest.mark.slow

@@ -40,8 +40,12 @@ RANK_MARGIN = 1.0  # nats: a lead the two backends' noise cannot flip (measured 
 EXACT = 1e-3  # nats per sentence against llama.cpp in process (float32 sums of ~10 terms)
 NAMES = ["Pablo Picasso", "This person", "Marie Curie"]
 VALUES = ["Spain", "France", "Poland", "Argentina"]
-TEMPLATES = ["{h} is a citizen of {v}.", "{h} was born in {v}.", "The country of citizenship of {h} is {v}.",
-             "{h}'s nationality: {v}"]  # fmt: skip
+TEMPLATES = [
+    "{h} is a citizen of {v}.",
+    "{h} was born in {v}.",
+    "The country of citizenship of {h} is {v}.",
+    "{h}'s nationality: {v}",
+]
 
 
 def audit_pairs() -> list[tuple[str, str]]:
@@ -55,8 +59,9 @@ def audit_pairs() -> list[tuple[str, str]]:
 
 
 def spec_for(url: str, tokenizer: Path, **options) -> ModelSpec:
-    return ModelSpec(backend="openai", base_url=url, served_model=SERVED_NAME, tokenizer=str(tokenizer),
-                     max_length=1024, **options)  # fmt: skip
+    return ModelSpec(
+        backend="openai", base_url=url, served_model=SERVED_NAME, tokenizer=str(tokenizer), max_length=1024, **options
+    )
 
 
 def load(spec: ModelSpec, name: str = "served") -> ServedScorer:
@@ -84,8 +89,14 @@ def proxy(llama_server: LlamaServer) -> Iterator[Proxy]:
 
 
 def test_nlls_match_the_hf_backend_on_the_same_gguf(llama_server, smollm2, audit_nlls):
-    spec = ModelSpec(backend="openai", base_url=llama_server.url, served_model=SERVED_NAME, max_length=1024,
-                     api_key=llama_server.api_key, reference="smollm2-135m")  # fmt: skip
+    spec = ModelSpec(
+        backend="openai",
+        base_url=llama_server.url,
+        served_model=SERVED_NAME,
+        max_length=1024,
+        api_key=llama_server.api_key,
+        reference="smollm2-135m",
+    )
     served = load(spec)  # tokenizer from the reference; its probe NLLs checked against it at load
     assert served.reference_gap is not None and served.reference_gap <= spec.reference_tolerance
     assert served.document_start == smollm2.document_start == "<|endoftext|>"
@@ -189,8 +200,11 @@ def test_wrong_key_and_bad_specs_are_refused_readably(llama_server, smollm2_toke
         load(spec_for(llama_server.url, smollm2_tokenizer_dir, api_key=wrong))
     assert wrong not in str(caught.value) and llama_server.api_key not in str(caught.value)
     with pytest.raises(ModelLoadError, match=r"serves smollm2-served, not 'other'; set served_model"):
-        load(spec_for(llama_server.url, smollm2_tokenizer_dir, api_key=llama_server.api_key).model_copy(
-            update={"served_model": "other"}))  # fmt: skip
+        load(
+            spec_for(llama_server.url, smollm2_tokenizer_dir, api_key=llama_server.api_key).model_copy(
+                update={"served_model": "other"}
+            )
+        )
     with pytest.raises(ModelLoadError, match="needs base_url"):
         load(ModelSpec(backend="openai", served_model="m", tokenizer=str(smollm2_tokenizer_dir)))
     with pytest.raises(ModelLoadError, match="needs a local tokenizer"):
@@ -201,6 +215,13 @@ def test_the_api_key_never_shows_in_reprs_or_dumps(llama_server, served):
     key = llama_server.api_key
     spec = spec_for(llama_server.url, Path("/nowhere"), api_key=key)
     settings = Settings(models={"served": spec})
-    for text in (repr(spec), str(spec), repr(settings), spec.model_dump_json(), settings.model_dump_json(),
-                 repr(served.client), repr(vars(served))):  # fmt: skip
+    for text in (
+        repr(spec),
+        str(spec),
+        repr(settings),
+        spec.model_dump_json(),
+        settings.model_dump_json(),
+        repr(served.client),
+        repr(vars(served)),
+    ):
         assert key not in text

@@ -53,7 +53,7 @@ def test_written_files_parse_as_movielens_with_no_problems(tmp_path: Path) -> No
                     report,
                     known_items=item_ids if target == "interactions" else None,
                     known_users=user_ids if target == "interactions" else None,
-                )  # fmt: skip
+                )
             )
         assert report.problems == [], f"{target}: {report.problems[:3]}"
         assert len(records) == len(getattr(catalog, target))
