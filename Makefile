@@ -55,7 +55,7 @@ lint:
 
 benchmark-scoring: install-test
 	$(PIP) install -q -e ".[bench]"   # the real peers: lm-evaluation-harness, minicons
-	$(PYTHON) benchmarks/scoring.py
+	$(PYTHON) -m benchmarks.scoring
 
 benchmark-capacity: install-test
-	$(PYTHON) benchmarks/capacity_table.py
+	$(PYTHON) -m benchmarks.capacity_table

@@ -1,8 +1,8 @@
 """Null calibration on smollm2-135m: well-known people vs fictitious people whose names fit their facts, under
 both look-alike schemes, through the service (HTTP API -> embedded worker -> stored results -> nulls).
 
-    python benchmarks/calibration_cohorts.py          # both schemes, the cohorts of calibration_cohorts.json
-    python benchmarks/calibration_cohorts.py --schemes same_origin --null-facts 100
+    python -m benchmarks.calibration_cohorts          # both schemes, the cohorts of calibration_cohorts.json
+    python -m benchmarks.calibration_cohorts --schemes same_origin --null-facts 100
 
 For each scheme: audit every person of both cohorts (occupation, citizenship, birthplace, gender, language), read
 their facts (which queues the matching null audit: fictitious people whose names fit their facts), wait for the
@@ -20,15 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from core.measures.null import Rate
 
-from core.measures.null import Rate  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 PIDS = ("P106", "P27", "P19", "P21", "P1412")
 

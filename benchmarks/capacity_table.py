@@ -1,10 +1,10 @@
 """Reproduce the capacity of Morris et al.'s smallest model (1 layer, width 32, V = 2048, S = 64; 80,416
 parameters) on this CPU and print bits/parameter next to the paper's 4.23 (fp32) and 3.93 (bf16).
 
-    python benchmarks/capacity_table.py                 # 30 minutes, fp32 + bf16, N = 500 and 700, both cores
-    python benchmarks/capacity_table.py --quick         # ~3 minutes smoke run (numbers far from converged)
-    python benchmarks/capacity_table.py --minutes 10 --ns 500 --bf16-ns ""   # fp32 only
-    python benchmarks/capacity_table.py --device cuda --minutes 0 --steps 200000 --chunk 65536   # GPU worker
+    python -m benchmarks.capacity_table                 # 30 minutes, fp32 + bf16, N = 500 and 700, both cores
+    python -m benchmarks.capacity_table --quick         # ~3 minutes smoke run (numbers far from converged)
+    python -m benchmarks.capacity_table --minutes 10 --ns 500 --bf16-ns ""   # fp32 only
+    python -m benchmarks.capacity_table --device cuda --minutes 0 --steps 200000 --chunk 65536   # GPU worker
 
 It first times one training step side by side on the batch the cells train with: the stock PyTorch path
 (full (B·S, V) logits, F.cross_entropy, autograd) against the lean loop (fused chunked head, one shard per
@@ -229,7 +229,7 @@ def print_gpu_hint(capacity: dict[str, float], args: argparse.Namespace) -> None
     print(
         '\nfp32 did not reach 3.0 bits/param in this budget. Morris et al. train until saturation, "usually around'
         '\n1M steps" (J. Morris); the curve above is still rising. To finish on a GPU worker:'
-        f"\n  python benchmarks/capacity_table.py --device cuda --minutes 0 --steps 200000 --chunk 65536 "
+        f"\n  python -m benchmarks.capacity_table --device cuda --minutes 0 --steps 200000 --chunk 65536 "
         f"--ns 500,700,1000 --bf16-ns 500,700,1000 --lr {args.lr} --schedule cosine"
     )
 

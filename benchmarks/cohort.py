@@ -1,8 +1,8 @@
 """Cohort benchmark: a roster of fictitious people through API → Redis → N workers → Postgres, side by side.
 
-    python benchmarks/cohort.py                       # 200 people on groundtruth-tiny with 1, 2, 4 workers,
+    python -m benchmarks.cohort                       # 200 people on groundtruth-tiny with 1, 2, 4 workers,
                                                       # then 8 people on smollm2-135m with 1 worker
-    python benchmarks/cohort.py --people 60 --workers 1 --workers 2 --smollm2 0     # quicker
+    python -m benchmarks.cohort --people 60 --workers 1 --workers 2 --smollm2 0     # quicker
 
 Everything runs on loopback and is bounded: its own PostgreSQL and Redis (temporary, as the tests start them), one
 `memaudit serve` API process, N `memaudit worker` processes (one torch thread each). Every configuration gets a fresh
@@ -35,10 +35,9 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from tests.support.servers import free_port, start_postgres, start_redis, wait_healthy
 
-from tests.support.servers import free_port, start_postgres, start_redis, wait_healthy  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 OPTIONS = {"paraphrases": 2, "counterfactuals": 30, "near_duplicates": False}
 FIRST = [

@@ -1,8 +1,8 @@
 """Load benchmark: N concurrent clients polling and submitting against a real API process, on one key and on many.
 
-    python benchmarks/load.py                          # 1, 10, 50, 100 clients x (one key, one key per client)
-    python benchmarks/load.py --clients 100 --keys one --duration 30
-    python benchmarks/load.py --quick                  # 10 and 100 clients, one key, 10 s each
+    python -m benchmarks.load                          # 1, 10, 50, 100 clients x (one key, one key per client)
+    python -m benchmarks.load --clients 100 --keys one --duration 30
+    python -m benchmarks.load --quick                  # 10 and 100 clients, one key, 10 s each
 
 Everything runs on loopback and is bounded: its own PostgreSQL and Redis (temporary, as the tests start them),
 one `memaudit serve` (uvicorn) API process and one `memaudit worker` process, clients for ``--duration`` seconds
@@ -31,10 +31,9 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from tests.support.servers import free_port, start_postgres, start_redis, wait_healthy
 
-from tests.support.servers import free_port, start_postgres, start_redis, wait_healthy  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 TIMEOUT = 10.0
 SUBMIT_EVERY, LIST_EVERY = 20, 4

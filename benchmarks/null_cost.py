@@ -1,8 +1,8 @@
 """Cost of a null fact: full null facts (one per fictitious person) against the pseudo-truth shortcut (every scored
 candidate of a person stands in as the truth), side by side, through the service (POST a `null` audit).
 
-    python benchmarks/null_cost.py --model groundtruth-tiny --people 20
-    python benchmarks/null_cost.py --model smollm2-135m --people 3 --paraphrases 2 --counterfactuals 20
+    python -m benchmarks.null_cost --model groundtruth-tiny --people 20
+    python -m benchmarks.null_cost --model smollm2-135m --people 3 --paraphrases 2 --counterfactuals 20
 
 Each method audits the same K people for one property (default P106, occupation) on a fresh database (cold NLL
 cache: every sentence is scored), after loading the model; it reports the seconds per person and per null fact,
@@ -15,14 +15,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 
 def client_for(db: Path, threads: int) -> Any:

@@ -1,9 +1,9 @@
 """Scoring benchmark: memaudit's engine against the real peers, side by side in one process.
 
     pip install -e '.[bench]'               # the peers: lm-evaluation-harness 0.4.13 and minicons 0.3.39
-    python benchmarks/scoring.py            # 4 subject audits x 2 templates, 8 interleaved rounds (~25 min)
-    python benchmarks/scoring.py --quick    # 1 subject audit x 1 template, 4 rounds (~5 min)
-    python benchmarks/scoring.py --modes packed expand --pack-tokens 512 128   # engine variants too (cold)
+    python -m benchmarks.scoring            # 4 subject audits x 2 templates, 8 interleaved rounds (~25 min)
+    python -m benchmarks.scoring --quick    # 1 subject audit x 1 template, 4 rounds (~5 min)
+    python -m benchmarks.scoring --modes packed expand --pack-tokens 512 128   # engine variants too (cold)
 
 Workload (WikiMem-shaped, generated here): templates "{subject}'s occupation is {value}." and "{subject} was born in
 {value}.", each with subject variants (the real name, two letter-scrambled look-alikes, the generic "This person")
@@ -47,7 +47,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from scoring_methods import (
+
+from benchmarks.scoring_methods import (
     CachedLmEval,
     LmEval,
     Minicons,
@@ -58,7 +59,6 @@ from scoring_methods import (
     one_per_pass,
     timed,
 )
-
 from workers.lm.engine import Engine
 from workers.lm.hf import HFScorer
 

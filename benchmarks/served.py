@@ -1,8 +1,8 @@
 """Served-model benchmark: the served backend (``openai``) against a llama-cpp-python server on loopback, side by side
 with the in-process HF engine, on the same subject-audit sentences; then where the served time goes.
 
-    python benchmarks/served.py                 # 1 subject x 1 template: 4 name variants x 40 values = 160 sentences
-    python benchmarks/served.py --values 101 --threads 2   # a full template (404 sentences), both cores
+    python -m benchmarks.served                 # 1 subject x 1 template: 4 name variants x 40 values = 160 sentences
+    python -m benchmarks.served --values 101 --threads 2   # a full template (404 sentences), both cores
 
 Both backends get the same threads (llama.cpp ``--n_threads``/``--n_threads_batch``, torch ``set_num_threads``).
 Rounds are interleaved (served, engine, served, ...) so that load from other work on the machine hits both alike;
@@ -20,16 +20,13 @@ from __future__ import annotations
 import argparse
 import functools
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from app.settings import ModelSpec, Settings, default_models  # noqa: E402
-from tests.support.llama_server import SERVED_NAME, smollm2_gguf, start_llama_server  # noqa: E402
-from workers.lm.registry import load_scorer  # noqa: E402
+from app.settings import ModelSpec, Settings, default_models
+from tests.support.llama_server import SERVED_NAME, smollm2_gguf, start_llama_server
+from workers.lm.registry import load_scorer
 
 print = functools.partial(print, flush=True)  # noqa: A001 (progress shows through pipes)
 

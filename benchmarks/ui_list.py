@@ -1,8 +1,8 @@
 """Dashboard benchmark: the audits list page (/ui/audits) with 10,000 audits in PostgreSQL, beside the JSON list
 (GET /audits) it shares its query with.
 
-    python benchmarks/ui_list.py              # 10,000 audits, 50 loads per case
-    python benchmarks/ui_list.py --audits 100000 --loads 20
+    python -m benchmarks.ui_list              # 10,000 audits, 50 loads per case
+    python -m benchmarks.ui_list --audits 100000 --loads 20
 
 Starts its own PostgreSQL (temporary, as the tests do), migrates it, inserts the audits in bulk (kinds, models and
 statuses mixed, created over 100 days; half owned by one auditor key, half by another), then loads each case
@@ -18,16 +18,14 @@ import os
 import random
 import re
 import statistics
-import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from tests.support.servers import start_postgres
 
-from tests.support.servers import start_postgres  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 KINDS = ("subject", "coverage", "capacity", "dynamics")
 STATUSES = ("succeeded",) * 6 + ("failed", "cancelled", "queued", "running")

@@ -3,14 +3,11 @@ seconds): it must not rot between the long runs whose numbers the README quotes.
 asserted holds whatever the machine's load: every method ran and was compared, every peer's NLLs equal the
 engine's, and the engine computes less than the peers."""
 
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("lm_eval", reason="the scoring benchmark's peers are the bench extra: pip install -e '.[bench]'")
 pytest.importorskip("minicons", reason="the scoring benchmark's peers are the bench extra: pip install -e '.[bench]'")
 
-BENCHMARKS = str(Path(__file__).resolve().parent.parent / "benchmarks")
 PEERS = ["one per pass", "lm-eval", "lm-eval+CachingLM", "minicons"]
 
 
@@ -19,8 +16,7 @@ def test_scoring_benchmark_runs_every_method_against_the_real_peers(capsys, monk
     # Imported here, not at collection: the script sets TQDM_DISABLE=1 in os.environ when imported, which (set at
     # collection) reached every later test's subprocesses and hid the CLI's progress bars they check.
     monkeypatch.setenv("TQDM_DISABLE", "1")
-    monkeypatch.syspath_prepend(BENCHMARKS)
-    import scoring
+    from benchmarks import scoring
 
     summary = scoring.main(
         [
