@@ -1,7 +1,9 @@
 """The dependency rules of docs/architecture.md, read from the source with `ast` (every import, function-level
 ones included) and, for the API process, from a fresh interpreter's sys.modules:
 
-- core imports the standard library, numpy and core only (never app, workers, the database, the web, torch);
+- core imports the standard library, numpy, the declared data package Faker (name lists) and core only (never app,
+  workers, the database, the web, torch), and never by name (``importlib.import_module``: an import must be in
+  sight of this test);
 - app imports no workers module, except the CLI's `worker` command (app/cli may import workers.worker);
 - workers import app's db, settings, repositories and schemas (and the pure coverage file formats), never app
   services or routers; the worker process's entry point (workers/worker.py) may also use the queue and the
@@ -23,7 +25,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-CORE_MAY_IMPORT = {"numpy", "core"}
+CORE_MAY_IMPORT = {"numpy", "core", "faker"}  # faker: a data package (name lists), declared in pyproject.toml
 # Data layers, settings, schemas, and the job lifecycle's lease operations (conditional UPDATEs on the audit row).
 WORKERS_MAY_IMPORT_FROM_APP = re.compile(
     r"^app\.(db(\..*)?|settings|\w+\.repository|\w+\.schemas|\w+\.config|coverage\.formats|reliability\.leases)$"
@@ -57,12 +59,21 @@ def python_files(root: Path, package: str) -> list[Path]:
 
 def core_violations(root: Path) -> list[str]:
     allowed = set(sys.stdlib_module_names) | CORE_MAY_IMPORT
-    return [
-        f"{path.relative_to(root)} imports {module}"
-        for path in python_files(root, "core")
-        for module in imports(path, root)
-        if module.split(".")[0] not in allowed
-    ]
+    out = []
+    for path in python_files(root, "core"):
+        out += [f"{path.relative_to(root)} imports {m}" for m in imports(path, root) if m.split(".")[0] not in allowed]
+        out += [f"{path.relative_to(root)} imports a module by name" for _ in dynamic_imports(path)]
+    return out
+
+
+def dynamic_imports(path: Path) -> Iterator[ast.Call]:
+    """Calls of ``importlib.import_module`` or ``__import__``: an import this test could not see."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in ("import_module", "__import__"):
+                yield node
 
 
 def app_violations(root: Path) -> list[str]:
@@ -102,7 +113,7 @@ def heavy_modules_after_importing(module: str, root: Path) -> list[str]:
     return out.stdout.split()
 
 
-def test_core_imports_only_the_standard_library_numpy_and_itself() -> None:
+def test_core_imports_only_the_standard_library_numpy_faker_and_itself() -> None:
     assert core_violations(REPO) == []
 
 
@@ -129,6 +140,8 @@ def planted(tmp_path: Path) -> Path:
         "core/__init__.py": "",
         "core/models.py": "import math\nimport numpy\nfrom core import models\n",
         "core/bad.py": "def f():\n    from sqlalchemy import select\n",
+        "core/names.py": "def f():\n    from faker.providers.person import en_US\n",
+        "core/hidden.py": "import importlib\nfrom importlib import metadata\n\nimportlib.import_module('sqlalchemy')\n",
         "app/__init__.py": "",
         "app/main.py": "from core.models import math\nimport torch\n",  # torch in the API's import graph
         "app/kinds.py": "",
@@ -153,7 +166,7 @@ def planted(tmp_path: Path) -> Path:
 
 
 def test_each_rule_catches_a_planted_violation(planted: Path) -> None:
-    assert core_violations(planted) == ["core/bad.py imports sqlalchemy"]
+    assert core_violations(planted) == ["core/bad.py imports sqlalchemy", "core/hidden.py imports a module by name"]
     assert app_violations(planted) == ["app/bad.py imports workers.jobs.subject"]
     assert audits_violations(planted) == ["app/audits/service.py imports app.capacity.schemas"]
     assert workers_violations(planted) == [
