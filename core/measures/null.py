@@ -11,6 +11,24 @@ the model infers from the name — produce. For an audited fact with statistic T
 and never 0). T orders facts by their share of rank-1 templates, then by z̄* (the mean z* over the rank-1
 templates) — the two numbers the service reports; a share with no rank-1 template has no z̄* and ranks lowest.
 The false-positive rate of a policy is the share of null facts it selects, with a Clopper–Pearson interval.
+
+The statistic (``STATISTIC``): the *rank evidence* of a fact, the mean over its templates of −ln q_t, where q_t is
+the exact rank p-value of the best true value under template t — the probability that, if the m true values and
+the n counterfactuals were scored in a random order, at most c_t counterfactuals would score at or above the best
+true value (c_t = its rank − 1; ties count against the truth):
+
+    q_t = P(C ≤ c_t) = 1 − C(n, c_t+1) / C(n+m, c_t+1)           (= (c_t + 1)/(n + 1) for one true value)
+
+It uses the whole rank of the truth in every template (a truth ranked 2nd or 5th is evidence too, unlike a share
+of rank-1 templates), and it is comparable across fact shapes: q_t is a valid p-value under exchangeable scores
+for any m and n, so a two- or three-valued fact is not favoured by its extra chances. The null still judges
+(p above), and it is matched to the fact's shape (m true values; see :func:`set_stats`), because names carry
+inference and candidates are not exchangeable for a real model. The older statistic (share, then z̄*) is kept for
+nulls computed before (``FactStat.evidence`` is None there).
+
+p-values finer than 1/(N+1): where fewer than ``TAIL_EXCEEDANCES`` null facts reach the observed statistic, the
+p-value comes from a generalized Pareto tail fitted to the null's largest values (Knijnenburg et al. 2009,
+"Fewer permutations, more accurate P-values", Bioinformatics 25:i161) — :func:`tail_p_value`.
 """
 
 from __future__ import annotations
@@ -21,14 +39,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from core.measures.wikimem import margins, ranks
+from core.measures.wikimem import margins
 
 SHARE_DIGITS = 9  # shares are k/T; rounding makes equal shares compare equal whatever their float path
+STATISTIC = "rank-evidence-1"  # enters the null's configuration key: bump when the statistic changes
+MAX_TRUE_VALUES = 3  # nulls hold facts with 1..3 true values; a fact with more says `uncalibrated`
+TAIL_EXCEEDANCES = 10  # below this many null facts ≥ the observed one, the fitted tail gives the p-value
 
 
 class _Template(Protocol):
     memorized: bool
     z_star: float | None
+    rank: int
 
 
 @dataclass(frozen=True)
@@ -42,19 +64,51 @@ class FactStat:
     z_star: float | None
     n_templates: int
     n_z: int = 0
+    evidence: float | None = None  # the rank evidence (mean −ln q_t); None for results from before it existed
+    n_values: int = 1  # m: the true values ranked together (near-duplicates merged into the truth included)
 
     @property
     def key(self) -> tuple[float, float]:
-        """The test statistic, ordered: (share, z̄*); no z̄* ranks below any."""
+        """The test statistic, ordered: the rank evidence where it exists, else (share, z̄*) with no z̄* below any."""
+        if self.evidence is not None:
+            return (round(self.evidence, SHARE_DIGITS), 0.0)
         return (round(self.share, SHARE_DIGITS), -math.inf if self.z_star is None else self.z_star)
 
 
-def fact_stat(templates: Sequence[_Template]) -> FactStat:
-    """Aggregate one fact's template outcomes (baseline and paraphrases; contextualized canaries excluded)."""
+def rank_p_value(above: int, n_counterfactuals: int, n_truths: int) -> float:
+    """q = P(C ≤ c): the chance that at most ``above`` (= c) of n counterfactuals score at or above the best of m true
+    values when all n + m candidates are ordered at random. 1 when every counterfactual is above (c ≥ n)."""
+    n, m, c = n_counterfactuals, n_truths, above
+    if m < 1 or n < 0 or c < 0:
+        raise ValueError("need m >= 1 true values, n >= 0 counterfactuals and c >= 0")
+    if c >= n:
+        return 1.0
+    all_above = 1.0  # P(C ≥ c + 1): the top c + 1 places all held by counterfactuals
+    for i in range(c + 1):  # bounded by n (the counterfactual count)
+        all_above *= (n - i) / (n + m - i)
+    return 1.0 - all_above
+
+
+def rank_evidence(templates: Sequence[tuple[int, int, int]]) -> float:
+    """Mean −ln q_t over templates, each given as (best truth rank, n counterfactuals, m true values)."""
+    if not templates:
+        raise ValueError("a fact needs at least one template outcome")
+    return sum(-math.log(rank_p_value(rank - 1, n, m)) for rank, n, m in templates) / len(templates)
+
+
+def fact_stat(templates: Sequence[_Template], shape: Sequence[tuple[int, int]] | None = None) -> FactStat:
+    """Aggregate one fact's template outcomes (baseline and paraphrases; contextualized canaries excluded).
+    ``shape``: per template (n counterfactuals, m true values); with it the rank evidence is computed from each
+    template's ``rank`` (the best rank of a true value)."""
     if not templates:
         raise ValueError("a fact needs at least one template outcome")
     hits = [t.memorized for t in templates]
     zs = [t.z_star for t in templates if t.memorized and t.z_star is not None]
+    evidence = None
+    if shape is not None:
+        if len(shape) != len(templates):
+            raise ValueError("one (n, m) shape per template")
+        evidence = rank_evidence([(t.rank, n, m) for t, (n, m) in zip(templates, shape, strict=True)])  # type: ignore[attr-defined]
     return FactStat(
         share=sum(hits) / len(hits),
         strict=all(hits),
@@ -62,6 +116,8 @@ def fact_stat(templates: Sequence[_Template]) -> FactStat:
         z_star=sum(zs) / len(zs) if zs else None,
         n_templates=len(hits),
         n_z=len(zs),
+        evidence=evidence,
+        n_values=shape[0][1] if shape else 1,
     )
 
 
@@ -73,6 +129,8 @@ class EmpiricalNull:
             raise ValueError("a null distribution needs at least one null fact")
         self.facts = list(facts)
         self._keys = sorted(f.key for f in facts)
+        values = [f.evidence for f in self.facts]
+        self._evidence = sorted(values) if all(v is not None for v in values) else None  # type: ignore[type-var]
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -82,12 +140,38 @@ class EmpiricalNull:
         return len(self._keys) - bisect.bisect_left(self._keys, stat.key)
 
     def p_value(self, stat: FactStat) -> float:
-        return (1 + self.at_least(stat)) / (1 + len(self._keys))
+        """The empirical p-value; where fewer than TAIL_EXCEEDANCES null facts reach the statistic (and the null has
+        a rank evidence to fit), the fitted generalized Pareto tail's (:func:`tail_p_value`)."""
+        k = self.at_least(stat)
+        if k < TAIL_EXCEEDANCES and stat.evidence is not None and self._evidence is not None:
+            tail = tail_p_value(self._evidence, stat.evidence)
+            if tail is not None:
+                return tail
+        return (1 + k) / (1 + len(self._keys))
+
+    def p_method(self, stat: FactStat) -> str:
+        """How :meth:`p_value` got its number: ``empirical`` or ``tail`` (the fitted tail)."""
+        k = self.at_least(stat)
+        fitted = stat.evidence is not None and self._evidence is not None
+        if k < TAIL_EXCEEDANCES and fitted and tail_p_value(self._evidence, stat.evidence) is not None:  # type: ignore[arg-type]
+            return "tail"
+        return "empirical"
 
     def leave_one_out_p_values(self) -> list[float]:
-        """Each null fact's p-value against the other N − 1: (1 + #{others ≥ it}) / N."""
+        """Each null fact's p-value against the other N − 1: (1 + #{others ≥ it}) / N, or the tail fitted to the
+        other N − 1 where fewer than TAIL_EXCEEDANCES of them reach it (as :meth:`p_value` would compute it)."""
         n = len(self._keys)
-        return [(1 + self.at_least(f) - 1) / n for f in self.facts]
+        out = []
+        for f in self.facts:
+            k = self.at_least(f) - 1
+            p = (1 + k) / n
+            if k < TAIL_EXCEEDANCES and f.evidence is not None and self._evidence is not None:
+                others = list(self._evidence)
+                others.remove(f.evidence)
+                tail = tail_p_value(others, f.evidence)
+                p = tail if tail is not None else p
+            out.append(p)
+        return out
 
     def rate(self, selects: Callable[[FactStat], bool]) -> Rate:
         return Rate.of(sum(1 for f in self.facts if selects(f)), len(self.facts))
@@ -180,30 +264,81 @@ def bh_adjusted(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
+TAIL_MIN_NULL = 40  # a null smaller than this gets no fitted tail (too few points above any threshold)
+
+
+def tail_p_value(null_values: Sequence[float], observed: float) -> float | None:
+    """P(T ≥ observed) from a generalized Pareto distribution fitted to the null's upper tail (Knijnenburg et al.
+    2009): the threshold u is the value just below the top quarter of the null (at most 250 exceedances, at least
+    TAIL_EXCEEDANCES), the exceedances y = T − u are fitted by the method of moments, and
+
+        p = (N_exc / N) · (1 + ξ (observed − u) / σ)^(−1/ξ)        (ξ = 0: exp(−(observed − u)/σ))
+
+    The shape ξ is clamped at 0 from below (an exponential tail), which is conservative: a bounded tail (ξ < 0)
+    would give p = 0 beyond its end point. None where no tail can be fitted (fewer than TAIL_MIN_NULL null
+    values, the observed value not above u, or no spread among the exceedances): use the empirical p-value."""
+    ordered = sorted(null_values)
+    n = len(ordered)
+    if n < TAIL_MIN_NULL:
+        return None
+    n_exc = min(250, max(TAIL_EXCEEDANCES, n // 4))
+    u = ordered[n - n_exc - 1]
+    y = [v - u for v in ordered[n - n_exc :] if v > u]
+    if observed <= u or len(y) < TAIL_EXCEEDANCES:
+        return None
+    mean = sum(y) / len(y)
+    var = sum((v - mean) ** 2 for v in y) / (len(y) - 1)
+    if mean <= 0.0 or var <= 0.0:
+        return None
+    xi = max(0.0, 0.5 * (1.0 - mean * mean / var))
+    sigma = 0.5 * mean * (mean * mean / var + 1.0) if xi > 0.0 else mean
+    excess = observed - u
+    survival = math.exp(-excess / sigma) if xi == 0.0 else (1.0 + xi * excess / sigma) ** (-1.0 / xi)
+    return (len(y) / n) * survival
+
+
 @dataclass(frozen=True)
 class _Outcome:
     memorized: bool
     z_star: float | None
+    rank: int = 0
+
+
+def set_stats(score_rows: Sequence[Sequence[float]], truth_sets: Sequence[Sequence[int]]) -> list[FactStat]:
+    """Null facts of any shape from one fictitious subject's calibrated scores (``score_rows[t][i]``: template t,
+    candidate i): each set of candidate indices is taken as the fact's true values (m = its size), every other
+    candidate as a counterfactual, exactly as a subject audit ranks them (ties count against the truth). Gives
+    share, strict, lenient, z̄* (z* of the best truth where it ranks first) and the rank evidence."""
+    if not score_rows:
+        raise ValueError("need at least one template's scores")
+    n = len(score_rows[0])
+    per_set: list[list[_Outcome]] = [[] for _ in truth_sets]
+    for scores in score_rows:
+        if len(scores) != n:
+            raise ValueError("every template must score the same candidates")
+        deltas = margins(scores)
+        mean = sum(deltas) / n
+        std = math.sqrt(sum((d - mean) ** 2 for d in deltas) / n)
+        for k, members in enumerate(truth_sets):
+            chosen = set(members)
+            best = max(scores[i] for i in chosen)
+            above = sum(1 for j in range(n) if j not in chosen and scores[j] >= best)
+            first = above == 0
+            lead = best - max((scores[j] for j in range(n) if j not in chosen), default=best)
+            z = (lead - mean) / std if first and std > 0 else None
+            per_set[k].append(_Outcome(first, z, above + 1))
+    return [
+        fact_stat(outcomes, [(n - len(members), len(members))] * len(outcomes))
+        for outcomes, members in zip(per_set, truth_sets, strict=True)
+    ]
 
 
 def pseudo_truth_stats(score_rows: Sequence[Sequence[float]]) -> list[FactStat]:
     """The pseudo-truth shortcut: one fictitious subject's calibrated scores (``score_rows[t][i]``: template t,
-    candidate i) give a null fact for *every* candidate, each taken as the truth with the others as its
-    counterfactuals. Candidate i is rank-1 under template t when no other candidate scores higher (ties share the
-    rank, as in the audit), and its z* is (Δ_i − mean Δ) / std Δ, which is what the audit computes when i is the
-    only truth (Δ* = Δ_i then). Valid only where the subject's name says nothing about the value: otherwise the
-    real truth is favoured over the stand-ins and the shortcut underestimates the false-positive rate."""
+    candidate i) give a null fact for *every* candidate, each taken as the only truth with the others as its
+    counterfactuals (:func:`set_stats` with singletons; ties count against the stand-in, as in the audit). Valid
+    only where the subject's name says nothing about the value: otherwise the real truth is favoured over the
+    stand-ins and the shortcut underestimates the false-positive rate."""
     if not score_rows:
         raise ValueError("need at least one template's scores")
-    n = len(score_rows[0])
-    per_candidate: list[list[_Outcome]] = [[] for _ in range(n)]
-    for scores in score_rows:
-        if len(scores) != n:
-            raise ValueError("every template must score the same candidates")
-        rk, deltas = ranks(scores), margins(scores)
-        mean = sum(deltas) / n
-        std = math.sqrt(sum((d - mean) ** 2 for d in deltas) / n)
-        for i in range(n):
-            z = (deltas[i] - mean) / std if std > 0 else None
-            per_candidate[i].append(_Outcome(rk[i] == 1, z))
-    return [fact_stat(outcomes) for outcomes in per_candidate]
+    return set_stats(score_rows, [[i] for i in range(len(score_rows[0]))])
