@@ -280,11 +280,13 @@ def similar_names(name: str, n: int = 2) -> list[str]:
     rng = random.Random(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big"))
     order = [0, len(parts) - 1] + list(range(1, len(parts) - 1)) if len(parts) > 1 else [0]
     out: list[str] = []
+    seen = {name}  # beside the list: a membership test per attempt in constant time (a list's was O(n))
     for idx in order if parts else []:
         variant = parts.copy()
         variant[idx] = _reverse_word(parts[idx], rng)
         candidate = " ".join(variant)
-        if candidate != name and candidate not in out:
+        if candidate not in seen:
+            seen.add(candidate)
             out.append(candidate)
         if len(out) == n:
             return out
@@ -292,9 +294,10 @@ def similar_names(name: str, n: int = 2) -> list[str]:
         if len(out) >= n:
             break
         candidate = " ".join(_shuffled(p, rng) for p in parts)
-        if candidate != name and candidate not in out:
+        if candidate not in seen:
+            seen.add(candidate)
             out.append(candidate)
     if len(out) < n:
-        fresh = [v for v in _substitution_variants(name, rng, n + len(out)) if v not in out]
+        fresh = [v for v in _substitution_variants(name, rng, n + len(out)) if v not in seen]
         out.extend(fresh[: n - len(out)])
     return out[:n]

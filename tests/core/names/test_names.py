@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.catalog import load_catalog
 from core.names.fictitious import cohort
-from core.names.lookalikes import fold, lookalike_names, name_origin, same_origin_names
+from core.names.lookalikes import _pools, fold, lookalike_names, name_origin, same_origin_names
 from core.names.origins import BY_LOCALE, name_lists, transliterate
 
 
@@ -31,6 +31,15 @@ def test_reversed_scheme_and_the_fallback():
     assert lookalike_names("Jane Doe", 2, "reversed") == (["Enaj Doe", "Jane Eod"], "reversed")
     assert lookalike_names("12 34", 2, "same_origin")[1] == "reversed"  # no letters: no origin
     assert len(same_origin_names("Hiroshi Tanaka", 10_000, name_origin("Hiroshi Tanaka"))) < 10_000  # bounded
+
+
+def test_asking_for_more_names_than_an_origin_has_gives_each_possible_name_once():
+    origin = name_origin("Hiroshi Tanaka")
+    firsts, lasts = _pools(origin)
+    possible = {f"{f} {x}" for f in firsts for x in lasts if f != "Hiroshi" and x != "Tanaka"}
+    names = same_origin_names("Hiroshi Tanaka", 10_000, origin)
+    assert len(names) == len(set(names)) == len(possible) and set(names) == possible
+    assert names[:5] == same_origin_names("Hiroshi Tanaka", 5, origin)  # the same draws, stopped earlier
 
 
 def test_transliteration():
