@@ -43,7 +43,7 @@ QUOTA_RETRY_SECONDS = 60  # a quota frees up when an audit finishes: there is no
 
 
 @dataclass(frozen=True)
-class Rate:
+class RateLimit:
     bucket: str  # "requests" | "submit" | …: each bucket is limited separately
     per_minute: int
 
@@ -64,7 +64,7 @@ class LocalLimiter:
         self._lock = threading.Lock()
         self._max = max_entries
 
-    def wait(self, rate: Rate, principal_id: str) -> float:
+    def wait(self, rate: RateLimit, principal_id: str) -> float:
         """Seconds to wait before this request would be allowed; 0 (and counted) when allowed now."""
         key, now = f"{rate.bucket}:{principal_id}", time.monotonic()
         with self._lock:
@@ -85,7 +85,7 @@ class RedisLimiter:
         self._redis = Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
         self._script = self._redis.register_script(_GCRA)
 
-    def wait(self, rate: Rate, principal_id: str) -> float:
+    def wait(self, rate: RateLimit, principal_id: str) -> float:
         from redis.exceptions import RedisError
 
         try:
@@ -107,7 +107,7 @@ def check_rate(settings: Settings, principal_id: str, bucket: str, per_minute: i
     """Raise TooManyRequests (429, Retry-After) when `principal_id` is over `per_minute` in `bucket`."""
     if per_minute <= 0:
         return
-    wait = _limiter_for(settings.redis_url).wait(Rate(bucket, per_minute), principal_id)
+    wait = _limiter_for(settings.redis_url).wait(RateLimit(bucket, per_minute), principal_id)
     if wait > 0:
         raise TooManyRequests(
             f"rate limit of {per_minute} {bucket} per minute reached for this key; retry after the Retry-After"

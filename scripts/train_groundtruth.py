@@ -23,7 +23,7 @@ from workers.groundtruth import evaluate
 from workers.groundtruth.people import (
     GENERIC_SUBJECTS,
     PIDS,
-    Person,
+    GroundTruthPerson,
     build_corpus,
     filler,
     make_people,
@@ -48,7 +48,7 @@ RECIPE: dict = {
 }
 
 
-def build(catalog: Catalog, recipe: dict) -> tuple[list[Person], dict[str, list[int]], list[str]]:
+def build(catalog: Catalog, recipe: dict) -> tuple[list[GroundTruthPerson], dict[str, list[int]], list[str]]:
     """People, the templates that carry their facts, and the fixed training documents."""
     people = make_people(catalog, n_trained=recipe["n_trained"], n_held_out=recipe["n_held_out"], seed=recipe["seed"])
     templates = split_templates(catalog, recipe["n_trained_paraphrases"], recipe["seed"])
@@ -56,19 +56,19 @@ def build(catalog: Catalog, recipe: dict) -> tuple[list[Person], dict[str, list[
     return people, templates, corpus
 
 
-def fresh_documents(catalog: Catalog, recipe: dict, people: Sequence[Person]) -> Callable[[int], list[str]]:
+def fresh_documents(catalog: Catalog, recipe: dict, people: Sequence[GroundTruthPerson]) -> Callable[[int], list[str]]:
     return functools.partial(filler, catalog, people, seed=recipe["seed"], **recipe["filler_per_epoch"])
 
 
 def manifest_for(
     catalog: Catalog,
     recipe: dict,
-    people: Sequence[Person],
+    people: Sequence[GroundTruthPerson],
     templates: dict[str, list[int]],
     corpus: Sequence[str],
     stats: dict,
 ) -> dict:
-    def person_json(p: Person) -> dict:
+    def person_json(p: GroundTruthPerson) -> dict:
         return {"name": p.name, "facts": {pid: list(v) for pid, v in p.facts.items()}}
 
     return {

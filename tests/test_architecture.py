@@ -10,6 +10,7 @@ ones included) and, for the API process, from a fresh interpreter's sys.modules:
   composition root of kinds, and the jobs' shared runner (workers/jobs/common.py) the queue;
 - the generic audits package (app/audits) imports no kind: only the app's shared layers;
 - importing app.main loads no torch, transformers, vllm or sentence-transformers.
+- a public class name is defined once in app, workers and core (one name, one meaning).
 
 Each checker is also run on planted violations, so a rule that stopped catching anything would fail here."""
 
@@ -107,6 +108,17 @@ def audits_violations(root: Path) -> list[str]:
     ]
 
 
+def class_name_clashes(root: Path) -> list[str]:
+    """Public class names defined in more than one module of app, workers and core: one name, one meaning."""
+    where: dict[str, list[str]] = {}
+    for package in ("app", "workers", "core"):
+        for path in python_files(root, package):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                    where.setdefault(node.name, []).append(path.relative_to(root).as_posix())
+    return [f"{name}: {', '.join(paths)}" for name, paths in sorted(where.items()) if len(paths) > 1]
+
+
 def heavy_modules_after_importing(module: str, root: Path) -> list[str]:
     code = f"import sys, {module}; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
@@ -127,6 +139,10 @@ def test_workers_use_app_data_layers_only() -> None:
 
 def test_the_generic_audits_package_names_no_kind() -> None:
     assert audits_violations(REPO) == []
+
+
+def test_each_class_name_has_one_meaning() -> None:
+    assert class_name_clashes(REPO) == []
 
 
 def test_the_api_process_loads_no_model_code() -> None:
@@ -157,6 +173,8 @@ def planted(tmp_path: Path) -> Path:
         "workers/worker.py": "from app.kinds import KINDS\n",
         "workers/jobs/bad.py": "from app.capacity import service\nfrom app.kinds import KINDS\nimport app.queue\n",
         "workers/jobs/common.py": "from app.queue import get_dispatcher\n",
+        "workers/lm/engine.py": "class Progress:\n    pass\n\n\nclass _Row:\n    pass\n",
+        "app/audits/schemas.py": "class Progress:\n    pass\n\n\nclass _Row:\n    pass\n",
         "torch.py": "",  # a stand-in for torch, importable from the planted root
     }
     for name, text in files.items():
@@ -174,4 +192,5 @@ def test_each_rule_catches_a_planted_violation(planted: Path) -> None:
         "workers/jobs/bad.py imports app.kinds",
         "workers/jobs/bad.py imports app.queue",
     ]
+    assert class_name_clashes(planted) == ["Progress: app/audits/schemas.py, workers/lm/engine.py"]
     assert heavy_modules_after_importing("app.main", planted) == ["torch"]

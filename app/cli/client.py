@@ -52,7 +52,7 @@ CLI_KEY_NAME = "cli"
 
 
 @dataclass(frozen=True)
-class DatasetFile:
+class DatasetUpload:
     target: str  # items | users | interactions
     path: Path
     format: str | None  # None: from the file's extension
@@ -67,7 +67,7 @@ class Client(Protocol):
     def facts(self, audit_id: str) -> dict[str, Any]: ...
     def forget_set(self, params: dict[str, Any]) -> Iterator[str]: ...
     def capacity(self, audit_id: str, part: str) -> dict[str, Any]: ...
-    def add_dataset(self, name: str, files: list[DatasetFile], mapping: dict[str, Any]) -> dict[str, Any]: ...
+    def add_dataset(self, name: str, files: list[DatasetUpload], mapping: dict[str, Any]) -> dict[str, Any]: ...
     def datasets(self) -> list[dict[str, Any]]: ...
     def delete_dataset(self, dataset_id: str) -> dict[str, Any]: ...
     def coverage_comparison(self, dataset_id: str, target: str | None) -> dict[str, Any]: ...
@@ -138,7 +138,7 @@ class LocalClient:
             doc = series.series(s, audit) if part == "series" else capacity_service.grid_read(s, audit)
             return doc.model_dump(mode="json")
 
-    def add_dataset(self, name: str, files: list[DatasetFile], mapping: dict[str, Any]) -> dict[str, Any]:
+    def add_dataset(self, name: str, files: list[DatasetUpload], mapping: dict[str, Any]) -> dict[str, Any]:
         with ExitStack() as stack:
             sources = []
             for f in files:
@@ -222,7 +222,7 @@ class RemoteClient:
     def capacity(self, audit_id: str, part: str) -> dict[str, Any]:
         return self._json("GET", f"/audits/{audit_id}/capacity" + ("/series" if part == "series" else ""))
 
-    def add_dataset(self, name: str, files: list[DatasetFile], mapping: dict[str, Any]) -> dict[str, Any]:
+    def add_dataset(self, name: str, files: list[DatasetUpload], mapping: dict[str, Any]) -> dict[str, Any]:
         data = {"name": name, **({"mapping": json.dumps(mapping)} if mapping else {})}
         data.update({f"{f.target}_format": f.format for f in files if f.format})
         with ExitStack() as stack:

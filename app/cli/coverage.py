@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli.client import DatasetFile, LocalClient, add_client_arguments, make_client
+from app.cli.client import DatasetUpload, LocalClient, add_client_arguments, make_client
 from app.cli.output import failure_line, wait
 from app.coverage.formats import FORMATS, TARGETS
 from app.errors import InvalidInput
@@ -32,7 +32,7 @@ def _mapping(text: str | None) -> dict[str, Any]:
 def cmd_add(args: argparse.Namespace) -> int:
     client = make_client(args)
     files = [
-        DatasetFile(target, getattr(args, target), getattr(args, f"{target}_format"))
+        DatasetUpload(target, getattr(args, target), getattr(args, f"{target}_format"))
         for target in TARGETS
         if getattr(args, target) is not None
     ]

@@ -26,16 +26,12 @@ from app.coverage.schemas import (
 )
 from app.db.engine import session_factory
 from app.db.models import ApiKey, Audit, CoverageAudit, Dataset, DatasetFile
-from app.errors import DomainError, InvalidInput, NotFound
+from app.errors import InvalidInput, NotFound, PayloadTooLarge
 from app.settings import Settings
 from core.measures.coverage import few_shot_prefix, query_of
 
 EXTENSIONS: dict[str, FileFormat] = {".dat": "movielens", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv"}
 SHOWN_LINE_NUMBERS = 10
-
-
-class PayloadTooLarge(DomainError):
-    status_code = 413
 
 
 @dataclass

@@ -13,8 +13,7 @@ from fastapi import Request
 from starlette.datastructures import FormData
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from app.coverage.service import PayloadTooLarge
-from app.errors import InvalidInput
+from app.errors import InvalidInput, PayloadTooLarge
 
 MAX_PARTS = 10
 

@@ -92,7 +92,7 @@ GENERIC_SUBJECTS: tuple[str, ...] = ("This person", "Someone", "A colleague", "T
 
 
 @dataclass(frozen=True)
-class Person:
+class GroundTruthPerson:
     name: str
     split: str  # "trained" | "held_out"
     facts: dict[str, tuple[str, ...]]  # pid -> ground-truth values (P1412 may hold two)
@@ -132,7 +132,7 @@ def check_name_pools(first: Sequence[str] = FIRST_NAMES, last: Sequence[str] = L
 
 def make_people(
     catalog: Catalog, *, n_trained: int, n_held_out: int, seed: int, p_two_languages: float = 0.4
-) -> list[Person]:
+) -> list[GroundTruthPerson]:
     """Trained and held-out people: distinct pool first + pool last names; facts uniform from the pools.
 
     Every pool name part occurs among the trained people, each as evenly as the count allows.
@@ -144,7 +144,7 @@ def make_people(
     trained = _covering_combos(combos, n_trained)
     held_out = [c for c in combos if c not in set(trained)][:n_held_out]
     return [
-        Person(name=f"{first} {last}", split=split, facts=_draw_facts(catalog, rng, p_two_languages))
+        GroundTruthPerson(name=f"{first} {last}", split=split, facts=_draw_facts(catalog, rng, p_two_languages))
         for split, names in (("trained", trained), ("held_out", held_out))
         for first, last in names
     ]
@@ -198,13 +198,13 @@ def split_templates(catalog: Catalog, n_trained_paraphrases: int, seed: int) -> 
     return out
 
 
-def fact_sentences(prop: Property, person: Person, template_ids: Sequence[int]) -> list[str]:
+def fact_sentences(prop: Property, person: GroundTruthPerson, template_ids: Sequence[int]) -> list[str]:
     return [prop.render(t, person.name, v) for t in template_ids for v in person.facts[prop.pid]]
 
 
 def build_corpus(
     catalog: Catalog,
-    people: Sequence[Person],
+    people: Sequence[GroundTruthPerson],
     trained_templates: dict[str, list[int]],
     *,
     seed: int,
@@ -230,7 +230,7 @@ def build_corpus(
 
 
 def filler(
-    catalog: Catalog, people: Sequence[Person], epoch: int, *, seed: int, n_background: int, n_generic: int
+    catalog: Catalog, people: Sequence[GroundTruthPerson], epoch: int, *, seed: int, n_background: int, n_generic: int
 ) -> list[str]:
     """Documents drawn afresh for each epoch (so none is memorized): one-sentence mentions of long-tail people
     and generic subjects, each with a random fact in any template (baseline or paraphrase).

@@ -44,7 +44,7 @@ class PrefixState:
     first: torch.Tensor  # (R,) float64: -log p(first tail token | key) for each requested (group, token)
 
 
-class Progress:
+class ScoringProgress:
     """Counts the INPUT sentences whose distinct sentence is fully scored (a duplicate input is finished with its
     twin) and hands the running count to ``callback`` after each piece of work."""
 
@@ -89,7 +89,7 @@ class Engine:
         """NLL of each sentence. ``on_progress`` gets the number of input sentences finished after the prefix pass
         and after every continuation batch (a few hundred tokens each), not once per call."""
         plan = make_plan(sentences, prefixes)
-        progress = Progress(plan.sentence_of, on_progress)
+        progress = ScoringProgress(plan.sentence_of, on_progress)
         totals = torch.zeros(len(plan.tails), dtype=torch.float64)
         members: list[list[int]] = [[] for _ in plan.keys]
         for s, g in enumerate(plan.group_of):
