@@ -11,8 +11,8 @@ listens to the interactive queue first, then to the lanes in turn (``queue_names
 lanes after each job): a single audit submitted while a 100,000-person batch runs waits for at most one batch
 audit per worker, never for the batch, and the batches of keys on different lanes share the workers job by job.
 The embedded runner serves single audits first, then batch audits in the order sent. Background work (nulls)
-waits on a lane too, and a running background job makes way for a single audit that waits
-(``interactive_waiting``; workers/jobs/common.py).
+waits on a lane too, as small jobs: a null scores a few people per job and then sends its next job to the tail of
+its lane (``follow_up``), so a single audit waits for at most one such chunk, and no job ever stops for another.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ from typing import Protocol
 
 from redis import Redis
 from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
 from redis.retry import Retry as RedisRetry
-from rq import Queue, Retry
+from rq import Queue, get_current_job
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 from rq.serializers import JSONSerializer
@@ -72,14 +71,9 @@ class Dispatcher(Protocol):
         """Delete the job records of these audits (erasure; a dead worker's job); returns how many existed."""
         ...
 
-    def interactive_waiting(self) -> bool:
-        """Whether a single (interactive) audit is waiting for a worker now: a running background job (a null)
-        makes way for it (workers/jobs/common.py, ``JobContext.progress``)."""
-        ...
-
-    def requeue(self, audit_id: str) -> None:
-        """The running job of this audit has handed it back to the queue (it made way): run it again later, on
-        the same queue. RQ: nothing to do here, the reconciler enqueues a `queued` audit whose job has ended."""
+    def follow_up(self, audit_id: str) -> None:
+        """Called by the running job of this audit, which has handed it back to `queued`: run the audit's job
+        again, at the tail of the queue that job came from (a null's next chunk; a run that timed out)."""
         ...
 
 
@@ -90,6 +84,12 @@ def import_path(path: str) -> Callable[[str], None]:
 
 def job_id(audit_id: str) -> str:
     return f"audit-{audit_id}"
+
+
+def job_ids(audit_id: str) -> tuple[str, str]:
+    """An audit's two RQ job ids: a follow-up job takes the one its running job does not hold (RQ writes the
+    running job's record when it returns, which would overwrite a follow-up enqueued under the same id)."""
+    return job_id(audit_id), f"{job_id(audit_id)}-next"
 
 
 class RQDispatcher:
@@ -105,16 +105,17 @@ class RQDispatcher:
             Queue(name, connection=self.redis, serializer=JSONSerializer) for name in queue_names(settings)
         )
 
-    def _data(self, job_path: str, audit_id: str):  # noqa: ANN202 (rq's EnqueueData)
+    def _data(self, job_path: str, audit_id: str, rq_id: str | None = None):  # noqa: ANN202 (rq's EnqueueData)
+        # No RQ retry: a job never raises (workers/jobs/common.py records every failure), and a run that dies or
+        # times out is run again by the one retry policy, ``max_attempts`` (app/reliability/reconciler.py).
         s = self.settings
         return Queue.prepare_data(
             job_path,
             args=(audit_id,),
-            job_id=job_id(audit_id),
+            job_id=rq_id or job_id(audit_id),
             timeout=s.job_timeout_seconds,
             result_ttl=s.job_result_ttl_seconds,
             failure_ttl=s.job_result_ttl_seconds,
-            retry=Retry(max=s.job_retries, interval=[10, 60]) if s.job_retries else None,
             description=f"{job_path}({audit_id})",
         )
 
@@ -128,13 +129,23 @@ class RQDispatcher:
         for i in range(0, len(audit_ids), 1000):
             queue.enqueue_many([self._data(job_path, a) for a in audit_ids[i : i + 1000]])
 
-    def cancel(self, audit_id: str) -> None:
-        try:
-            job = Job.fetch(job_id(audit_id), connection=self.redis, serializer=JSONSerializer)
-        except NoSuchJobError:
+    def follow_up(self, audit_id: str) -> None:
+        current = get_current_job(connection=self.redis)
+        if current is None or current.id not in job_ids(audit_id):  # not inside this audit's RQ job
+            log.warning("audit %s: no running job to follow; the reconciler enqueues it", audit_id)
             return
-        if job.get_status() in ("queued", "deferred", "scheduled"):
-            job.cancel()
+        first, second = job_ids(audit_id)
+        data = self._data(current.func_name, audit_id, second if current.id == first else first)
+        Queue(current.origin, connection=self.redis, serializer=JSONSerializer).enqueue_many([data])
+
+    def cancel(self, audit_id: str) -> None:
+        for rq_id in job_ids(audit_id):
+            try:
+                job = Job.fetch(rq_id, connection=self.redis, serializer=JSONSerializer)
+            except NoSuchJobError:
+                continue
+            if job.get_status() in ("queued", "deferred", "scheduled"):
+                job.cancel()
         # A running job's heartbeat sees the audit's `cancelled` status and stops the job.
 
     def missing(self, audit_ids: list[str]) -> list[str]:
@@ -148,40 +159,30 @@ class RQDispatcher:
         # pass, and loading whole jobs made one pass over a 100,000-audit batch take 18 s (benchmarks/cohort.py).
         with self.redis.pipeline(transaction=False) as pipe:
             for audit_id in audit_ids:
-                pipe.hmget(Job.key_for(job_id(audit_id)), "status", "started_at")
+                for rq_id in job_ids(audit_id):
+                    pipe.hmget(Job.key_for(rq_id), "status", "started_at")
             rows = pipe.execute()
         # A job `started` long ago for an audit still queued lost its worker before the worker claimed it.
         stale = utcnow() - timedelta(seconds=self.settings.lease_ttl_seconds)
-        out = []
-        for audit_id, (status, started) in zip(audit_ids, rows, strict=True):
-            status = status.decode() if status else None
-            if status in ("queued", "deferred", "scheduled"):
-                continue
+
+        def will_run(status: bytes | None, started: bytes | None) -> bool:
+            if status in (b"queued", b"deferred", b"scheduled"):
+                return True
             started_at = utcparse(started.decode()) if started else None
-            if status == "started" and (started_at is None or started_at.replace(tzinfo=stale.tzinfo) > stale):
-                continue
-            out.append(audit_id)
-        return out
+            return status == b"started" and (started_at is None or started_at.replace(tzinfo=stale.tzinfo) > stale)
+
+        return [a for i, a in enumerate(audit_ids) if not (will_run(*rows[2 * i]) or will_run(*rows[2 * i + 1]))]
 
     def discard(self, audit_ids: list[str]) -> int:
         from rq.job import Job
         from rq.serializers import JSONSerializer
 
-        jobs = Job.fetch_many([job_id(a) for a in audit_ids], connection=self.redis, serializer=JSONSerializer)
+        ids = [rq_id for a in audit_ids for rq_id in job_ids(a)]
+        jobs = Job.fetch_many(ids, connection=self.redis, serializer=JSONSerializer)
         for job in jobs:
             if job is not None:
                 job.delete()
         return sum(job is not None for job in jobs)
-
-    def interactive_waiting(self) -> bool:
-        try:
-            return self.queue.count > 0
-        except RedisError:  # no Redis, no waiting job to make way for: carry on
-            return False
-
-    def requeue(self, audit_id: str) -> None:
-        """The reconciler does it (app/reliability/reconciler.py): an RQ job enqueued again while it still runs
-        would have its record overwritten as `finished` when the running one returns."""
 
 
 class EmbeddedDispatcher:
@@ -194,7 +195,7 @@ class EmbeddedDispatcher:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._held: set[str] = set()  # audits sent and not yet finished in this process
-        self._again: set[str] = set()  # running audits that made way: sent again when their job returns
+        self._again: set[str] = set()  # running audits with a follow-up: sent again when their job returns
 
     def send(self, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
         self._ensure_thread()
@@ -218,11 +219,7 @@ class EmbeddedDispatcher:
     def discard(self, audit_ids: list[str]) -> int:
         return 0  # nothing is recorded outside the database
 
-    def interactive_waiting(self) -> bool:
-        with self._jobs.mutex:  # the heap of (lane flag, order, job, audit): 0 is a single audit
-            return any(item[0] == 0 for item in self._jobs.queue)
-
-    def requeue(self, audit_id: str) -> None:
+    def follow_up(self, audit_id: str) -> None:
         with self._lock:
             self._again.add(audit_id)  # put back by _loop when the running job returns (it is still held)
 
@@ -234,7 +231,7 @@ class EmbeddedDispatcher:
 
     def _loop(self) -> None:
         while True:
-            lane_flag, order, job_path, audit_id = self._jobs.get()
+            lane_flag, _, job_path, audit_id = self._jobs.get()
             try:
                 import_path(job_path)(audit_id)
             except Exception:  # the job records its own failure; never let the thread die
@@ -243,8 +240,8 @@ class EmbeddedDispatcher:
                 with self._lock:
                     again = audit_id in self._again
                     self._again.discard(audit_id)
-                    if again:  # back in its own place: ahead of what was sent after it
-                        self._jobs.put((lane_flag, order, job_path, audit_id))
+                    if again:  # at the tail of its lane: behind what was sent meanwhile
+                        self._jobs.put((lane_flag, next(self._sent), job_path, audit_id))
                     else:
                         self._held.discard(audit_id)
                 self._jobs.task_done()

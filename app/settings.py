@@ -83,7 +83,6 @@ class Settings(BaseSettings):
     max_page_size: int = 200
     job_timeout_seconds: int = 6 * 3600
     job_result_ttl_seconds: int = 7 * 24 * 3600
-    job_retries: int = 2
     max_dataset_upload_bytes: int = 256 * 1024 * 1024  # a dataset upload (all its files); MovieLens-1M is 25 MB
     capacity_limits: dict[str, int] = {}  # overrides of app.capacity.service.DEFAULT_LIMITS (grid size, N, steps…)
     max_dynamics_train_tokens: int = 20_000_000  # dynamics audits: tokens trained over all K runs and E epochs
@@ -106,6 +105,9 @@ class Settings(BaseSettings):
     null_facts_per_property: int = 200
     null_min_people: int = 20
     null_max_people: int = 2000
+    # sentences one null job scores (whole people-properties, at least one) before it sends its next job to the
+    # tail of its lane: a single audit waits at most one such job for a worker (≈ 15 s on one CPU thread)
+    null_job_sentences: int = Field(default=2000, ge=1)
 
     # scoring
     torch_threads: int = 0  # 0: let torch decide

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
@@ -35,15 +35,16 @@ def csv_lines(rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -> Itera
         yield buf.getvalue()
 
 
-def with_end_marker(lines: Iterator[str]) -> Iterator[str]:
-    """A last line ``{"_end": {"records": N}}`` once every record is out: a pipeline that does not find it took a
-    cut stream. (tofu and csv carry no marker, so that their loaders read them unchanged: a cut shows as an
-    aborted HTTP response there.)"""
+def with_end_marker(lines: Iterator[str], extra: Callable[[], Mapping[str, Any]] | None = None) -> Iterator[str]:
+    """A last line ``{"_end": {"records": N, ...}}`` once every record is out: a pipeline that does not find it
+    took a cut stream. ``extra()``, asked once the records are out, adds what the export wants said (the forget
+    set: facts left out as pending). (tofu and csv carry no marker, so that their loaders read them unchanged: a
+    cut shows as an aborted HTTP response there.)"""
     n = 0
     for line in lines:
         n += 1
         yield line
-    yield json.dumps({END_KEY: {"records": n}}) + "\n"
+    yield json.dumps({END_KEY: {"records": n} | dict(extra() if extra else {})}) + "\n"
 
 
 def started(chunks: Iterator[str]) -> Iterator[str]:

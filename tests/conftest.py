@@ -6,6 +6,7 @@ in-process worker thread). Both clear the cached settings so every component see
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -92,27 +93,17 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def sqlite_env(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
-    monkeypatch.setenv("MEMAUDIT_DATABASE_URL", sqlite_url)
+def sqlite_env(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    # a copy of the migrated file per test, as each user's embedded service has its own: what a test leaves queued
+    # (the nulls its submissions created) is not the next test's work
+    url = f"sqlite:///{tmp_path / 'embedded.sqlite3'}"
+    shutil.copyfile(sqlite_url.removeprefix("sqlite:///"), tmp_path / "embedded.sqlite3")
+    monkeypatch.setenv("MEMAUDIT_DATABASE_URL", url)
     monkeypatch.delenv("MEMAUDIT_REDIS_URL", raising=False)
     monkeypatch.setenv("MEMAUDIT_ENV", "test")
     _reset_caches()
-    yield {"MEMAUDIT_DATABASE_URL": sqlite_url}
-    _stop_background_work()
+    yield {"MEMAUDIT_DATABASE_URL": url}
     _reset_caches()
-
-
-def _stop_background_work() -> None:
-    """The embedded runner is one thread for the whole session: what a test left queued or running there (the
-    nulls its reads triggered, at the service's default sizes) would run on into the next tests and hold their
-    audits behind it. Cancel it; a job sees that within a heartbeat and stops (a later read triggers a new null)."""
-    from sqlalchemy import update
-
-    from app.db.engine import session_scope
-    from app.db.models import Audit
-
-    with session_scope() as s:
-        s.execute(update(Audit).where(Audit.status.in_(("queued", "running"))).values(status="cancelled"))
 
 
 def make_key(role: str) -> str:

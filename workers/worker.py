@@ -26,7 +26,6 @@ from workers.lm.registry import get_scorer
 
 log = logging.getLogger("memaudit.worker")
 MAX_BACKOFF = 30.0
-BURST_ROUNDS = 100  # a burst worker's reconcile-and-work rounds (each one empties the queues)
 
 
 def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
@@ -114,24 +113,16 @@ def _work(stop: threading.Event, *, burst: bool) -> bool:
 
 
 def _burst(settings: Settings) -> int:
-    """Work until the queues are empty and stay empty. A null that made way for a single audit is `queued` again
-    with its job ended, and only the reconciler enqueues it: once the queues are empty, reconcile again and go
-    on while that finds audits to run. A SIGTERM or SIGINT stops it in any round (during a job, RQ's warm
-    shutdown: the job ends first; a second signal a second later, RQ's cold shutdown)."""
+    """Reconcile once (audits the database holds as queued but Redis lost run too), then work until the queues are
+    empty: a null's next job is enqueued before its current one ends, so a burst worker runs every null to its end.
+    A SIGTERM or SIGINT stops it (during a job, RQ's warm shutdown: the job ends first; a second signal a second
+    later, RQ's cold shutdown)."""
     stop = threading.Event()
     _catch_signals(stop)
-    for round_ in range(BURST_ROUNDS):
-        report = reconcile_once(settings, get_dispatcher())
-        if stop.is_set() or (round_ > 0 and not (report.enqueued or report.recovered)):
-            return 0
-        if _work(stop, burst=True):
-            return 0
-    log.warning(
-        "burst worker: still finding audits to run after %d rounds; stopping (the reconciler of any "
-        "other worker, or the next one started, runs them)",
-        BURST_ROUNDS,
-    )
-    return 0  # (run_worker returned True once, which the CLI made exit status 1)
+    reconcile_once(settings, get_dispatcher())
+    if not stop.is_set():
+        _work(stop, burst=True)
+    return 0
 
 
 def _work_forever() -> int:

@@ -113,7 +113,7 @@ def create_batch(
         session.rollback()
         winner = repository.find_idempotent(session, principal.id, idempotency_key)
         return _replay(session, winner.id, winner.request_hash, spec.request_hash), None
-    ids = add_subject_audits(session, roster.people, spec.models, spec.options, principal.key_id, batch.id)
+    ids = add_subject_audits(session, roster.people, spec.models, spec.options, principal.key_id, batch.id, settings)
     enqueue_many_after_commit(session, SUBJECT.job, ids, lane=batch_lane(settings, principal.key_id))
     return batch, roster
 

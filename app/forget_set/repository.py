@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from sqlalchemy import Select, false, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, and_, exists, false, func, or_, select
+from sqlalchemy.orm import Session, aliased
 
 from app.auth.keys import Principal
 from app.db.models import Audit, Canary, CandidateScore, Fact, FactResult, Subject
@@ -25,6 +25,7 @@ class ForgetFilters:
     max_p: float = 0.01  # policy pvalue: p <= max_p against the matching null
     q: float = 0.05  # policy bh: Benjamini–Hochberg false discovery rate across the export
     batch_id: str | None = None  # the audits of one batch (app/batches)
+    all_audits: bool = False  # every audit's facts; else the newest audit's per (subject, model, property)
 
 
 READ_ALL = ("admin", "regulator", "pipeline")  # every audit's facts; an auditor its own key's; anyone else nothing
@@ -58,7 +59,29 @@ def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:  # no
     ):
         if value is not None:
             stmt = stmt.where(column == value)
-    return stmt
+    return stmt if f.all_audits or f.audit_id is not None else _newest_only(stmt)
+
+
+def _newest_only(stmt: Select) -> Select:
+    """Facts of the newest succeeded audit per (subject, model, property): a subject audited again (the demo run
+    twice) is in the forget set once, by its latest result. An audit asked for by id is its own newest."""
+    other, result = aliased(Audit), aliased(FactResult)
+    newer = (
+        select(result.id)
+        .join(other, other.id == result.audit_id)
+        .where(
+            other.subject_id == Audit.subject_id,
+            other.model == Audit.model,
+            result.property_id == FactResult.property_id,
+            other.status == AuditStatus.SUCCEEDED,
+            other.kind == "subject",
+            or_(
+                other.finished_at > Audit.finished_at,
+                and_(other.finished_at == Audit.finished_at, other.id > Audit.id),
+            ),
+        )
+    )
+    return stmt.where(~exists(newer))
 
 
 def count_in_scope(session: Session, principal: Principal, f: ForgetFilters) -> int:
@@ -94,6 +117,8 @@ def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Itera
             stmt = stmt.where(column == value)
     if f.min_z is not None:  # z̄* over rank-1 templates; null (no rank-1 template) never passes
         stmt = stmt.where(FactResult.z_star.is_not(None), FactResult.z_star >= f.min_z)
+    if not f.all_audits and f.audit_id is None:
+        stmt = _newest_only(stmt)
     for result, audit, subject in session.execute(stmt.execution_options(yield_per=200)):
         facts = list(session.scalars(select(Fact).where(Fact.id.in_(result.fact_ids)).order_by(Fact.id)))
         canaries = list(

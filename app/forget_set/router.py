@@ -54,11 +54,22 @@ def export_forget_set(
     ] = None,
     max_p: Annotated[float, Query(gt=0.0, le=1.0, description="policy=pvalue: the p-value threshold")] = 0.01,
     q: Annotated[float, Query(gt=0.0, lt=1.0, description="policy=bh: the false discovery rate")] = 0.05,
+    audits: Annotated[
+        Literal["newest", "all"],
+        Query(
+            description="newest (default): the facts of the newest audit per subject, model and property (a subject"
+            " audited again is exported once); all: every audit's"
+        ),
+    ] = "newest",
 ) -> StreamingResponse:
     """Export memorized facts as a forget set for an unlearning pipeline (streamed). Every filter is checked before
-    the first byte. `jsonl` ends with the line `{"_end": {"records": N}}`: without it the stream was cut. An error
-    mid-stream aborts the response (no final chunk), which every HTTP client reports."""
+    the first byte. `jsonl` ends with the line `{"_end": {"records": N}}`: without it the stream was cut; when the
+    p-value policies left facts out for want of a null, it also says `pending` (how many), `pending_by_status`,
+    `pending_eta_seconds` and `pending_nulls` (each with its progress). An error mid-stream aborts the response (no
+    final chunk), which every HTTP client reports."""
     if policy == "share" and min_share is None:
         raise InvalidInput("min_share", "policy=share needs min_share (0 to 1)")
-    filters = ForgetFilters(model, subject_id, audit_id, property, policy, min_share, min_z, max_p, q, batch_id)
+    filters = ForgetFilters(
+        model, subject_id, audit_id, property, policy, min_share, min_z, max_p, q, batch_id, audits == "all"
+    )
     return download(service.export(principal, filters, format), MEDIA[format], f"forget-set.{SUFFIX[format]}")

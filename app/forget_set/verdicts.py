@@ -6,7 +6,8 @@ Policies: `pvalue` (default) selects a fact when p <= max_p (0.01): a per-fact e
 never depends on who else is exported. `bh` selects by Benjamini–Hochberg at false discovery rate q across the
 export (m = every fact the filters cover; a fact whose null is still pending counts with p = 1). `lenient`,
 `strict` and `share` are WikiMem's readings, unchanged, now with their measured false-positive rate beside them.
-A fact whose null is pending or failed is never selected by `pvalue` or `bh`.
+A fact whose null is pending, failed or missing is never selected by `pvalue` or `bh`; the export counts them
+(``pending``) and says so in its end marker. Nothing here creates a null (a read never starts work).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class Verdicts:
         self.filters = filters
         self.calibrator = Calibrator(session, max_p=filters.max_p)
         self.threshold = filters.max_p
+        self.pending: dict[str, int] = {}  # facts left out for want of a null, by the null's status
+        self.nulls: dict[str, Resolved] = {}  # those nulls, by property|key
         if filters.policy == "bh":
             self.threshold = self._bh_threshold(session, principal)
 
@@ -44,9 +47,13 @@ class Verdicts:
         """The record's calibration fields, or None when the policy leaves the fact out."""
         f = self.filters
         cal = self.calibrator.calibrate(audit, result.property_id, result_stat(result, canaries))
-        if f.policy in P_POLICIES and (cal.p_value is None or cal.p_value > self.threshold):
-            return None
         found = self.calibrator.resolve(audit, result.property_id)
+        if f.policy in P_POLICIES and cal.p_value is None:
+            self.pending[found.status] = self.pending.get(found.status, 0) + 1
+            self.nulls[f"{result.property_id}|{self.calibrator.key(audit, result.property_id)}"] = found
+            return None
+        if f.policy in P_POLICIES and cal.p_value > self.threshold:
+            return None
         rate = None
         if found.null is not None:
             rate = rate_read(self._policy_rate(found))
@@ -75,6 +82,16 @@ class Verdicts:
             return null.rate(lambda s: s.share >= f.min_share - 1e-9)
         return found.rates["strict" if f.policy == "strict" else "lenient"]
 
-    def finish(self) -> None:
-        """Queue the nulls this export found missing (the caller commits)."""
-        self.calibrator.trigger_missing()
+    def left_out(self) -> dict[str, Any]:
+        """What the end marker says of the facts left out for want of a null: how many, by status, and the
+        progress and ETA of the pending nulls (the longest ETA is the export's)."""
+        if not self.pending:
+            return {}
+        refs = [found.ref() for found in self.nulls.values()]
+        etas = [r.progress.eta_seconds for r in refs if r.progress and r.progress.eta_seconds is not None]
+        return {
+            "pending": sum(self.pending.values()),
+            "pending_by_status": dict(sorted(self.pending.items())),
+            "pending_eta_seconds": max(etas) if etas else None,
+            "pending_nulls": [r.model_dump(exclude_none=True) for r in refs],
+        }

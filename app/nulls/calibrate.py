@@ -1,6 +1,7 @@
 """Calibrated verdicts: every fact result of a subject audit gets its empirical p-value and the false-positive
-rate of each policy, from the null that matches the audit (model fingerprint + configuration key). A null that
-does not exist yet is triggered (one null audit per configuration) and reported as pending.
+rate of each policy, from the null that matches the audit (model fingerprint + configuration key). Nulls are created
+by the submissions that need them (app.nulls.service.ensure_nulls); a read never creates one: a fact whose null
+does not exist reads `missing` and says how to create it, one whose null runs reads `pending` with its progress.
 
 The default verdict is ``p ≤ DEFAULT_MAX_P``: a fact enters the forget set when at most 1 % of facts about people
 the model cannot know look at least as memorized. It is a per-fact error rate, so one person's verdict never
@@ -11,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.db.base import utcnow
 from app.db.models import Audit, Canary, FactResult, NullDistribution
 from app.nulls import repository
 from app.nulls.config import (
@@ -25,13 +26,14 @@ from app.nulls.config import (
     subject_fingerprint,
     subject_lookalikes,
 )
-from app.nulls.schemas import CalibrationInfo, FactCalibration, NullRef, RateRead
-from app.nulls.service import trigger
+from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, RateRead
 from app.settings import Settings, get_settings
 from core.measures.null import EmpiricalNull, FactStat, Rate
 
 DEFAULT_POLICY = "pvalue"
 DEFAULT_MAX_P = 0.01
+MISSING = "no null for this model and configuration: POST a null audit (kind null) for it, or submit the audit again"
+CHANGED = "the null was computed on another version of this model: POST a null audit (kind null) to compute it again"
 
 
 def result_stat(result: FactResult, canaries: Iterable[Canary]) -> FactStat:
@@ -51,11 +53,13 @@ class Resolved:
     """One property's null for one audit configuration, as found (or triggered)."""
 
     property: str
-    status: str  # ready | pending | failed
+    status: str  # ready | pending | failed | missing
     row: NullDistribution | None = None
     null: EmpiricalNull | None = None
     people: list[tuple[int, bool, FactStat]] = field(default_factory=list)
     rates: dict[str, Rate] = field(default_factory=dict)
+    progress: NullProgress | None = None  # a pending null's
+    message: str | None = None  # why there is no verdict (missing)
 
     def ref(self) -> NullRef:
         r = self.row
@@ -67,11 +71,27 @@ class Resolved:
             null_facts=r.n_facts if r else None,
             method=r.method if r else None,
             lookalikes=r.config.get("lookalikes") if r else None,
+            progress=self.progress,
+            message=self.message,
         )
 
 
+def null_progress(audit: Audit | None) -> NullProgress | None:
+    """A pending null's progress (sentences) and the time left at the rate since it first started (None before
+    it has scored anything)."""
+    if audit is None:
+        return None
+    done, total, eta = audit.progress_done or 0, audit.progress_total or 0, None
+    if audit.status == "running" or (audit.started_at is not None and done):
+        started = audit.started_at.replace(tzinfo=None) if audit.started_at else None
+        elapsed = (utcnow().replace(tzinfo=None) - started).total_seconds() if started else 0.0
+        if done and total and elapsed > 0:
+            eta = round(elapsed * (total - done) / done)
+    return NullProgress(done=done, total=total, eta_seconds=eta)
+
+
 class Calibrator:
-    """Resolves nulls for subject audits within one session (cached), and triggers the missing ones."""
+    """Resolves nulls for subject audits within one session (cached); reads only."""
 
     def __init__(self, session: Session, settings: Settings | None = None, max_p: float = DEFAULT_MAX_P) -> None:
         self.session = session
@@ -79,7 +99,6 @@ class Calibrator:
         self.max_p = max_p
         self._keys: dict[tuple[str, str], str] = {}
         self._resolved: dict[tuple[str, str | None, str], Resolved] = {}
-        self._missing: dict[str, tuple[str, dict[str, Any], str, set[str]]] = {}
 
     def key(self, audit: Audit, pid: str) -> str:
         cached = self._keys.get((audit.id, pid))
@@ -111,15 +130,13 @@ class Calibrator:
             return self._load(pid, ready[0])
         running = [d for d, status in rows if status in ("queued", "running")]
         if running:
-            return Resolved(pid, "pending", running[0])
+            return Resolved(
+                pid, "pending", running[0], progress=null_progress(self.session.get(Audit, running[0].audit_id))
+            )
         if rows and rows[0][1] == "failed" and rows[0][0].fingerprint in (None, fingerprint):
             return Resolved(pid, "failed", rows[0][0])  # no automatic retry: POST a null audit to retry
-        group = f"{audit.model}|{self._lookalikes(audit)}|{sorted((audit.options or {}).items())}"
-        entry = self._missing.setdefault(
-            group, (audit.model, dict(audit.options or {}), self._lookalikes(audit), set())
-        )
-        entry[3].add(pid)
-        return Resolved(pid, "pending")
+        changed = any(status == "succeeded" for _, status in rows)  # on another fingerprint of the model
+        return Resolved(pid, "missing", message=CHANGED if changed else MISSING)
 
     def _load(self, pid: str, row: NullDistribution) -> Resolved:
         # A full null is the people's own values; its other candidates are kept only to measure the shortcut.
@@ -135,7 +152,9 @@ class Calibrator:
     def calibrate(self, audit: Audit, pid: str, stat: FactStat) -> FactCalibration:
         found = self.resolve(audit, pid)
         if found.null is None:
-            return FactCalibration(status=found.status, null_audit_id=found.row.audit_id if found.row else None)
+            return FactCalibration(
+                status=found.status, null_audit_id=found.row.audit_id if found.row else None, message=found.message
+            )
         p = found.null.p_value(stat)
         share = found.null.rate(lambda f: f.key[0] >= stat.key[0])
         fpr = {name: rate_read(r) for name, r in found.rates.items()} | {"share": rate_read(share)}
@@ -147,24 +166,6 @@ class Calibrator:
         refs = [self.resolve(audit, pid).ref() for pid in dict.fromkeys(pids)]
         return CalibrationInfo(policy=DEFAULT_POLICY, max_p=self.max_p, nulls=refs)
 
-    def trigger_missing(self) -> list[str]:
-        """Queue one null audit per missing configuration (sent when the caller commits)."""
-        ids = []
-        for model, options, lookalikes, pids in self._missing.values():
-            ids.append(trigger(self.session, model, options, lookalikes, sorted(pids), self.settings))
-        self._missing.clear()
-        for resolved in self._resolved.values():  # point pending verdicts at the null just queued
-            if resolved.status == "pending" and resolved.row is None:
-                resolved.row = self._newest(resolved.property, ids)
-        return ids
-
-    def _newest(self, pid: str, audit_ids: list[str]) -> NullDistribution | None:
-        for audit_id in audit_ids:
-            for row in repository.of_audit(self.session, audit_id):
-                if row.property_id == pid:
-                    return row
-        return None
-
 
 def calibrate_results(
     session: Session, audit: Audit, results: Sequence[FactResult]
@@ -174,9 +175,6 @@ def calibrate_results(
     if audit.status != "succeeded" or not results:
         return [None] * len(results), None  # type: ignore[list-item]
     calibrator = Calibrator(session)
-    for r in results:  # resolve (and queue what is missing) first, so pending verdicts name their null audit
-        calibrator.resolve(audit, r.property_id)
-    calibrator.trigger_missing()
     out = [calibrator.calibrate(audit, r.property_id, result_stat(r, r.canaries)) for r in results]
     return out, calibrator.info(audit, [r.property_id for r in results])
 

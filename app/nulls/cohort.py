@@ -78,7 +78,6 @@ def cohort_of(session: Session, audits: list[Audit]) -> CohortStatsRead:
             verdict = calibrator.calibrate(audit, r.property_id, stat).memorized
             selected.append(verdict)
             _tally(per_property[r.property_id], stat, verdict, found)
-    calibrator.trigger_missing()
     ready = all(found.null is not None for found in resolved.values())
     cohort = _numbers(cohort_stats(subjects), _share(selected))
     null = None

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Status = Literal["ready", "pending", "failed"]
+Status = Literal["ready", "pending", "failed", "missing"]
 
 
 class RateRead(BaseModel):
@@ -14,6 +14,14 @@ class RateRead(BaseModel):
     k: int
     n: int
     ci95: tuple[float, float] = Field(description="Clopper–Pearson 95 % interval")
+
+
+class NullProgress(BaseModel):
+    """A pending null's progress, in sentences scored, and the time left at its rate so far."""
+
+    done: int
+    total: int
+    eta_seconds: float | None = Field(default=None, description="None until the null has scored something")
 
 
 class NullRef(BaseModel):
@@ -26,10 +34,15 @@ class NullRef(BaseModel):
     null_facts: int | None = None
     method: str | None = None
     lookalikes: str | None = None
+    progress: NullProgress | None = Field(default=None, description="pending: how far the null is, and its ETA")
+    message: str | None = Field(default=None, description="missing: why there is no null, and how to create it")
 
 
 class FactCalibration(BaseModel):
-    status: Status = Field(description="ready: from the matching null; pending: the null is being computed")
+    status: Status = Field(
+        description="ready: from the matching null; pending: the null is being computed; failed: it failed;"
+        " missing: no null exists for this configuration (message says how to create one)"
+    )
     null_audit_id: str | None = None
     p_value: float | None = Field(
         default=None, description="(1 + null facts with share, then z̄*, at least this fact's) / (1 + null facts)"
@@ -40,6 +53,7 @@ class FactCalibration(BaseModel):
         " pvalue (p ≤ the default threshold)",
     )
     memorized: bool | None = Field(default=None, description="Selected by the default policy (p ≤ max_p)")
+    message: str | None = Field(default=None, description="Why there is no verdict (missing), and what to do")
 
 
 class CalibrationInfo(BaseModel):

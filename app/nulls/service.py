@@ -1,15 +1,17 @@
-"""Null audits: validate a `null` request, create its per-property distributions, and trigger nulls that subject
-audits need (computed on first need, re-used by every audit with the same model fingerprint and configuration)."""
+"""Null audits: validate a `null` request, create its per-property distributions, and create the nulls that subject
+audits need when they are submitted (``ensure_nulls``: in the submission's transaction, never by a read; computed
+once, re-used by every audit with the same model fingerprint and configuration)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.db.models import Audit, NullDistribution
 from app.errors import InvalidInput
+from app.nulls import repository
 from app.nulls.config import config_key, effective_pool, null_config, people_needed, resolve_method
 from app.nulls.request import NullAuditCreate
 from app.queue import batch_lane, enqueue_many_after_commit
@@ -89,3 +91,24 @@ def trigger(
     # the service's own work: on a batch lane, behind every single audit (app.queue: fair scheduling)
     enqueue_many_after_commit(session, NULL_JOB, [audit.id], lane=batch_lane(settings, None))
     return audit.id
+
+
+def ensure_nulls(
+    session: Session,
+    model: str,
+    options: Mapping[str, Any],
+    lookalikes: str,
+    pids: Iterable[str],
+    settings: Settings,
+) -> str | None:
+    """At a subject audit's (or a batch's) submission: queue one null audit for those of ``pids`` that no null of
+    this model and configuration covers yet (queued, running, succeeded, or failed: a failed null is retried by
+    POSTing a null audit, never automatically). ``options`` are the subject audit's stored options. Returns the
+    null audit's id, or None when every property is covered."""
+    missing = []
+    for pid in sorted(set(pids), key=lambda p: int(p[1:])):
+        pool = effective_pool(session, pid, options)
+        config = null_config(pid, options, lookalikes, pool, resolve_method("auto", pid, options))
+        if not any(status != "cancelled" for _, status in repository.distributions(session, model, config_key(config))):
+            missing.append(pid)
+    return trigger(session, model, options, lookalikes, missing, settings) if missing else None

@@ -7,9 +7,8 @@ Each pass, every ``reconcile_interval_seconds``:
   the worker died) goes back to `queued` and is enqueued again — or is failed after ``max_attempts`` runs, so
   that an audit that kills its worker cannot kill workers forever;
 - a `queued` audit that no job will run (Redis was down at submission, restarted without persistence, or the
-  API died between commit and enqueue; or the audit made way, or its run was handed back) is enqueued: once it
-  is older than ``reconcile_grace_seconds`` (a batch's: ``reconcile_batch_grace_seconds``), or at once if it
-  has started before.
+  API died between commit and enqueue; or its run was handed back) is enqueued once it is older than
+  ``reconcile_grace_seconds`` (a batch's: ``reconcile_batch_grace_seconds``).
 Recovery after a worker dies: at most lease TTL + one interval (+ the time to load the model and redo the work
 that was not cached). Every ``maintenance_interval_seconds`` it also applies the retention policy.
 """
@@ -72,14 +71,8 @@ def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report,
     now = utcnow()
     cutoff = now - timedelta(seconds=settings.reconcile_grace_seconds)
     batch_cutoff = now - timedelta(seconds=settings.reconcile_batch_grace_seconds)
-    # a batch still being enqueued by the API is not "missing": enqueueing it again would double its Redis traffic.
-    # An audit that has run before (it made way, or its run was handed back) is not being enqueued by anyone: no
-    # grace, however new (a null that made way within seconds of its creation would wait a whole interval more).
-    old_enough = or_(
-        Audit.started_at.is_not(None),
-        and_(Audit.batch_id.is_(None), Audit.created_at < cutoff),
-        Audit.created_at < batch_cutoff,
-    )
+    # a batch still being enqueued by the API is not "missing": enqueueing it again would double its Redis traffic
+    old_enough = or_(and_(Audit.batch_id.is_(None), Audit.created_at < cutoff), Audit.created_at < batch_cutoff)
     last = ""
     while True:
         with session_scope() as s:

@@ -16,6 +16,7 @@ from app.db.models.audit import AuditStatus, new_audit_id
 from app.errors import InvalidInput, NotFound
 from app.nll_cache import repository as cache
 from app.nulls.calibrate import calibrate_results
+from app.nulls.service import ensure_nulls
 from app.settings import Settings
 from app.subjects import repository
 from app.subjects.schemas import (
@@ -29,6 +30,9 @@ from app.subjects.schemas import (
 )
 from app.subjects.wikidata_source import fetch_facts
 from core.catalog import Catalog, UnknownProperty, ValueProblem, load_catalog, split_template
+from core.names.lookalikes import lookalikes_for
+
+LOOKALIKE_SAMPLE = 100  # a batch's names whose look-alike scheme is checked for a same_origin fallback (8 ms each)
 
 if TYPE_CHECKING:  # a roster validates its people with this module's functions: the import runs one way
     from app.batches.roster import Person
@@ -83,7 +87,8 @@ def prefetch_subject(body: SubjectAuditCreate, settings: Settings) -> None:
 def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Audit, settings: Settings) -> None:
     """Facts come from the request (a person outside Wikidata) or, when only a Wikidata id is given, from an
     imported dump or the Wikidata API. A key that audits the same person with the same facts again re-audits its
-    stored subject (no second copy of the personal data; erasing it erases every audit of it)."""
+    stored subject (no second copy of the personal data; erasing it erases every audit of it). The nulls its
+    verdicts need are created here, in the same transaction, if no earlier submission created them."""
     facts = _validate_facts(body, settings)
     name, source = body.subject.name, "request"
     if not facts:
@@ -102,6 +107,9 @@ def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Aud
         session.add(subject)
         session.flush()
     audit.subject_id = subject.id
+    options = audit.options or {}
+    scheme = lookalikes_for(name, options)[1]  # same_origin falls back to reversed for a name of unknown origin
+    ensure_nulls(session, audit.model, options, scheme, {pid for pid, _ in facts}, settings)
 
 
 def add_subject_audits(
@@ -111,11 +119,12 @@ def add_subject_audits(
     options: SubjectAuditOptions,
     owner_key_id: int | None,
     batch_id: str,
+    settings: Settings,
 ) -> list[str]:
     """Many subject audits at once (a batch): one stored subject per person, one queued audit per person and model,
     inserted in bulk. ``people`` are validated already (normalize_name / normalize_fact). Each person gets a
     subject of its own (no reuse of an earlier one: a roster is audited as submitted). Returns the audit ids in
-    (model, person) order; the caller enqueues them."""
+    (model, person) order; the caller enqueues them. The nulls the batch needs are created here (``_batch_nulls``)."""
     repository.ensure_properties(session, {pid for p in people for pid, _ in p.facts})
     now = utcnow()
     subject_ids = repository.insert_subjects(
@@ -154,7 +163,25 @@ def add_subject_audits(
         for sid, p in zip(subject_ids, people, strict=True)
     ]
     audits_repository.insert_many(session, rows)
+    _batch_nulls(session, people, models, stored, settings)
     return [r["id"] for r in rows]
+
+
+def _batch_nulls(
+    session: Session, people: Sequence[Person], models: Sequence[str], options: dict, settings: Settings
+) -> None:
+    """A batch's nulls: every property of the roster under its look-alike scheme, and under `reversed` for the
+    properties of the first LOOKALIKE_SAMPLE people whose names fall back to it (same_origin only). A fact of a
+    later person that falls back and whose null no one created reads `missing`, saying how to create it."""
+    pids = {pid for p in people for pid, _ in p.facts}
+    by_scheme: dict[str, set[str]] = {str(options.get("lookalikes") or "reversed"): pids}
+    if options.get("lookalikes") == "same_origin":
+        for p in people[:LOOKALIKE_SAMPLE]:
+            if lookalikes_for(p.name, options)[1] == "reversed":
+                by_scheme.setdefault("reversed", set()).update(pid for pid, _ in p.facts)
+    for model in models:
+        for scheme, scheme_pids in by_scheme.items():
+            ensure_nulls(session, model, options, scheme, scheme_pids, settings)
 
 
 def _sentence(template: str, h: str, v: str) -> str:

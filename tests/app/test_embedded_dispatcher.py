@@ -1,5 +1,6 @@
 """The embedded runner's order (app/queue.py:EmbeddedDispatcher), with real jobs on its real thread: single audits
-before batch-lane work, and a job that made way goes back in its own place, ahead of what was sent after it."""
+before batch-lane work, and a job's follow-up (a null's next chunk) goes to the tail of its lane, behind what was
+sent while it ran."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from app.queue import EmbeddedDispatcher
 RUNS: list[str] = []
 DISPATCHER: EmbeddedDispatcher | None = None
 FIRST_RUN = threading.Event()  # the null is running: the test sends the rest now
-SENT = threading.Event()  # the rest is sent: the null makes way
+SENT = threading.Event()  # the rest is sent: the null's first chunk ends
 JOB = f"{__name__}.job"
 
 
@@ -20,10 +21,10 @@ def job(audit_id: str) -> None:
         FIRST_RUN.set()
         assert SENT.wait(30), "the test did not send its audits"
         assert DISPATCHER is not None
-        DISPATCHER.requeue(audit_id)  # as workers/jobs/common.py:_step_aside does
+        DISPATCHER.follow_up(audit_id)  # as workers/jobs/common.py:_run_again does after a chunk
 
 
-def test_a_job_that_made_way_runs_again_after_the_single_audit_and_before_later_batch_work() -> None:
+def test_a_follow_up_runs_after_the_single_audit_and_the_batch_work_sent_while_its_job_ran() -> None:
     global DISPATCHER
     RUNS.clear()
     DISPATCHER = dispatcher = EmbeddedDispatcher()
@@ -35,5 +36,5 @@ def test_a_job_that_made_way_runs_again_after_the_single_audit_and_before_later_
     assert dispatcher.missing(["null", "single", "batch-later"]) == []
     SENT.set()
     dispatcher.join()
-    assert RUNS == ["null", "single", "null", "batch-later"]
+    assert RUNS == ["null", "single", "batch-later", "null"]
     assert dispatcher.missing(["null", "single", "batch-later"]) == ["null", "single", "batch-later"]

@@ -6,12 +6,10 @@ While the job body runs, a heartbeat renews the lease and notices a cancellation
 thread is fenced by the lease, so a run that lost its audit (cancelled, erased, or taken over after this worker
 stalled) writes nothing. A lost database connection hands the audit back to the queue instead of failing it.
 
-A background job (the service's own nulls) makes way for single audits: when one has waited for a worker for
-``MAKE_WAY_SECONDS`` while it runs, the job stops at its next progress report and hands its audit back to the
-queue (`queued`, not counted as an attempt); it is enqueued again on its batch lane (on RQ by the reconciler, at
-the lane's tail; the embedded runner puts it back in its own place), and the rerun reads what was already scored
-from the NLL cache. Progress reports are throttled to one a second, so a job notices a waiting audit within 2-3 s
-of the engine's reports (the in-process engine reports per batch; vLLM and served models per scoring call)."""
+A job that works in steps (a null: a few fictitious people per job) stores one step and raises ``NextStep``: its
+audit goes back to `queued` (not counted as an attempt) and its next job is sent to the tail of the queue it came
+from, so no job holds a worker long. A run that times out (RQ's ``job_timeout_seconds``) goes through the one
+retry policy: back to `queued` and run again, recorded as a timeout, until ``max_attempts`` runs."""
 
 from __future__ import annotations
 
@@ -23,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from rq.timeouts import JobTimeoutException
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from app.audits import repository
@@ -34,6 +33,7 @@ from app.queue import get_dispatcher
 from app.reliability import leases
 from app.reliability.leases import LeaseLost
 from app.settings import get_settings
+from workers.jobs import evidence
 from workers.jobs.heartbeat import CANCELLED, Heartbeat, Interrupted
 from workers.lm.base import ModelLoadError, Scorer
 from workers.lm.registry import get_scorer
@@ -45,8 +45,8 @@ class Cancelled(Exception):
     """The audit was cancelled while the job ran."""
 
 
-class Yielded(Exception):  # noqa: N818 — a control-flow signal, like Cancelled
-    """A background job stopped to make way for a waiting single audit; its audit goes back to the queue."""
+class NextStep(Exception):  # noqa: N818 — a control-flow signal, like Cancelled
+    """A job that works in steps has stored this step; its audit goes back to the queue for the next one."""
 
 
 class JobError(Exception):
@@ -54,7 +54,6 @@ class JobError(Exception):
 
 
 Options = TypeVar("Options", bound=BaseModel)
-MAKE_WAY_SECONDS = 1.0
 
 
 @dataclass
@@ -68,13 +67,12 @@ class JobContext(Generic[Options]):
     _done: int = 0
     _total: int = 0
     _beat: Heartbeat | None = None
-    background: bool = False  # makes way for waiting single audits (Yielded)
-    _waiting_since: float | None = None
+    attempt: int = 1  # this run's number (the audit's attempts, this one included)
+    loaded: Scorer | None = None  # the audited model, once the body has loaded it
 
     def progress(self, done: int, total: int, *, force: bool = False) -> None:
-        """Record progress (throttled) and stop if the audit has been cancelled or this run lost its lease (or,
-        for a background job, if a single audit is waiting). Cheap enough to call per engine batch: between
-        writes it only reads a flag set by the heartbeat."""
+        """Record progress (throttled) and stop if the audit has been cancelled or this run lost its lease. Cheap
+        enough to call per engine batch: between writes it only reads a flag set by the heartbeat."""
         self._done, self._total = done, total
         if self._beat is not None and self._beat.stop_reason is not None:
             raise Cancelled if self._beat.stop_reason == CANCELLED else LeaseLost(self.audit_id)
@@ -82,29 +80,20 @@ class JobContext(Generic[Options]):
         if not force and now - self._last_write < self.min_interval:
             return
         self._last_write = now
-        if self.background and not (total and done >= total):  # nothing is gained by stopping at the end
-            self._make_way(now)
         with session_scope() as s:
             if repository.status_of(s, self.audit_id) == AuditStatus.CANCELLED:
                 raise Cancelled
             repository.set_progress(s, self.audit_id, done, total)
-
-    def _make_way(self, now: float) -> None:
-        """Stop (Yielded) once a single audit has been waiting for ``MAKE_WAY_SECONDS``: waiting that long, no
-        other worker is free to take it (an idle RQ worker takes a job within milliseconds)."""
-        if not get_dispatcher().interactive_waiting():
-            self._waiting_since = None
-        elif self._waiting_since is None:
-            self._waiting_since = now
-        elif now - self._waiting_since >= MAKE_WAY_SECONDS:
-            raise Yielded
 
     def check_cancelled(self) -> None:
         self.progress(self._done, self._total, force=True)
 
     def scorer(self, name: str | None = None) -> Scorer:
         """The loaded audited model (or ``name``); a model that cannot load fails the audit with its reason."""
-        return get_scorer(name or self.model)
+        scorer = get_scorer(name or self.model)
+        if name in (None, self.model):
+            self.loaded = scorer  # its backend, settings and fingerprint go into the audit's provenance
+        return scorer
 
 
 JobBody = Callable[[JobContext[Options]], dict[str, Any]]
@@ -128,17 +117,21 @@ def _start(audit_id: str, kind: str, options_type: type[Options], owner: str) ->
             audit.status, audit.finished_at = AuditStatus.FAILED, utcnow()
             audit.error = f"the audit's stored options do not fit this version of the {kind} job"
             return None
-        ctx = JobContext(audit_id, audit.kind, audit.model, options)
+        ctx = JobContext(audit_id, audit.kind, audit.model, options, attempt=audit.attempts + 1)
         if not leases.claim(s, audit_id, owner, get_settings().lease_ttl_seconds):
             log.info("audit %s is running under another worker's live lease; not running it twice", audit_id)
             return None
         return ctx
 
 
-def _finish(audit_id: str, owner: str, status: str, **values: Any) -> bool:
-    """End this run (only if it still holds the lease: never overwrite a cancellation or another run)."""
+def _finish(ctx: JobContext, owner: str, status: str, **values: Any) -> bool:
+    """End this run (only if it still holds the lease: never overwrite a cancellation or another run), with its
+    provenance and its evidence entry in the same transaction (workers/jobs/evidence.py)."""
     with session_scope() as s:
-        return leases.release(s, audit_id, owner, status=status, finished_at=utcnow(), **values)
+        released = leases.release(s, ctx.audit_id, owner, status=status, finished_at=utcnow(), **values)
+        if released:
+            evidence.record_finished(s, ctx.audit_id, ctx.loaded, get_settings())
+        return released
 
 
 def _hand_back(audit_id: str, owner: str) -> None:
@@ -151,21 +144,44 @@ def _hand_back(audit_id: str, owner: str) -> None:
         log.warning("audit %s: database unreachable; the reconciler retries it once its lease expires", audit_id)
 
 
-def _step_aside(audit_id: str, owner: str) -> None:
-    """A background job stopped for a waiting single audit: its audit goes back to `queued` (not counted as an
-    attempt) and to its queue. Only if this run still held it: a run cancelled or taken over meanwhile hands
-    nothing back. With the database gone, the lease expires and the reconciler re-enqueues it later."""
+def _run_again(audit_id: str, owner: str, **values: Any) -> None:
+    """Hand the audit back to `queued` (with ``values``) and send its next job to the tail of this job's queue.
+    Only if this run still held it: a run cancelled or taken over meanwhile hands nothing back. With the database
+    gone, the lease expires and the reconciler enqueues it later."""
     try:
-        with session_scope() as s:  # not an attempt that failed: the count that gives up on dying runs is kept
-            released = leases.release(s, audit_id, owner, status=AuditStatus.QUEUED, attempts=Audit.attempts - 1)
+        with session_scope() as s:
+            released = leases.release(s, audit_id, owner, status=AuditStatus.QUEUED, **values)
     except (OperationalError, InterfaceError):
         log.warning("audit %s: database unreachable; the reconciler retries it once its lease expires", audit_id)
         return
     if released:
-        get_dispatcher().requeue(audit_id)
-        log.info("audit %s (background) makes way for a waiting single audit; it is enqueued again", audit_id)
+        get_dispatcher().follow_up(audit_id)
     else:
-        log.info("audit %s (background) stopped to make way, but was cancelled or taken over meanwhile", audit_id)
+        log.info("audit %s was cancelled or taken over while this run ended: nothing to run again", audit_id)
+
+
+def _timed_out(ctx: JobContext, owner: str) -> None:
+    """RQ's job timeout: run again (counted as an attempt) until ``max_attempts`` runs, then fail; either way
+    recorded as a timeout."""
+    settings = get_settings()
+    limit, runs = settings.job_timeout_seconds, ctx.attempt
+    if runs < settings.max_attempts:
+        log.warning(
+            "audit %s timed out after %s s (run %d of %d); it runs again",
+            ctx.audit_id,
+            limit,
+            runs,
+            settings.max_attempts,
+        )
+        error = f"timed out after {limit} s (run {runs} of at most {settings.max_attempts}); it runs again"
+        _run_again(ctx.audit_id, owner, error=error)
+        return
+    log.warning("audit %s timed out after %s s in each of %d runs; failed", ctx.audit_id, limit, runs)
+    error = (
+        f"timed out after {limit} s in each of {runs} runs (job_timeout_seconds); not run again — submit it in "
+        "smaller parts or raise the limit"
+    )
+    _finish(ctx, owner, AuditStatus.FAILED, error=error)
 
 
 def _transient(exc: BaseException) -> bool:
@@ -204,12 +220,15 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
     except Cancelled:
         log.info("audit %s cancelled", ctx.audit_id)
         return
-    except Yielded:
-        _step_aside(ctx.audit_id, owner)
+    except NextStep:  # one step stored: not an attempt that failed (the count that gives up on dying runs is kept)
+        _run_again(ctx.audit_id, owner, attempts=Audit.attempts - 1)
+        return
+    except JobTimeoutException:
+        _timed_out(ctx, owner)
         return
     except (JobError, ModelLoadError) as exc:  # messages that are safe and useful to show the user
         log.warning("audit %s failed: %s", ctx.audit_id, exc)
-        _finish(ctx.audit_id, owner, AuditStatus.FAILED, error=str(exc))
+        _finish(ctx, owner, AuditStatus.FAILED, error=str(exc))
         return
     except Exception as exc:  # a bug or an environment problem: keep the worker alive, say what happened
         if _transient(exc):
@@ -218,11 +237,11 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
             return
         log.exception("audit %s failed with an unexpected error", ctx.audit_id)
         error = f"internal error ({type(exc).__name__}); see the worker log"
-        _finish(ctx.audit_id, owner, AuditStatus.FAILED, error=error)
+        _finish(ctx, owner, AuditStatus.FAILED, error=error)
         return
     done = ctx._total or ctx._done
     if _finish(
-        ctx.audit_id,
+        ctx,
         owner,
         AuditStatus.SUCCEEDED,
         summary=summary,
@@ -235,16 +254,13 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
         log.info("audit %s finished, but was cancelled or taken over meanwhile: result not recorded", ctx.audit_id)
 
 
-def run_audit_job(
-    audit_id: str, kind: str, options_type: type[Options], body: JobBody[Options], *, background: bool = False
-) -> None:
-    """Run ``body`` for the audit: ``options_type`` is the kind's options model (AuditKind.options); a
-    ``background`` job makes way for waiting single audits (module docstring)."""
+def run_audit_job(audit_id: str, kind: str, options_type: type[Options], body: JobBody[Options]) -> None:
+    """Run ``body`` for the audit: ``options_type`` is the kind's options model (AuditKind.options); a body that
+    works in steps raises ``NextStep`` after storing each one (module docstring)."""
     owner = leases.new_owner_id()
     ctx = _start(audit_id, kind, options_type, owner)
     if ctx is None:
         return
-    ctx.background = background
     log.info("audit %s (%s) started", audit_id, kind)
     beat = Heartbeat(audit_id, owner, get_settings(), threading.get_ident())
     ctx._beat = beat

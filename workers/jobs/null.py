@@ -4,7 +4,12 @@ every null fact per property.
 
 Full method: a person's own value is the truth, one null fact per person. Pseudo-truth method (properties the name
 says nothing about): the same scoring, then every candidate stands in as the truth, one null fact per candidate.
-People are audited in chunks so memory stays bounded; scored sentences go through the NLL cache like any audit.
+
+A null runs as small jobs: each audits the next (person, property) pairs not yet stored, about
+``null_job_sentences`` sentences' worth, stores their null facts in one transaction, and hands its audit on to a
+next job at the tail of its lane (``NextStep``); the job that finds every pair stored writes the summary. So a
+worker is never held long, a single audit waits for at most one such job, and a run that dies resumes from what is
+stored. Scored sentences go through the NLL cache like any audit.
 """
 
 from __future__ import annotations
@@ -17,25 +22,25 @@ from typing import Any
 from sqlalchemy import delete, insert, select
 
 from app.db.engine import session_scope
-from app.db.models import NullDistribution, NullFact
+from app.db.models import Audit, NullDistribution, NullFact
 from app.nulls.config import effective_pool
+from app.settings import get_settings
 from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import counterfactuals, load_catalog
 from core.measures.null import EmpiricalNull, FactStat, fact_stat, pseudo_truth_stats
 from core.measures.wikimem import calibrated_scores, generic_subject, template_outcome
 from core.names.fictitious import FictitiousPerson, cohort
 from core.names.lookalikes import lookalike_names
-from workers.jobs.common import JobContext, JobError, run_audit_job
+from workers.jobs.common import JobContext, JobError, NextStep, run_audit_job
 from workers.jobs.subject import CanaryPlan, PropertyPlan, _pairs, _relax_near_duplicates, _score_all
 from workers.lm.base import Scorer
 
-PEOPLE_PER_CHUNK = 25
 MAX_P_REPORTED = 0.01  # the summary reports the FPR of the default policy p <= 0.01
 
 
 def run(audit_id: str) -> None:
-    # background work: it makes way for single audits that wait for a worker (workers/jobs/common.py)
-    run_audit_job(audit_id, "null", SubjectAuditOptions, _audit, background=True)
+    # one job per few people; each stored step sends the next job to the tail of the lane (module docstring)
+    run_audit_job(audit_id, "null", SubjectAuditOptions, _audit)
 
 
 @dataclass
@@ -55,19 +60,22 @@ class NullPlan:
 
 
 class _Progress:
-    """Progress over every chunk: _score_all reports per call, this adds the chunks already done."""
+    """The null's progress in sentences over every job: _score_all reports this job's distinct sentences; they
+    count for this job's share of the whole (``step``) after what earlier jobs stored (``offset``)."""
 
-    def __init__(self, ctx: JobContext, total: int) -> None:
-        self.ctx, self.model, self.total, self.offset = ctx, ctx.model, total, 0
+    def __init__(self, ctx: JobContext, offset: int, step: int, total: int) -> None:
+        self.ctx, self.model, self.offset, self.step, self.total = ctx, ctx.model, offset, step, total
 
     def progress(self, done: int, total: int, *, force: bool = False) -> None:
-        self.ctx.progress(min(self.offset + done, self.total), self.total, force=force)
+        share = self.step * done // total if total else 0
+        self.ctx.progress(min(self.offset + share, self.total), self.total, force=force)
 
     def scorer(self) -> Scorer:
         return self.ctx.scorer()
 
 
 def _specs(ctx: JobContext[SubjectAuditOptions]) -> list[Spec]:
+    """The null's properties (one distribution each) and the configuration each must match."""
     with session_scope() as s:
         rows = list(s.scalars(select(NullDistribution).where(NullDistribution.audit_id == ctx.audit_id)))
         if not rows:
@@ -134,29 +142,66 @@ def _sentences(item: NullPlan) -> int:
 
 
 def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
+    """One job: the next people not yet stored (raises NextStep once they are stored and others remain), or the
+    summary when every person of every property is stored."""
     specs = _specs(ctx)
     seed = ctx.options.seed
-    people = cohort(max(s.people for s in specs), [s.pid for s in specs], load_catalog(), seed)
-    items = [NullPlan(s, p, _plan(s, p, seed)) for p in people for s in specs if p.index < s.people]
+    stored = _stored(specs)
+    left = [
+        (i, s)
+        for i in range(max(s.people for s in specs))
+        for s in specs
+        if i < s.people and i not in stored[s.distribution_id]
+    ]
+    if not left:
+        return _summarize(ctx.audit_id, specs)
+    budget, take = get_settings().null_job_sentences, []
+    for i, s in left:  # whole (person, property) pairs, at least one
+        if take and sum(_per_person(t) for _, t in take) + _per_person(s) > budget:
+            break
+        take.append((i, s))
+    people = cohort(max(i for i, _ in take) + 1, [s.pid for s in specs], load_catalog(), seed)  # a prefix: the same
+    items = [NullPlan(s, people[i], _plan(s, people[i], seed)) for i, s in take]
     ctx.scorer()  # load the model before the clock starts: the cost per null fact excludes loading the model
-    progress = _Progress(ctx, sum(_sentences(i) for i in items))
+    offset = sum(len(stored[s.distribution_id]) * _per_person(s) for s in specs)
+    step = sum(_per_person(i.spec) for i in items)
+    progress = _Progress(ctx, offset, step, sum(s.people * _per_person(s) for s in specs))
+    started = time.monotonic()
+    _relax(items)
+    pairs = [p for i in items for c in i.plan.canaries for rows in _pairs(i.plan, c, i.person.name) for p in rows]
+    nll, stats = _score_all(progress, pairs)  # type: ignore[arg-type]  # duck-typed context
     facts: dict[int, list[dict[str, Any]]] = {s.distribution_id: [] for s in specs}
-    started, scored, cached, fingerprint = time.monotonic(), 0, 0, None
-    for start in range(0, len(people), PEOPLE_PER_CHUNK):
-        chunk = [i for i in items if start <= i.person.index < start + PEOPLE_PER_CHUNK]
-        if not chunk:
-            continue
-        _relax(chunk)
-        pairs = [p for i in chunk for c in i.plan.canaries for rows in _pairs(i.plan, c, i.person.name) for p in rows]
-        nll, stats = _score_all(progress, pairs)  # type: ignore[arg-type]  # duck-typed context
-        progress.offset += sum(_sentences(i) for i in chunk)
-        scored, cached, fingerprint = scored + stats["scored"], cached + stats["cached"], stats["fingerprint"]
-        for item in chunk:
-            for value, assigned, st in _stats(item, nll):
-                facts[item.spec.distribution_id].append(_row(item, value, assigned, st))
-        ctx.check_cancelled()
-    seconds = time.monotonic() - started
-    return _store(specs, facts, fingerprint, {"seconds": round(seconds, 1), "scored": scored, "cached": cached})
+    for item in items:
+        for value, assigned, st in _stats(item, nll):
+            facts[item.spec.distribution_id].append(_row(item, value, assigned, st))
+    cost = {"seconds": time.monotonic() - started, "scored": stats["scored"], "cached": stats["cached"], "jobs": 1}
+    _store(ctx.audit_id, specs, facts, stats["fingerprint"], cost)
+    progress.offset, progress.step = offset + step, 0
+    progress.progress(0, 0, force=True)
+    if len(left) > len(take):
+        raise NextStep
+    return _summarize(ctx.audit_id, specs)
+
+
+def _per_person(spec: Spec) -> int:
+    """Sentences one person costs for a property (templates x candidates x [subject, generic, look-alikes]): the
+    unit of the null's progress, without drawing every person's plan."""
+    config = spec.config
+    candidates = 1 + min(int(config["counterfactuals"]), max(len(spec.pool) - 1, 0))
+    return len(config["templates"]) * candidates * (2 + int(config["similar_names"]))
+
+
+def _stored(specs: list[Spec]) -> dict[int, set[int]]:
+    """The people whose null facts are stored, per distribution (what earlier jobs of this null did)."""
+    ids = [s.distribution_id for s in specs]
+    with session_scope() as s:
+        rows = s.execute(
+            select(NullFact.distribution_id, NullFact.person).where(NullFact.distribution_id.in_(ids)).distinct()
+        )
+        out: dict[int, set[int]] = {i: set() for i in ids}
+        for distribution_id, person in rows:
+            out[distribution_id].add(person)
+    return out
 
 
 def _row(item: NullPlan, value: str, assigned: bool, st: FactStat) -> dict[str, Any]:
@@ -201,21 +246,50 @@ def _summary(rows: list[dict[str, Any]], method: str) -> dict[str, Any]:
 
 
 def _store(
-    specs: list[Spec], facts: dict[int, list[dict[str, Any]]], fingerprint: str | None, cost: dict[str, Any]
-) -> dict[str, Any]:
-    summary: dict[str, Any] = {"properties": {}, "cost": cost | {"fingerprint": fingerprint}}
-    total = 0
+    audit_id: str,
+    specs: list[Spec],
+    facts: dict[int, list[dict[str, Any]]],
+    fingerprint: str | None,
+    cost: dict[str, Any],
+) -> None:
+    """One job's null facts, in one transaction (fenced by the lease) with the null's running cost: a job that
+    dies stores nothing and its people are audited again by the next."""
     with session_scope() as s:
         for spec in specs:
-            rows, method = facts[spec.distribution_id], spec.config["method"]
-            s.execute(delete(NullFact).where(NullFact.distribution_id == spec.distribution_id))  # a rerun replaces
-            s.execute(insert(NullFact), [r | {"distribution_id": spec.distribution_id} for r in rows])
+            rows = facts[spec.distribution_id]
+            if not rows:
+                continue
             row = s.get(NullDistribution, spec.distribution_id)
+            if row.fingerprint not in (None, fingerprint):
+                raise JobError("the model changed while its null was computed; submit the null audit again")
             row.fingerprint = fingerprint
+            people = {r["person"] for r in rows}
+            s.execute(  # a job run again replaces its people's facts
+                delete(NullFact).where(NullFact.distribution_id == spec.distribution_id, NullFact.person.in_(people))
+            )
+            s.execute(insert(NullFact), [r | {"distribution_id": spec.distribution_id} for r in rows])
+        audit = s.get(Audit, audit_id)
+        so_far = dict((audit.summary or {}).get("cost") or {})
+        total = {k: so_far.get(k, 0) + v for k, v in cost.items()}
+        audit.summary = {"cost": total | {"seconds": round(total["seconds"], 1), "fingerprint": fingerprint}}
+
+
+def _summarize(audit_id: str, specs: list[Spec]) -> dict[str, Any]:
+    """Every person is stored: each distribution's rates and size, and the audit's summary."""
+    with session_scope() as s:
+        cost = dict(((s.get(Audit, audit_id).summary or {}).get("cost")) or {})
+        summary: dict[str, Any] = {"properties": {}, "cost": cost}
+        total = 0
+        columns = [c.key for c in NullFact.__table__.columns]
+        for spec in specs:
+            stmt = select(NullFact).where(NullFact.distribution_id == spec.distribution_id).order_by(NullFact.id)
+            rows = [{c: getattr(f, c) for c in columns} for f in s.scalars(stmt)]
+            method = spec.config["method"]
+            row = s.get(NullDistribution, spec.distribution_id)
             row.n_facts = len(rows) if method == "pseudo" else sum(r["assigned"] for r in rows)
             row.summary = _summary(rows, method) | {"people": spec.people, "method": method}
             summary["properties"][spec.pid] = row.summary
             total += row.n_facts
     summary["null_facts"] = total
-    summary["cost"]["seconds_per_null_fact"] = round(cost["seconds"] / total, 4) if total else None
+    summary["cost"]["seconds_per_null_fact"] = round(cost.get("seconds", 0) / total, 4) if total else None
     return summary

@@ -271,11 +271,12 @@ def test_default_policy_selects_by_p_value_against_the_matching_null(exported_au
     assert table[0]["null_status"] == "ready" and table[0]["policy"] == "pvalue<=0.01"
 
 
-def test_facts_without_a_null_are_left_out_and_the_null_is_queued(pg_env, api_factory):
-    """No null yet: the p-value policy selects nothing, records under lenient say "pending", and one null audit is
-    queued for the configuration (Redis here, no worker: it stays queued)."""
+def test_facts_without_a_null_are_left_out_said_in_the_end_marker_and_nothing_is_queued(pg_env, api_factory):
+    """No null for the configuration: the p-value policy selects nothing and its end marker says so (never a
+    silent 0); records under lenient say "missing" and how to create the null; the read queues nothing."""
     from app.db.engine import session_scope
     from app.db.models import Audit, Subject
+    from app.nulls.calibrate import MISSING
     from app.subjects.repository import ensure_properties
 
     with session_scope() as s:
@@ -299,11 +300,55 @@ def test_facts_without_a_null_are_left_out_and_the_null_is_queued(pg_env, api_fa
         )
         aid = audit.id
     api = admin = api_factory("admin")
-    before = {a["id"] for a in admin.get("/audits", params={"kind": "null", "page_size": 200}).json()["items"]}
-    assert export(api, aid).text == '{"_end": {"records": 0}}\n'
+    before = admin.get("/audits", params={"kind": "null", "page_size": 200}).json()["total"]
+    end = json.loads(export(api, aid).text.splitlines()[-1])["_end"]
+    assert end["records"] == 0 and end["pending"] == 1 and end["pending_by_status"] == {"missing": 1}, end
+    assert end["pending_nulls"][0]["message"] == MISSING
     lenient = jsonl_records(export(api, aid, policy="lenient").text)
-    assert lenient[0]["null"]["status"] == "pending" and lenient[0]["p_value"] is None
-    nulls = admin.get("/audits", params={"kind": "null", "status": "queued", "page_size": 200}).json()
-    new = [a["id"] for a in nulls["items"] if a["id"] not in before]  # the session's database has other tests' nulls
-    assert len(new) == 1, nulls
-    assert lenient[0]["null"]["null_audit_id"] in (None, new[0])
+    assert lenient[0]["null"]["status"] == "missing" and lenient[0]["p_value"] is None
+    assert lenient[0]["null"]["message"] == MISSING
+    assert admin.get("/audits", params={"kind": "null", "page_size": 200}).json()["total"] == before, "a read queued"
+
+
+def test_a_subject_audited_twice_is_exported_once_unless_all_audits_are_asked_for(pg_env, api_factory):
+    from datetime import timedelta
+
+    from app.db.base import utcnow
+    from app.db.engine import session_scope
+    from app.db.models import Audit, Subject
+    from app.subjects.repository import ensure_properties
+
+    ids = []
+    with session_scope() as s:
+        ensure_properties(s, {"P27"})
+        subject = Subject(name="Grace Hopper")
+        s.add(subject)
+        s.flush()
+        for age in (2, 1):  # the older run first, as `make demo` twice
+            audit = Audit(
+                id=uuid.uuid4().hex,
+                kind="subject",
+                model="groundtruth-tiny",
+                options={"paraphrases": 1},
+                status="succeeded",
+                subject_id=subject.id,
+                finished_at=utcnow() - timedelta(hours=age),
+                summary={"scoring": {"fingerprint": "e" * 64}},
+            )
+            s.add(audit)
+            s.flush()
+            create_result(
+                s, audit, subject, "P27", ["United States"], ["United States", "France"], share=1.0, strict=True, z=2.0
+            )
+            ids.append(audit.id)
+        subject_id = subject.id
+    api = api_factory("admin")
+
+    def audits_of(**params) -> list[str]:
+        r = api.get("/forget-set", params={"subject_id": subject_id, "policy": "lenient", **params})
+        assert r.status_code == 200, r.text
+        return [row["audit_id"] for row in jsonl_records(r.text)]
+
+    # (create_result stores the subject's fact once per run: the newest audit's fact is exported, once)
+    assert set(audits_of()) == {ids[1]}, "the older run's facts are in the forget set too"
+    assert set(audits_of(audits="all")) == set(ids)

@@ -1,11 +1,12 @@
-"""Which null a subject audit's verdicts come from: pending (and queued once), failed (not retried on its own),
-re-queued when the model's weights changed, ready when the fingerprint and configuration match."""
+"""Which null a subject audit's verdicts come from: missing (a read creates nothing and says how to create it),
+created by a submission (once), pending with its progress, failed (not retried on its own), missing again when the
+model's weights changed, ready when the fingerprint and configuration match."""
 
 from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 
 def subject_audit(s, fingerprint: str):
@@ -30,31 +31,37 @@ def null_audits(s) -> list:
     return list(s.scalars(select(Audit).where(Audit.kind == "null").order_by(Audit.created_at)))
 
 
-def test_pending_failed_refreshed_and_ready(pg_env):
+def test_missing_created_by_a_submission_pending_failed_changed_and_ready(pg_env):
     """Postgres + Redis without a worker: queued null audits stay queued."""
     from app.db.engine import session_scope
     from app.db.models import Audit, NullDistribution, NullFact
-    from app.nulls.calibrate import Calibrator
+    from app.nulls.calibrate import CHANGED, MISSING, Calibrator
+    from app.nulls.service import ensure_nulls
+    from app.settings import get_settings
     from core.measures.null import FactStat
 
     fp = uuid.uuid4().hex + uuid.uuid4().hex
     with session_scope() as s:
         before = len(null_audits(s))
         audit = subject_audit(s, fp)
-        calibrator = Calibrator(s)
-        assert calibrator.resolve(audit, "P27").status == "pending"
-        [queued] = calibrator.trigger_missing()
+        found = Calibrator(s).resolve(audit, "P27")
+        assert (found.status, found.message) == ("missing", MISSING) and len(null_audits(s)) == before, "a read wrote"
+        cal = Calibrator(s).calibrate(audit, "P27", FactStat(0.5, False, True, 2.0, 2, 1))
+        assert (cal.status, cal.p_value, cal.message) == ("missing", None, MISSING)
+        # the submission's step (app.subjects.service.prepare_subject_audit) creates it, once
+        queued = ensure_nulls(s, audit.model, audit.options, "reversed", ["P27"], get_settings())
+        assert queued and ensure_nulls(s, audit.model, audit.options, "reversed", ["P27"], get_settings()) is None
         audit_id = audit.id
-    with session_scope() as s:  # a second reader finds the queued null and queues nothing more
+    with session_scope() as s:  # a reader finds the queued null, with its progress
         audit = s.get(Audit, audit_id)
         found = Calibrator(s).resolve(audit, "P27")
         assert (found.status, found.row.audit_id) == ("pending", queued) and len(null_audits(s)) == before + 1
+        assert found.ref().progress.done == 0 and found.ref().progress.eta_seconds is None
         s.get(Audit, queued).status = "failed"
     with session_scope() as s:
         audit = s.get(Audit, audit_id)
-        calibrator = Calibrator(s)
-        assert calibrator.resolve(audit, "P27").status == "failed"
-        assert calibrator.trigger_missing() == []  # no automatic retry
+        assert Calibrator(s).resolve(audit, "P27").status == "failed"
+        assert ensure_nulls(s, audit.model, audit.options, "reversed", ["P27"], get_settings()) is None, "a retry"
         null = s.get(Audit, queued)
         null.status = "succeeded"
         row = s.scalar(select(NullDistribution).where(NullDistribution.audit_id == queued))
@@ -77,10 +84,9 @@ def test_pending_failed_refreshed_and_ready(pg_env):
         )
     with session_scope() as s:
         audit = s.get(Audit, audit_id)
-        calibrator = Calibrator(s)
-        assert calibrator.resolve(audit, "P27").status == "pending"  # the weights changed: a new null
-        [fresh] = calibrator.trigger_missing()
-        assert fresh != queued
+        found = Calibrator(s).resolve(audit, "P27")
+        assert (found.status, found.message) == ("missing", CHANGED)  # the weights changed: say so, create nothing
+        assert len(null_audits(s)) == before + 1
         row = s.scalar(select(NullDistribution).where(NullDistribution.audit_id == queued))
         row.fingerprint = fp
     with session_scope() as s:
@@ -90,4 +96,3 @@ def test_pending_failed_refreshed_and_ready(pg_env):
         # null shares (1, 0, 0): only the share-1 fact is at least as extreme -> (1 + 1) / (1 + 3)
         assert cal.status == "ready" and cal.null_audit_id == queued and cal.p_value == 0.5
         assert cal.fpr["lenient"].k == 1 and cal.fpr["lenient"].n == 3 and cal.memorized is False
-        assert s.scalar(select(func.count(NullDistribution.id)).where(NullDistribution.audit_id == fresh)) == 1

@@ -115,35 +115,39 @@ def test_a_pass_enqueues_what_redis_lost_and_recovers_dead_workers(auditor):
     assert not mine & {*again.enqueued, *again.recovered}, "a second pass enqueued again"
 
 
-def test_a_queued_audit_that_ran_before_is_enqueued_without_the_grace(auditor):
-    """A null that made way within seconds of its creation is `queued` with its job ended: no API enqueue is on
-    its way, so the grace that covers one does not apply (a burst worker would otherwise exit without it)."""
-    from app.queue import get_dispatcher
+def test_an_audit_whose_follow_up_job_is_queued_is_not_missing(auditor):
+    """A null's next chunk waits under the audit's second job id while the first id's record has ended: the
+    reconciler must not enqueue the audit a second time (two chains of chunks)."""
+    from rq import Queue
+    from rq.serializers import JSONSerializer
+
+    from app.queue import get_dispatcher, job_ids
     from app.settings import get_settings
 
     dispatcher = get_dispatcher()
-    settings = get_settings().model_copy(update={"reconcile_grace_seconds": 600})
-    fresh, made_way = submit(auditor), submit(auditor)
-    dispatcher.discard([fresh, made_way])  # both jobs gone; only made_way has run
-    set_audit(made_way, started_at=utcnow(), attempts=0)
-    report = reconcile_once(settings, dispatcher)
-    assert made_way in report.enqueued, report
-    assert fresh not in report.enqueued, "an audit inside its grace was enqueued (the API's enqueue may be on its way)"
-    assert dispatcher.missing([made_way]) == []
+    audit_id = submit(auditor)
+    dispatcher.discard([audit_id])  # the first job has ended
+    assert dispatcher.missing([audit_id]) == [audit_id]
+    lane = Queue(dispatcher.lanes[0].name, connection=dispatcher.redis, serializer=JSONSerializer)
+    lane.enqueue_many([dispatcher._data("workers.jobs.subject.run", audit_id, job_ids(audit_id)[1])])
+    assert dispatcher.missing([audit_id]) == []
+    assert audit_id not in reconcile_once(get_settings(), dispatcher).enqueued
+    dispatcher.cancel(audit_id)
+    assert dispatcher.missing([audit_id]) == [audit_id], "cancel left the follow-up job queued"
 
 
-def test_a_run_that_makes_way_hands_back_only_an_audit_it_still_holds(auditor):
-    from workers.jobs.common import _step_aside
+def test_a_run_hands_its_audit_on_only_if_it_still_holds_it(auditor):
+    from workers.jobs.common import _run_again
 
     audit_id = submit(auditor)
     with session_scope() as s:
         assert leases.claim(s, audit_id, "worker-b", ttl=30)  # taken over (or cancelled) while worker-a ran
-    _step_aside(audit_id, "worker-a")
+    _run_again(audit_id, "worker-a", attempts=Audit.attempts - 1)
     row = audit_row(audit_id)
-    assert (row.status, row.lease_owner, row.attempts) == ("running", "worker-b", 1), "a run it lost was handed back"
-    _step_aside(audit_id, "worker-b")
+    assert (row.status, row.lease_owner, row.attempts) == ("running", "worker-b", 1), "a run it lost was handed on"
+    _run_again(audit_id, "worker-b", attempts=Audit.attempts - 1)
     row = audit_row(audit_id)
-    assert (row.status, row.lease_owner, row.attempts) == ("queued", None, 0), "making way counted as an attempt"
+    assert (row.status, row.lease_owner, row.attempts) == ("queued", None, 0), "a chunk counted as an attempt"
 
 
 def test_an_audit_whose_worker_keeps_dying_is_failed_after_max_attempts(auditor):

@@ -1,0 +1,118 @@
+"""A null runs as small jobs on the background lane, on a real `memaudit worker` (Redis, Postgres) and on the
+embedded runner: a single audit submitted while a null runs starts within one chunk's time (measured here), the
+null goes on to its end with every fictitious person stored once, and a burst worker runs a whole null and exits."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+
+from sqlalchemy import distinct, func, select
+
+from app.db.engine import session_scope
+from app.db.models import Audit, NullDistribution, NullFact
+from tests.conftest import REPO, wait_for
+
+MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
+MODEL = "groundtruth-tiny"
+# a null of 150 fictitious people on the ground-truth model (492 sentences each: 4 people per 2,000-sentence job)
+NULL = {
+    "kind": "null",
+    "model": MODEL,
+    "properties": ["P27"],
+    "method": "full",
+    "facts_per_property": 150,
+    "options": {"paraphrases": 2, "counterfactuals": 40, "near_duplicates": False},
+}
+SINGLE_OPTIONS = {"paraphrases": 1, "counterfactuals": 8, "similar_names": 1, "near_duplicates": False}
+
+
+def single(person: dict) -> dict:
+    facts = [{"property": "P27", "value": person["facts"]["P27"][0]}]
+    return {
+        "kind": "subject",
+        "model": MODEL,
+        "options": SINGLE_OPTIONS,
+        "subject": {"name": person["name"], "facts": facts},
+    }
+
+
+def stored_people(null_id: str) -> int:
+    with session_scope() as s:
+        stmt = (
+            select(func.count(distinct(NullFact.person)))
+            .join(NullDistribution, NullDistribution.id == NullFact.distribution_id)
+            .where(NullDistribution.audit_id == null_id)
+        )
+        return s.scalar(stmt) or 0
+
+
+def chunk_seconds(null_id: str, timeout: float = 300) -> float:
+    """The time between two stored chunks of the null (after its first, which loads the model)."""
+    deadline, marks, last = time.monotonic() + timeout, [], stored_people(null_id)
+    while time.monotonic() < deadline and len(marks) < 3:
+        now = stored_people(null_id)
+        if now != last:
+            marks.append(time.monotonic())
+            last = now
+        time.sleep(0.02)
+    assert len(marks) == 3, f"the null stored fewer than 3 chunks in {timeout} s"
+    return max(marks[2] - marks[1], marks[1] - marks[0])
+
+
+def started_after(audit_id: str, submitted: datetime) -> float:
+    with session_scope() as s:
+        started = s.scalar(select(Audit.started_at).where(Audit.id == audit_id))
+    return (started.replace(tzinfo=None) - submitted.replace(tzinfo=None)).total_seconds()
+
+
+def single_waits_at_most_a_chunk(api_factory, start_worker=None) -> dict:
+    from app.db.base import utcnow
+
+    admin, auditor = api_factory("admin"), api_factory("auditor")
+    null = admin.post("/audits", json=NULL)
+    assert null.status_code == 202, null.text
+    null_id = null.json()["id"]
+    if start_worker is not None:
+        start_worker()
+    chunk = chunk_seconds(null_id)
+    person = json.loads(MANIFEST.read_text())["trained"][0]
+    submitted_at = utcnow()
+    submitted = auditor.post("/audits", json=single(person))
+    assert submitted.status_code == 202, submitted.text
+    done = wait_for(auditor, submitted.json()["id"], timeout=120)
+    assert done["status"] == "succeeded", done
+    waited = started_after(done["id"], submitted_at)
+    # its own null (created by the submission) waits behind it on the background lane; it started within one chunk
+    assert waited <= 1.5 * chunk + 1.0, (
+        f"the single audit waited {waited:.1f} s for a worker; a chunk takes {chunk:.1f} s"
+    )
+    meanwhile = admin.get(f"/audits/{null_id}").json()
+    assert meanwhile["status"] in ("queued", "running"), f"the null ran to its end first: {meanwhile}"
+    finished = wait_for(admin, null_id, timeout=900)
+    assert finished["status"] == "succeeded", finished
+    assert finished["summary"]["null_facts"] == 150 and stored_people(null_id) == 150
+    with session_scope() as s:
+        assert s.scalar(select(Audit.attempts).where(Audit.id == null_id)) == 1, "a chunk counted as an attempt"
+    print(f"chunk {chunk:.2f} s, single audit waited {waited:.2f} s")
+    return finished
+
+
+def test_a_single_audit_waits_at_most_one_null_chunk_on_a_worker(rq_worker, api_factory):
+    single_waits_at_most_a_chunk(api_factory)
+
+
+def test_a_single_audit_waits_at_most_one_null_chunk_on_the_embedded_runner(sqlite_env, api_factory):
+    single_waits_at_most_a_chunk(api_factory)
+
+
+def test_a_burst_worker_runs_a_whole_null_and_exits(rq_worker_later, api_factory, worker_log):
+    admin = api_factory("admin")
+    null = admin.post("/audits", json={**NULL, "facts_per_property": 20})
+    assert null.status_code == 202, null.text
+    worker = rq_worker_later("--burst")
+    assert worker.wait(timeout=600) == 0
+    body = admin.get(f"/audits/{null.json()['id']}").json()
+    assert body["status"] == "succeeded" and body["summary"]["null_facts"] == 20, body
+    assert "Traceback" not in worker_log.read_text()
