@@ -38,9 +38,12 @@ FORMATS = ("jsonl", "csv", "tofu")
 EXPORTED = "export_forget_set"  # access-log action
 
 
-def records(principal: Principal, filters: ForgetFilters, *, perturbed: int = 0) -> Iterator[dict[str, Any]]:
+def records(
+    principal: Principal, filters: ForgetFilters, *, perturbed: int = 0, left_out: dict[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
     """Runs in its own session: a streamed response outlives the request's session. ``perturbed`` > 0 adds the
-    top-ranked counterfactuals of each fact (for the TOFU format)."""
+    top-ranked counterfactuals of each fact (for the TOFU format). Once every record is out, ``left_out`` gets
+    what the p-value policies left out for want of a null (Verdicts.left_out). Reads only."""
     catalog = load_catalog()
     session = session_factory()()
     try:
@@ -70,8 +73,8 @@ def records(principal: Principal, filters: ForgetFilters, *, perturbed: int = 0)
                     **calibration,
                     **extra,
                 }
-        verdicts.finish()
-        session.commit()  # the nulls found missing are queued once this commits
+        if left_out is not None:
+            left_out.update(verdicts.left_out())
     finally:
         session.close()
 
@@ -127,5 +130,8 @@ def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[s
     if fmt == "tofu":
         rows = logged_export(records(principal, filters, perturbed=TOFU_PERTURBED), principal, EXPORTED)
         return jsonl_lines(tofu_records(rows))
-    rows = logged_export(records(principal, filters), principal, EXPORTED)
-    return csv_lines(map(_csv_row, rows), CSV_FIELDS) if fmt == "csv" else with_end_marker(jsonl_lines(rows))
+    left_out: dict[str, Any] = {}  # the end marker says how many facts wait for a null (never a silent 0)
+    rows = logged_export(records(principal, filters, left_out=left_out), principal, EXPORTED)
+    if fmt == "csv":
+        return csv_lines(map(_csv_row, rows), CSV_FIELDS)
+    return with_end_marker(jsonl_lines(rows), lambda: left_out)
