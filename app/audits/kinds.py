@@ -20,6 +20,19 @@ from app.settings import Settings
 Prepare = Callable[[Session, Any, Audit, Settings], None]
 
 
+@dataclass(frozen=True)
+class KindPage:
+    """A kind's section of its audit's dashboard page. ``build(session, principal, audit, page)`` reads a succeeded
+    audit's results through the kind's own service (access log included) and returns the template's context, under
+    ``results``; ``template`` is a Jinja template: a name under app/ui/templates (``kinds/subject.html``) or the
+    absolute path of a file (a plug-in kind keeps its page beside its code)."""
+
+    build: Callable[[Session, Any, Audit, int], dict[str, Any]]
+    template: str
+    # Plain words on what this kind of audit is, shown at the top of its page whatever its status.
+    about: str = ""
+
+
 def _no_links(_: Audit) -> dict[str, str]:
     return {}
 
@@ -55,6 +68,8 @@ class AuditKind:
     prefetch: Callable[[Any, Settings], None] | None = None
     # Background work the service starts itself (a null): its jobs wait on a batch lane, behind single audits.
     background: bool = False
+    # Its results' section of the dashboard's audit page (none: the page shows status, progress and options only).
+    page: KindPage | None = None
 
 
 class KindRegistry(Mapping[str, AuditKind]):

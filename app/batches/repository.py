@@ -28,6 +28,16 @@ def get_visible(session: Session, principal: Principal, batch_id: str) -> Batch 
     return session.scalar(_visible(select(Batch).where(Batch.id == batch_id), principal))
 
 
+def page_visible(session: Session, principal: Principal, page: int, page_size: int) -> tuple[list[Batch], int]:
+    """The batches the principal may see, newest first (the dashboard's list of batches)."""
+    stmt = _visible(select(Batch), principal)
+    total = session.scalar(select(func.count()).select_from(stmt.subquery())) or 0
+    rows = session.scalars(
+        stmt.order_by(Batch.created_at.desc(), Batch.id).offset((page - 1) * page_size).limit(page_size)
+    )
+    return list(rows), total
+
+
 def find_idempotent(session: Session, principal_id: str, key: str) -> Batch | None:
     return session.scalar(select(Batch).where(Batch.principal == principal_id, Batch.idempotency_key == key))
 

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from app.audits.kinds import AuditKind
+from app.audits.kinds import AuditKind, KindPage
+from app.capacity import page
 from app.capacity.router import router
 from app.capacity.schemas import SCRATCH, CapacityAuditCreate, CapacityAuditOptions
 from app.capacity.service import prepare_capacity_audit
@@ -27,4 +28,5 @@ KIND = AuditKind(
     links=links,
     stored_options=CapacityAuditCreate.stored_options,
     own_models=(SCRATCH,),
+    page=KindPage(page.build, "kinds/capacity.html"),
 )

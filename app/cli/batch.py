@@ -90,8 +90,95 @@ def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
         bar.close()
 
 
+def _pct(x: Any) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"
+
+
+def _num(x: Any) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def table(rows: list[list[str]], header: list[str]) -> str:
+    """A plain text table: columns padded to their widest cell, the first left-aligned, the others right."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        pairs = enumerate(zip(cells, widths, strict=True))
+        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in pairs)
+
+    return "\n".join([line(header), "  ".join("-" * w for w in widths), *(line(r) for r in rows)])
+
+
+COHORT_ROWS = (
+    ("memorized (default policy)", "memorized", _pct),
+    ("M̄: mean share of templates at rank 1", "mean_memorization", _pct),
+    ("lenient: some template at rank 1", "lenient", _pct),
+    ("strict: every template", "strict", _pct),
+    ("z̄* over rank-1 templates", "z_star", _num),
+    ("H_M=0: people with nothing at rank 1", "zero_memorization", _pct),
+)
+
+
+def report_text(batch: dict[str, Any], report: dict[str, Any]) -> str:
+    """What the dashboard's batch page shows, as text: progress, per model the cohort beside the null and the same
+    per property, the model comparison and the report's notes."""
+    p = batch["progress"]
+    done = p["succeeded"] + p["failed"] + p["cancelled"]
+    eta = f", {duration(batch['eta_seconds'])} left" if batch.get("eta_seconds") else ""
+    out = [
+        f"batch {batch['id']}: {batch['people']} people on {', '.join(batch['models'])}, {batch['status']}",
+        f"audits: {done}/{p['total']} done ({p['succeeded']} succeeded, {p['running']} running, {p['queued']} queued,"
+        f" {p['failed']} failed, {p['cancelled']} cancelled){eta}",
+    ]
+    for model, cohort in report.get("cohorts", {}).items():
+        out += ["", f"== {model}"]
+        if not cohort:
+            out.append("no finished audits on this model yet (or more than the report reads: see the notes)")
+            continue
+        c, n = cohort["cohort"], cohort.get("null") or {}
+        out.append(f"{c['subjects']} people, {c['facts']} facts" + ("" if n else "; the null is not ready yet"))
+        rows = [[label, fmt(c.get(key)), fmt(n.get(key)) if n else "–"] for label, key, fmt in COHORT_ROWS]
+        out += ["", table(rows, ["statistic", "cohort", "null"])]
+        per = cohort.get("per_property") or {}
+        if per:
+            rows = [
+                [
+                    pid,
+                    str(t.get("facts", "")),
+                    _pct(t.get("mean_share")),
+                    _pct(t.get("lenient")),
+                    _pct(t.get("null_lenient")),
+                    _pct(t.get("memorized")) if t.get("memorized") is not None else "pending",
+                    _pct(t.get("null_pvalue")),
+                ]
+                for pid, t in per.items()
+            ]
+            header = ["property", "facts", "M̄", "lenient", "null lenient", "memorized", "null FPR"]
+            out += ["", table(rows, header)]
+    if report.get("comparison"):
+        rows = [
+            [
+                f"{x['a']} / {x['b']}",
+                str(x["people"]),
+                str(x["facts"]),
+                str(x["only_a"]),
+                str(x["only_b"]),
+                str(x["both"]),
+            ]
+            for x in report["comparison"]
+        ]
+        out += ["", table(rows, ["models (lenient)", "people", "facts", "only first", "only second", "both"])]
+    out += [f"note: {note}" for note in report.get("notes", [])]
+    return "\n".join(out)
+
+
 def cmd_batch_show(args: argparse.Namespace) -> int:
-    print(json.dumps(make_client(args).batch(args.id, "report" if args.batch_command == "report" else "")))
+    client = make_client(args)
+    if args.batch_command == "report":
+        report = client.batch(args.id, "report")
+        print(json.dumps(report) if args.json else report_text(client.batch(args.id), report))
+        return 0
+    print(json.dumps(client.batch(args.id)))
     return 0
 
 
@@ -114,8 +201,10 @@ def add_batch_commands(sub: argparse._SubParsersAction) -> None:
     add_audit_options(s)
     add_client_arguments(s)
     s.set_defaults(func=cmd_batch_submit)
-    for name, text in (("status", "a batch's progress"), ("report", "a batch's cohort report")):
+    for name, text in (("status", "a batch's progress (JSON)"), ("report", "a batch's cohort report, as tables")):
         c = bs.add_parser(name, help=text)
         c.add_argument("id")
+        if name == "report":
+            c.add_argument("--json", action="store_true", help="print GET /batches/{id}/report's JSON instead")
         add_client_arguments(c)
         c.set_defaults(func=cmd_batch_show)

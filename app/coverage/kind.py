@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from app.audits.kinds import AuditKind
+from app.audits.kinds import AuditKind, KindPage
+from app.coverage import page
 from app.coverage.router import router
 from app.coverage.schemas import CoverageAuditCreate, CoverageOptions
 from app.coverage.service import prepare_coverage_audit
@@ -21,4 +22,5 @@ KIND = AuditKind(
     job="workers.jobs.coverage.run",
     routers=(router,),
     links=links,
+    page=KindPage(page.build, "kinds/coverage.html"),
 )

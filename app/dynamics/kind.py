@@ -3,8 +3,9 @@ strings, from train and held-out loss trajectories of K training runs (or trajec
 
 from __future__ import annotations
 
-from app.audits.kinds import AuditKind
+from app.audits.kinds import AuditKind, KindPage
 from app.db.models import Audit
+from app.dynamics import page
 from app.dynamics.router import router
 from app.dynamics.schemas import DynamicsAuditCreate, DynamicsOptions
 from app.dynamics.service import prepare_dynamics_audit
@@ -22,4 +23,5 @@ KIND = AuditKind(
     job="workers.jobs.dynamics.run",
     routers=(router,),
     links=links,
+    page=KindPage(page.build, "kinds/dynamics.html"),
 )

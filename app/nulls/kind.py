@@ -4,8 +4,9 @@ statistics, which put a cohort's WikiMem rates beside the null's."""
 
 from __future__ import annotations
 
-from app.audits.kinds import AuditKind
+from app.audits.kinds import AuditKind, KindPage
 from app.db.models import Audit
+from app.nulls import page
 from app.nulls.request import NullAuditCreate
 from app.nulls.router import router
 from app.nulls.service import prepare_null_audit
@@ -25,4 +26,5 @@ KIND = AuditKind(
     routers=(router,),
     links=links,
     background=True,  # triggered by reads of subject audits: never ahead of someone's audit in the queue
+    page=KindPage(page.build, "kinds/null.html", about=page.ABOUT),
 )

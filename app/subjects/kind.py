@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from app.audits.kinds import AuditKind
+from app.audits.kinds import AuditKind, KindPage
 from app.db.models import Audit
 from app.forget_set.router import router as forget_set_router
+from app.subjects import page
 from app.subjects.router import router
 from app.subjects.schemas import SubjectAuditCreate, SubjectAuditOptions
 from app.subjects.service import prefetch_subject, prepare_subject_audit
@@ -24,4 +25,5 @@ KIND = AuditKind(
     links=links,
     subject_token=True,
     prefetch=prefetch_subject,
+    page=KindPage(page.build, "kinds/subject.html"),
 )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
-from typing import Annotated, Any
+import re
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -13,13 +16,13 @@ from starlette.concurrency import run_in_threadpool
 from app.audits import service
 from app.audits.kinds import KindsDep
 from app.db.engine import session_scope
-from app.deps import SUBMITTERS, SettingsDep, require_roles
+from app.deps import SUBMITTERS, SessionDep, SettingsDep, require_roles
 from app.errors import InvalidInput, Unauthorized
 from app.limits import check_rate
 from app.settings import Settings, get_settings
 from app.ui import session as ui_session
 from app.ui.session import check_csrf
-from app.ui.web import Signed, UiRoute, render, url
+from app.ui.web import PREFIX, Signed, UiRoute, render, url
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
 SUBMIT_KIND = "subject"
@@ -92,6 +95,25 @@ def _defaults(kinds) -> dict[str, Any]:  # noqa: ANN001
     return options.model_dump(mode="json")
 
 
+def _hints(kinds) -> dict[str, dict[str, Any]]:  # noqa: ANN001
+    """Each option's label, hint (its schema description, the default stated) and choices, from the pydantic schema:
+    the form says what the API's documentation says."""
+    options = kinds[SUBMIT_KIND].create.model_fields["options"].default_factory()
+    out = {}
+    for name, info in type(options).model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        text = (info.description or "").strip()
+        if default is None:  # the JSON null of the API is the form's blank field
+            text = re.sub(r"\bnull\b", "blank", text) if "null" in text else f"{text} (blank: the default)"
+        elif isinstance(default, bool):
+            text = f"{text} (default: {'on' if default else 'off'})"
+        else:
+            text = f"{text} (default: {default})"
+        choices = list(get_args(info.annotation)) if get_origin(info.annotation) is Literal else None
+        out[name] = {"label": name.replace("_", " ").capitalize(), "hint": text, "choices": choices}
+    return out
+
+
 @router.get("/submit", response_class=HTMLResponse)
 def submit_page(request: Request, ui: Signed, kinds: KindsDep, settings: SettingsDep) -> HTMLResponse:
     require_roles(*SUBMITTERS)(ui.principal)
@@ -99,6 +121,7 @@ def submit_page(request: Request, ui: Signed, kinds: KindsDep, settings: Setting
         request,
         "submit.html",
         defaults=_defaults(kinds),
+        hints=_hints(kinds),
         form={},
         errors=[],
         models=sorted(settings.models),
@@ -159,18 +182,18 @@ def _message(error: dict[str, Any]) -> str:
 
 
 @router.post("/submit", response_class=HTMLResponse)
-async def submit(request: Request, ui: Signed, kinds: KindsDep) -> HTMLResponse:
+async def submit(request: Request, ui: Signed, kinds: KindsDep) -> HTMLResponse | RedirectResponse:
     form = {k: v for k, v in (await request.form(max_files=0, max_fields=60)).items() if isinstance(v, str)}
     return await _submit(request, ui, kinds, form)
 
 
-async def _submit(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse:  # noqa: ANN001
+async def _submit(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse | RedirectResponse:  # noqa: ANN001
     check_csrf(ui, form.get(ui_session.CSRF_FIELD))
     require_roles(*SUBMITTERS)(ui.principal)
     return await run_in_threadpool(_create, request, ui, kinds, form)
 
 
-def _create(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse:  # noqa: ANN001
+def _create(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse | RedirectResponse:  # noqa: ANN001
     settings, defaults = get_settings(), _defaults(kinds)
     errors: list[tuple[str, str]] = []
     try:
@@ -190,9 +213,40 @@ def _create(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse: 
             "submit.html",
             status_code=422,
             defaults=defaults,
+            hints=_hints(kinds),
             form=form,
             errors=errors,
             models=sorted(settings.models),
             default_model=settings.default_model,
         )
-    return render(request, "submitted.html", audit=created)
+    # post/redirect/get: a refresh of the next page re-posts nothing. The data subject's token is shown once, on
+    # that page: a short-lived cookie names the audit just created (signed with this session's CSRF token).
+    response = RedirectResponse(url(f"/submitted/{created.id}"), status_code=303)
+    response.set_cookie(SHOW_TOKEN_COOKIE, _show_token_mark(ui, created.id), **_flash_flags(settings))
+    return response
+
+
+SHOW_TOKEN_COOKIE = "memaudit_ui_show_token"
+
+
+def _show_token_mark(ui, audit_id: str) -> str:  # noqa: ANN001
+    return hmac.new(ui.csrf.encode(), f"show-token:{audit_id}".encode(), hashlib.sha256).hexdigest()
+
+
+def _flash_flags(settings: Settings) -> dict[str, object]:
+    return ui_session.cookie_flags(settings) | {"max_age": 120, "path": f"{PREFIX}/submitted"}
+
+
+@router.get("/submitted/{audit_id}", response_class=HTMLResponse)
+def submitted_page(
+    audit_id: str, request: Request, session: SessionDep, ui: Signed, kinds: KindsDep, settings: SettingsDep
+) -> HTMLResponse:
+    """The audit just submitted; its data subject's token the first time only (the flash cookie is spent)."""
+    audit = service.get_audit(session, ui.principal, audit_id)
+    mark = request.cookies.get(SHOW_TOKEN_COOKIE) or ""
+    fresh = hmac.compare_digest(mark.encode(), _show_token_mark(ui, audit.id).encode())
+    created = service.to_created(audit, settings, kinds)
+    token = created.subject_token if fresh else None
+    response = render(request, "submitted.html", audit=created, token=token, shown_before=not fresh)
+    response.delete_cookie(SHOW_TOKEN_COOKIE, path=f"{PREFIX}/submitted")
+    return response

@@ -5,7 +5,7 @@ API; authorization is theirs (visibility) and the API's role lists."""
 from __future__ import annotations
 
 from datetime import date, datetime, time, timedelta
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
@@ -13,13 +13,12 @@ from starlette.concurrency import run_in_threadpool
 
 from app.audits import polling, repository, service
 from app.audits.kinds import KindsDep
-from app.coverage import service as coverage
 from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
-from app.deps import SUBMITTERS, SessionDep, SettingsDep, require_roles
+from app.deps import SUBMITTERS, SessionDep, require_roles
 from app.errors import InvalidInput
-from app.privacy import erasure
-from app.ui import results
+from app.ui import results, verdicts
 from app.ui.session import check_csrf
+from app.ui.verdicts import VERDICT_SCAN, VERDICTS
 from app.ui.web import Signed, UiRoute, render, url
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
@@ -37,19 +36,30 @@ def _listing(request: Request, session, ui, kinds, filters: dict, page: int) -> 
         raise InvalidInput("kind", f"kind must be one of {', '.join(kinds)}")
     if filters["created_from"] and filters["created_to"] and filters["created_to"] < filters["created_from"]:
         raise InvalidInput("created_to", "the end date is before the start date; swap them")
-    rows, total = repository.page(
-        session,
-        ui.principal,
-        page=page,
-        page_size=PAGE_SIZE,
-        filters={k: filters[k] for k in ("kind", "model", "status", "subject_id")},
-        created_from=_day(filters["created_from"]),
-        created_before=_day(filters["created_to"], end=True),
-    )
+    where = {k: filters[k] for k in ("kind", "model", "status", "subject_id")}
+    dates = {"created_from": _day(filters["created_from"]), "created_before": _day(filters["created_to"], end=True)}
+    scanned = None
+    if filters["verdict"]:  # verdicts are computed, not stored: read the newest finished subject audits, bounded
+        if where["kind"] not in (None, "subject") or where["status"] not in (None, AuditStatus.SUCCEEDED):
+            found, counts, scanned = [], {}, 0
+        else:
+            where |= {"kind": "subject", "status": AuditStatus.SUCCEEDED}
+            candidates, _ = repository.page(
+                session, ui.principal, page=1, page_size=VERDICT_SCAN, filters=where, **dates
+            )
+            counts = verdicts.counts_for(session, candidates)
+            found = [a for a in candidates if counts[a.id].verdict == filters["verdict"]]
+            scanned = len(candidates)
+        total, rows = len(found), found[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    else:
+        rows, total = repository.page(session, ui.principal, page=page, page_size=PAGE_SIZE, filters=where, **dates)
+        counts = verdicts.counts_for(session, rows)
     pages = max(1, -(-total // PAGE_SIZE))
     active = any(a.status in ACTIVE_STATUSES for a in rows)
     return {
         "audits": rows,
+        "names": results.subject_names(session, rows),
+        "counts": counts,
         "total": total,
         "page": page,
         "pages": pages,
@@ -57,6 +67,9 @@ def _listing(request: Request, session, ui, kinds, filters: dict, page: int) -> 
         "active": active,
         "kinds": list(kinds),
         "statuses": [s.value for s in AuditStatus],
+        "verdicts": VERDICTS,
+        "scanned": scanned,
+        "scan_limit": VERDICT_SCAN,
     }
 
 
@@ -72,10 +85,12 @@ def list_page(
     subject_id: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
     created_from: date | None = None,
     created_to: date | None = None,
+    verdict: Literal["memorized", "none", "pending"] | None = None,
     page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
     rows_only: bool = False,
 ) -> HTMLResponse:
     filters = {
+        "verdict": verdict,
         "kind": kind or None,
         "model": model or None,
         "status": status,
@@ -98,18 +113,20 @@ def audit_page(
 ) -> HTMLResponse:
     audit = service.get_audit(session, ui.principal, audit_id)
     read = service.to_read(audit, kinds)
-    shown = results.for_audit(session, ui.principal, audit, page) if audit.status == AuditStatus.SUCCEEDED else {}
+    shown = results.for_audit(session, ui.principal, audit, page, kinds)
     session.commit()  # the access log entry of a subject's results is written before the page leaves
-    can_act = ui.principal.role in SUBMITTERS
-    name = results.subject_name(session, audit)
+    declared = results.kind_page(kinds, audit)
     return render(
         request,
         "audit.html",
         audit=read,
-        results=shown,
-        can_act=can_act,
-        subject_name=name,
+        section=shown[0] if shown else None,
+        results=shown[1] if shown else {},
+        about=declared.about if declared else "",
+        can_act=ui.principal.role in SUBMITTERS,
+        subject_name=results.subject_name(session, audit),
         active=audit.status in ACTIVE_STATUSES,
+        eta=verdicts.duration(verdicts.eta_seconds(audit)) if audit.status == AuditStatus.RUNNING else None,
     )
 
 
@@ -147,33 +164,3 @@ def cancel(
     service.cancel_audit(session, ui.principal, audit_id)
     session.commit()
     return RedirectResponse(url(f"/audits/{audit_id}"), status_code=303)
-
-
-@router.post("/subjects/{subject_id}/erase")
-def erase_subject(
-    subject_id: Annotated[int, Path(ge=1, le=2**63 - 1)],
-    session: SessionDep,
-    settings: SettingsDep,
-    ui: Signed,
-    csrf: Annotated[str | None, Form(max_length=200)] = None,
-) -> RedirectResponse:
-    """As DELETE /subjects/{id}: the subject, its facts, audits and results, and the cached sentences naming them."""
-    check_csrf(ui, csrf)
-    require_roles(*SUBMITTERS)(ui.principal)
-    erasure.erase(session, settings, ui.principal, subject_id)
-    return RedirectResponse(url("/audits"), status_code=303)
-
-
-@router.post("/datasets/{dataset_id}/delete")
-def delete_dataset(
-    dataset_id: Annotated[str, Path(max_length=64)],
-    session: SessionDep,
-    ui: Signed,
-    csrf: Annotated[str | None, Form(max_length=200)] = None,
-) -> RedirectResponse:
-    """As DELETE /datasets/{id}: the dataset, its records and the coverage outcomes quoting them."""
-    check_csrf(ui, csrf)
-    require_roles(*SUBMITTERS)(ui.principal)
-    coverage.delete(session, ui.principal, dataset_id)
-    session.commit()
-    return RedirectResponse(url("/audits"), status_code=303)

@@ -20,6 +20,7 @@ from app.privacy import access_log
 from app.privacy.access_log import logged_export
 from app.streaming import download
 from app.subjects import service as subjects
+from app.ui import verdicts
 from app.ui.web import Signed, UiRoute, render
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
@@ -108,16 +109,28 @@ def _facts(session, principal, audit_id: str) -> dict[str, Any]:  # noqa: ANN001
     return {f.property: f for f in facts.facts}
 
 
+def _verdict(fact) -> str:  # noqa: ANN001
+    """The default policy's verdict on one fact (as the audit page says it): memorized / not shown / a status."""
+    if fact is None:
+        return "–"
+    status, memorized = verdicts.fact_status(fact.calibration)
+    if memorized is not None:
+        return "memorized" if memorized else "not shown"
+    return status
+
+
 def _compare(session, principal, a: str, b: str) -> list[dict[str, Any]]:  # noqa: ANN001
     left, right = _latest_by_subject(session, principal, a), _latest_by_subject(session, principal, b)
     rows = []
     for subject_id in [s for s in left if s in right][:COMPARE_SUBJECTS]:
         fa, fb = (_facts(session, principal, side[subject_id]) for side in (left, right))
+        person = subjects.repository.get_subject(session, subject_id)
         for pid in sorted(set(fa) | set(fb)):
             x, y = fa.get(pid), fb.get(pid)
             rows.append(
                 {
                     "subject_id": subject_id,
+                    "name": person.name if person else "",
                     "audit_a": left[subject_id],
                     "audit_b": right[subject_id],
                     "property": pid,
@@ -125,7 +138,11 @@ def _compare(session, principal, a: str, b: str) -> list[dict[str, Any]]:  # noq
                     "values": (x or y).values,
                     "a": x,
                     "b": y,
-                    "differs": (x and x.lenient) != (y and y.lenient),
+                    "a_verdict": _verdict(x),
+                    "b_verdict": _verdict(y),
+                    "differs": _verdict(x) in ("memorized", "not shown")
+                    and _verdict(y) in ("memorized", "not shown")
+                    and _verdict(x) != _verdict(y),
                 }
             )
     return rows

@@ -1,75 +1,38 @@
-"""What each audit kind's page shows, read through that kind's own service (the JSON API's): the subject audit's
-property × template grid, coverage by popularity bucket, the capacity curves, the dynamics trajectories. Every
-chart on the pages is drawn from a table of these numbers, so the numbers are always there to read."""
+"""What an audit's page shows of its results: the section its kind declares (``AuditKind.page``: a builder that
+reads through the kind's own service, and its template), the audited person's name, and one template's candidates
+for the subject grid's drill-down. Every chart on the pages is drawn from a table of these numbers, so the numbers
+are always there to read."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.audits.kinds import KindPage, KindRegistry
 from app.auth.keys import Principal
-from app.capacity import series as capacity_series
-from app.capacity import service as capacity
-from app.capacity.schemas import CapacityAuditOptions
-from app.coverage import service as coverage
-from app.db.models import Audit
-from app.dynamics import service as dynamics
+from app.db.models import Audit, Subject
+from app.db.models.audit import AuditStatus
 from app.privacy import access_log
 from app.subjects import service as subjects
 
-FACTS_PER_PAGE = 10  # a huge audit (many facts) pages its grid
 CANDIDATES_PER_PAGE = 50
-RECORDS_SHOWN = 20
-STRINGS_SHOWN = 5
 
 
-def _subject(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:
-    facts = subjects.read_facts(session, principal, audit.id, "summary")
-    access_log.record(session, principal, "read_facts", subject_id=facts.subject_id, audit_id=audit.id)
-    indexed = list(enumerate(facts.facts))
-    pages = max(1, -(-len(indexed) // FACTS_PER_PAGE))
-    shown = indexed[(page - 1) * FACTS_PER_PAGE : page * FACTS_PER_PAGE]
-    templates = sorted({c.template_index for _, f in shown for c in f.canaries})
-    grid = [(i, f, {c.template_index: c for c in f.canaries}) for i, f in shown]
-    memorized = sum(f.lenient for f in facts.facts)
-    return {
-        "kind": "subject",
-        "grid": grid,
-        "templates": templates,
-        "page": page,
-        "pages": pages,
-        "n_facts": len(facts.facts),
-        "memorized": memorized,
-        "calibration": facts.calibration,
-    }
+def kind_page(kinds: KindRegistry, audit: Audit) -> KindPage | None:
+    kind = kinds.get(audit.kind)
+    return getattr(kind, "page", None)
 
 
-def _coverage(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:
-    summary = audit.summary or {}
-    records = coverage.records_with_prompts(session, audit, RECORDS_SHOWN)  # the reproduced, with their prompts
-    return {
-        "kind": "coverage",
-        "summary": summary,
-        "buckets": summary.get("buckets", []),
-        "records": records,
-        "dataset_id": summary.get("dataset_id"),
-    }
-
-
-def _capacity(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:
-    if CapacityAuditOptions.model_validate(audit.options).mode == "text":
-        return {"kind": "capacity_text", "texts": capacity.text_results(session, audit, 50)}
-    series = capacity_series.series(session, audit)
-    return {"kind": "capacity", "series": series, "summary": audit.summary or {}}
-
-
-def _dynamics(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:
-    _, link = dynamics.dynamics_audit(session, principal, audit.id)
-    return {"kind": "dynamics", "series": dynamics.series(session, audit, link, None, STRINGS_SHOWN, None, None)}
-
-
-PAGES = {"subject": _subject, "coverage": _coverage, "capacity": _capacity, "dynamics": _dynamics}
+def for_audit(
+    session: Session, principal: Principal, audit: Audit, page: int, kinds: KindRegistry
+) -> tuple[str, dict[str, Any]] | None:
+    """(template, results) of a succeeded audit's section, or None (not finished, or a kind without a page)."""
+    declared = kind_page(kinds, audit)
+    if declared is None or audit.status != AuditStatus.SUCCEEDED:
+        return None
+    return declared.template, declared.build(session, principal, audit, page)
 
 
 def subject_name(session: Session, audit: Audit) -> str | None:
@@ -78,10 +41,10 @@ def subject_name(session: Session, audit: Audit) -> str | None:
     return subject.name if subject else None
 
 
-def for_audit(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:
-    """The results of a succeeded audit, for its kind's section of the page ({} for a kind without one)."""
-    show = PAGES.get(audit.kind)
-    return show(session, principal, audit, page) if show else {}
+def subject_names(session: Session, audits: list[Audit]) -> dict[int, str]:
+    """subject id -> name, for the audits of a list (each one visible to the principal: the caller's query)."""
+    ids = sorted({a.subject_id for a in audits if a.subject_id is not None})
+    return {s.id: s.name for s in session.scalars(select(Subject).where(Subject.id.in_(ids)))} if ids else {}
 
 
 def candidates(

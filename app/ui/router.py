@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from app.ui import account, audits, exports
+from app.ui import account, audits, batches, erasure, exports
 from app.ui.web import HERE, PREFIX
 
 
 def mount(app: FastAPI) -> None:
-    for router in (account.router, audits.router, exports.router):
+    for router in (account.router, audits.router, batches.router, erasure.router, exports.router):
         app.include_router(router)
     app.mount(f"{PREFIX}/static", StaticFiles(directory=HERE / "static"), name="ui-static")

@@ -13,17 +13,20 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
 from app.errors import DomainError, TooManyRequests
 from app.limits import check_rate
 from app.settings import get_settings
+from app.ui import charts
 from app.ui import session as ui_session
 from app.ui.session import BadCsrf, NotSignedIn, UiSession
+from app.ui.verdicts import MAX_P, duration
 
 HERE = Path(__file__).resolve().parent
 PREFIX = "/ui"
-# No inline script or style anywhere: scripts and styles come from /ui/static only; charts draw on canvas.
+# No inline script or style anywhere: scripts and styles come from /ui/static only; charts are inline SVG drawn on the
+# server (app/ui/charts.py), styled by class from ui.css.
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -36,7 +39,13 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",  # pages hold personal data: never kept by a browser or proxy cache
 }
 
-env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined)
+# Templates by name under templates/, or by absolute path: a kind declares its page's template (AuditKind.page),
+# and a plug-in kind keeps it beside its code. Template names come from code only, never from a request.
+env = Environment(
+    loader=ChoiceLoader([FileSystemLoader(HERE / "templates"), FileSystemLoader("/")]),
+    autoescape=True,
+    undefined=StrictUndefined,
+)
 env.filters["pct"] = lambda x: "–" if x is None else f"{100 * x:.0f}%"
 env.filters["num"] = lambda x, d=2: "–" if x is None else f"{x:.{d}f}"
 env.filters["sci"] = lambda x: "–" if x is None else f"{x:.2g}"
@@ -50,6 +59,12 @@ def url(path: str, **params: object) -> str:
 
 
 env.globals["url"] = url
+env.globals["max_p"] = MAX_P
+env.globals["duration"] = duration
+env.globals["bars"] = charts.bars
+env.globals["lines"] = charts.lines
+env.globals["Series"] = charts.Series
+env.globals["series_of"] = lambda named: [charts.Series(str(k), list(v)) for k, v in named.items()]
 
 
 def current_session(request: Request) -> UiSession:

@@ -25,7 +25,16 @@ from tests.support.live import LiveApi, start_api
 
 MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
 ROLES = ("admin", "auditor", "regulator", "pipeline")
-__all__ = ["GROUNDTRUTH_DIR", "Stack", "finish", "other_kinds", "shoot", "sign_in", "trained_person"]
+__all__ = [
+    "GROUNDTRUTH_DIR",
+    "Stack",
+    "assert_no_label_clipped",
+    "finish",
+    "other_kinds",
+    "shoot",
+    "sign_in",
+    "trained_person",
+]
 
 
 @dataclass
@@ -40,18 +49,20 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def stack(postgres, redis_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:  # noqa: ANN001
+def stack(postgres, redis_server, tmp_path_factory: pytest.TempPathFactory, request) -> Iterator[Stack]:  # noqa: ANN001
     # its own database: the worker's reconciler would otherwise run what earlier tests left queued there first
     env = {
         "MEMAUDIT_DATABASE_URL": migrated_database(postgres, "ui"),
         "MEMAUDIT_REDIS_URL": redis_server.url,
         "MEMAUDIT_QUEUE_NAME": f"ui-{uuid.uuid4().hex[:6]}",
         "MEMAUDIT_ENV": "test",
+        "MEMAUDIT_TORCH_THREADS": "1",
         # a small calibration null (fictitious people), queued when a subject audit's results are first read
         "MEMAUDIT_NULL_MIN_PEOPLE": "2",
         "MEMAUDIT_NULL_MAX_PEOPLE": "3",
         "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "3",
     }
+    env |= getattr(request.module, "STACK_ENV", {})  # a module's own settings (e.g. a null large enough for p ≤ 0.01)
     logs = tmp_path_factory.mktemp("ui-servers")
     shots = Path(os.environ.get("UI_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
     shots.mkdir(parents=True, exist_ok=True)
@@ -161,3 +172,55 @@ def finish(stack: Stack, ids: dict[str, str]) -> None:
     for kind, audit_id in ids.items():
         done = wait_for(api, audit_id, timeout=300)
         assert done["status"] == "succeeded", (kind, done)
+
+
+CHART_TEXTS = """svg => ({view: [svg.viewBox.baseVal.width, svg.viewBox.baseVal.height],
+  texts: [...svg.querySelectorAll('text')].map(t => { const b = t.getBBox(); return {text: t.textContent,
+    cls: t.getAttribute('class') || '', x: b.x, y: b.y, w: b.width, h: b.height,
+    rotated: t.hasAttribute('transform')}; }),
+  rotated: [...svg.querySelectorAll('text[transform]')].map(t => { const b = t.getBoundingClientRect();
+    const s = svg.getBoundingClientRect(); return [b.left - s.left, b.top - s.top, b.right - s.left,
+    b.bottom - s.top, s.width, s.height]; })})"""
+
+
+def number(label: str) -> float:
+    """A tick label or table cell as a number: "12,000" -> 12000, "40%" -> 0.4."""
+    text = label.strip().replace(",", "")
+    return float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+
+
+def assert_no_label_clipped(page, what: str, data_columns: dict[int, tuple[int, ...]] | None = None) -> None:  # noqa: ANN001
+    """Every text of every chart lies inside the chart's viewBox (rotated titles: inside the drawn chart), so no
+    label is cut ("12,000" cannot show as "2,000"); tick labels on one axis do not overlap; and where
+    ``data_columns`` names, per chart, the table columns it plots, the top y label is at least their largest
+    number (the axis says what it covers)."""
+    charts = page.locator("svg.chart")
+    assert charts.count() >= 1, what
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        box = chart.evaluate(CHART_TEXTS)
+        width, height = box["view"]
+        assert box["texts"], (what, i)
+        for t in box["texts"]:
+            assert t["w"] > 0 and t["text"].strip(), (what, i, t)
+            if not t["rotated"]:
+                x, y, w, h = t["x"], t["y"], t["w"], t["h"]
+                assert x >= 0 and y >= 0 and x + w <= width and y + h <= height, (what, i, t, box["view"])
+        for left, top, right, bottom, w, h in box["rotated"]:
+            assert left >= 0 and top >= 0 and right <= w + 0.5 and bottom <= h + 0.5, (what, i, "axis title")
+        xs = sorted((t for t in box["texts"] if t["cls"] == "tick x"), key=lambda t: (round(t["y"]), t["x"]))
+        for a, b in zip(xs, xs[1:], strict=False):
+            if abs(a["y"] - b["y"]) < 1:  # labels on one line
+                assert a["x"] + a["w"] <= b["x"], (what, i, a, b)
+        ys = sorted((t for t in box["texts"] if t["cls"] == "tick y"), key=lambda t: t["y"])
+        for a, b in zip(ys, ys[1:], strict=False):
+            assert a["y"] + a["h"] <= b["y"] + 0.5, (what, i, a, b)
+        if data_columns and i in data_columns:
+            rows = chart.locator("xpath=following-sibling::table[1]").locator("tbody tr")
+            values = [
+                number(rows.nth(r).locator("td").nth(c).inner_text())
+                for r in range(min(rows.count(), 50))
+                for c in data_columns[i]
+            ]
+            top = max(number(t["text"]) for t in ys)
+            assert top >= max(values), (what, i, [t["text"] for t in ys], max(values))

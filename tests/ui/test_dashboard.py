@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_for
-from tests.ui.conftest import GROUNDTRUTH_DIR, Stack, finish, other_kinds, shoot, sign_in, trained_person
+from tests.ui.conftest import (
+    GROUNDTRUTH_DIR,
+    Stack,
+    assert_no_label_clipped,
+    finish,
+    other_kinds,
+    shoot,
+    sign_in,
+    trained_person,
+)
 
 EVIL = "<script>window.pwned=1</script> Eve"
 
@@ -66,8 +75,10 @@ def test_every_page_kind_renders_with_its_numbers(stack: Stack, browser, subject
     page = sign_in(browser, stack, stack.keys["regulator"])
     for kind, audit_id in ids.items():
         page.goto(f"/ui/audits/{audit_id}")
-        page.wait_for_selector(".uplot", timeout=10_000)  # a chart, drawn from the table beside it
+        assert page.locator("svg.chart").count() >= 1, kind  # a chart, drawn from the table beside it
         assert page.locator("table.chart-data tbody tr").count() >= 2, kind
+        plotted = {"capacity": (1, 2), "coverage": (5,)}.get(kind)  # the table columns each chart draws
+        assert_no_label_clipped(page, kind, {0: plotted} if plotted else None)
         if kind == "coverage":  # the records reproduced, each with its prompt (opened by keyboard or click)
             prompt = page.locator("#coverage-records details").first
             prompt.locator("summary").click()
@@ -78,7 +89,7 @@ def test_every_page_kind_renders_with_its_numbers(stack: Stack, browser, subject
     page.select_option("select[name=kind]", "subject")
     page.click("form.filters button")
     assert page.locator("#audit-rows tr").count() >= 1 and "kind=subject" in page.url
-    assert all(k == "subject" for k in page.locator("#audit-rows td:nth-child(2)").all_inner_texts())
+    assert all(k == "subject" for k in page.locator("#audit-rows td:nth-child(5)").all_inner_texts())
     page.goto("/ui/audits")
     shoot(page, stack, "audits")
     page.goto("/ui/models")
@@ -185,8 +196,22 @@ def test_html_in_names_and_facts_is_shown_as_text(stack: Stack, browser) -> None
     assert re.search(r"&lt;script&gt;window\.pwned", page.content())
     wait_for(stack.client("auditor"), audit_id, timeout=120)
     page.goto(f"/ui/audits/{audit_id}")
-    page.click("form.erase button")  # the genuine form erases: the audit is gone
-    assert "/ui/audits" in page.url and stack.client("auditor").get(f"/audits/{audit_id}").status_code == 404
+    page.click("p.erase a")  # erasing asks first, naming the person and what goes with them
+    assert "/erase" in page.url and page.inner_text("h1").startswith(f"Erase {EVIL}")
+    assert stack.client("auditor").get(f"/audits/{audit_id}").status_code == 200  # asking erased nothing
+    assert audit_id[:8] in page.inner_text("#to-delete")
+    page.click("#confirm-erase")  # the genuine form erases; the answer is a page of counts (post/redirect/get)
+    assert "/ui/erased?" in page.url and stack.client("auditor").get(f"/audits/{audit_id}").status_code == 404
+    counts = dict(
+        zip(
+            page.locator("#erased-counts dt").all_inner_texts(),
+            page.locator("#erased-counts dd").all_inner_texts(),
+            strict=True,
+        )
+    )
+    assert counts["audits"] == "1" and counts["facts"] == "1", counts
+    page.reload()  # a refresh repeats nothing and still reports the erasure
+    assert page.locator("#erased-counts").count() == 1 and "erased" in page.inner_text("h1")
     page.click("header button")  # sign out (a CSRF-protected form)
     assert "/ui/signin" in page.url
     assert page.goto(f"/ui/audits/{audit_id}") and "/ui/signin" in page.url

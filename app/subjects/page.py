@@ -1,0 +1,66 @@
+"""The subject audit's section of the dashboard page: the default policy's verdict and p-value first, then the
+rank of the truth per template (the grid), and the other statistics (lenient, strict, z̄*) with their rates on
+the null beside them. A verdict whose null is still running names that null, its progress and an ETA."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.audits import repository as audits
+from app.auth.keys import Principal
+from app.db.models import Audit
+from app.privacy import access_log
+from app.subjects import service
+
+FACTS_PER_PAGE = 10  # a huge audit (many facts) pages its grid
+
+
+def _null(session: Session, principal: Principal, audit_id: str | None, now: datetime) -> dict[str, Any] | None:
+    """A null audit's progress for a pending verdict; ``visible`` says whether this principal may open its page."""
+    row = session.get(Audit, audit_id) if audit_id else None
+    if row is None:
+        return None
+    eta = None
+    if row.started_at is not None and row.progress_done and row.progress_total:
+        started = row.started_at if row.started_at.tzinfo else row.started_at.replace(tzinfo=UTC)
+        elapsed = (now - started).total_seconds()
+        eta = max(0.0, elapsed / row.progress_done * max(0, row.progress_total - row.progress_done))
+    visible = audits.get_visible(session, principal, row.id) is not None
+    return {
+        "id": row.id,
+        "status": row.status,
+        "done": row.progress_done,
+        "total": row.progress_total,
+        "eta_seconds": eta,
+        "visible": visible,
+    }
+
+
+def build(session: Session, principal: Principal, audit: Audit, page: int) -> dict[str, Any]:
+    facts = service.read_facts(session, principal, audit.id, "summary")
+    access_log.record(session, principal, "read_facts", subject_id=facts.subject_id, audit_id=audit.id)
+    indexed = list(enumerate(facts.facts))
+    pages = max(1, -(-len(indexed) // FACTS_PER_PAGE))
+    shown = indexed[(page - 1) * FACTS_PER_PAGE : page * FACTS_PER_PAGE]
+    templates = sorted({c.template_index for _, f in shown for c in f.canaries})
+    grid = [(i, f, {c.template_index: c for c in f.canaries}) for i, f in shown]
+    now, nulls = datetime.now(UTC), {}
+    for _, f, _ in grid:
+        null_id = getattr(f.calibration, "null_audit_id", None)
+        if null_id and null_id not in nulls:
+            nulls[null_id] = _null(session, principal, null_id, now)
+    verdicts = [getattr(f.calibration, "memorized", None) for f in facts.facts]
+    return {
+        "grid": grid,
+        "templates": templates,
+        "page": page,
+        "pages": pages,
+        "n_facts": len(facts.facts),
+        "memorized": sum(v is True for v in verdicts),
+        "undecided": sum(not isinstance(v, bool) for v in verdicts),
+        "calibration": facts.calibration,
+        "nulls": nulls,
+    }
