@@ -98,6 +98,9 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.state.kinds = kinds
     app.add_middleware(RequestGuard)  # limits, authentication and rate limits before the body is read
+    # Innermost of the three: bounds whatever holds threads and database connections (app/reliability/admission),
+    # and is entered only once RequestGuard has authenticated the request and read its whole body (in time).
+    app.add_middleware(Admission, limit=get_settings().max_concurrent_requests)
     app.add_middleware(ErrorScrubber)  # outermost: no exception message (maybe personal data) reaches the log
     app.include_router(meta_router)
     app.include_router(submit_router(kinds))
@@ -108,8 +111,6 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     app.include_router(privacy_router)
     app.include_router(batches_router)
     mount_dashboard(app)  # the web dashboard under /ui/ (app/ui)
-    # Added last, so outermost: bounds whatever holds threads and database connections (app/reliability/admission).
-    app.add_middleware(Admission, limit=get_settings().max_concurrent_requests)
     install_openapi(app, {kind.create.__name__: kind.own_models for kind in kinds.values()}, tuple(kinds))
     return app
 

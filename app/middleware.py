@@ -9,8 +9,16 @@
    never touches ``api_keys``, so no request waits on a key's row lock) and records the key's use coarsely;
    a request that may carry a body (POST/PUT/PATCH, on any path: deny by default) is refused (401) before its
    body is read;
-4. applies the per-principal rate limits (429 with Retry-After), see ``app.limits``.
+4. applies the per-principal rate limits (429 with Retry-After), see ``app.limits``;
+5. reads the whole body, within its size limit and within ``body_timeout_seconds`` (a dataset upload:
+   ``dataset_upload_timeout_seconds``), answering 408 past that time; the body is kept in memory up to 1 MiB, on
+   disk beyond, and handed to the application as one message only once complete.
 The principal is left in ``request.state.principal`` for the ``CurrentPrincipal`` dependency.
+
+All of this happens before the request takes an admission slot (``app.reliability.admission``, the next layer
+in): a client without a key, or one trickling its body a byte a second, holds a socket and a small buffer but no
+slot, no thread and no database connection, so it cannot make other requests wait. Authentication runs in
+threads of its own (``AUTH_THREADS`` at once), apart from the pool the admitted requests use.
 
 ``ErrorScrubber`` (outermost) answers an unhandled exception with a 500 in the standard error shape and logs
 its type and where it was raised, never its message: a database error's message carries the row it refused
@@ -23,10 +31,11 @@ from __future__ import annotations
 import json
 import logging
 import re
+import tempfile
 import traceback
 from urllib.parse import parse_qsl
 
-from starlette.concurrency import run_in_threadpool
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.auth.keys import MISSING_KEY, Principal, bearer_token, principal_for
@@ -41,6 +50,12 @@ BODY_LIMITS = {("POST", "/datasets"): "max_dataset_upload_bytes"}
 # The dashboard's forms (a person's facts, a CSRF token) are small, and its sign-in form is read before anyone is
 # authenticated: a body past this is refused before it is read or parsed.
 UI_MAX_BODY_BYTES = 256 * 1024
+# Routes whose body may take longer than body_timeout_seconds to arrive: (method, path) -> the setting.
+BODY_TIMEOUTS = {("POST", "/datasets"): "dataset_upload_timeout_seconds"}
+BODY_MEMORY_BYTES = 1024 * 1024  # a body past this waits on disk (a temporary file) until it is complete
+REPLAY_CHUNK_BYTES = 64 * 1024
+AUTH_THREADS = 8  # authentications at once: each is one short transaction (a database connection) in a thread
+_auth_limiter: anyio.CapacityLimiter | None = None
 PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,39}$")
 
 
@@ -115,8 +130,13 @@ class RequestGuard:
             await send_error(send, 401, MISSING_KEY, headers={"WWW-Authenticate": "Bearer"})
             return
         if token is not None:
+            global _auth_limiter
+            if _auth_limiter is None:  # made in the server's event loop, on first use
+                _auth_limiter = anyio.CapacityLimiter(AUTH_THREADS)
             try:
-                state["principal"] = await run_in_threadpool(authenticate_and_limit, settings, token, with_body)
+                state["principal"] = await anyio.to_thread.run_sync(
+                    authenticate_and_limit, settings, token, with_body, limiter=_auth_limiter
+                )
             except TooManyRequests as exc:
                 await send_error(send, 429, exc.message, exc.field, {"Retry-After": str(exc.retry_after)})
                 return
@@ -125,9 +145,28 @@ class RequestGuard:
                     await send_error(send, 401, exc.message, exc.field, {"WWW-Authenticate": "Bearer"})
                     return
                 state["principal"] = exc  # a route without a body may be public: the dependency decides
+        if with_body:
+            seconds = getattr(settings, BODY_TIMEOUTS.get((scope["method"], scope["path"]), "body_timeout_seconds"))
+            try:
+                body = await read_body(receive, limit, seconds)
+            except BodyTooLarge:
+                await send_error(send, 413, *_too_large(limit))
+                return
+            except TimeoutError:
+                message = f"the request body did not arrive within {seconds:g} s; send it at once, or a smaller one"
+                await send_error(send, 408, message, "body", {"Connection": "close"})
+                return
+            if body is None:  # the client left before sending its whole body: nobody to answer
+                return
+            try:
+                await self.app(scope, body.receive(receive), send)
+            finally:
+                body.close()
+            return
         await self._guarded(scope, receive, send, limit)
 
     async def _guarded(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        """A request that may carry no body (GET, DELETE…): should it send one anyway, it is counted as read."""
         seen, over, started = 0, False, False
 
         async def counting_receive() -> Message:
@@ -155,6 +194,71 @@ class RequestGuard:
         except BodyTooLarge:
             if not started:
                 await send_error(send, 413, *_too_large(limit))
+
+
+class ReadBody:
+    """A complete request body (in memory, or in a temporary file past ``BODY_MEMORY_BYTES``), replayed to the
+    application as ASGI messages; after it, ``receive`` goes to the client (a disconnect, for a stream)."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._memory: list[bytes] = []
+        self._file: tempfile.SpooledTemporaryFile | None = None
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self._file is None and self.size > BODY_MEMORY_BYTES:
+            self._file = tempfile.SpooledTemporaryFile(max_size=0)  # noqa: SIM115 - closed by close()
+            for part in self._memory:
+                self._file.write(part)
+            self._memory = []
+        if self._file is not None:
+            self._file.write(chunk)
+        else:
+            self._memory.append(chunk)
+
+    def receive(self, receive: Receive) -> Receive:
+        if self._file is not None:
+            self._file.seek(0)
+        done = False
+
+        async def replay() -> Message:
+            nonlocal done
+            if done:
+                return await receive()
+            if self._file is None:
+                done = True
+                return {"type": "http.request", "body": b"".join(self._memory), "more_body": False}
+            chunk = self._file.read(REPLAY_CHUNK_BYTES)
+            done = self._file.tell() >= self.size
+            return {"type": "http.request", "body": chunk, "more_body": not done}
+
+        return replay
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+async def read_body(receive: Receive, limit: int, seconds: float) -> ReadBody | None:
+    """The whole body within ``limit`` bytes (else BodyTooLarge) and ``seconds`` (else TimeoutError); None when
+    the client disconnected first."""
+    body = ReadBody()
+    try:
+        with anyio.fail_after(seconds):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    body.close()
+                    return None
+                body.add(message.get("body", b""))
+                if body.size > limit:
+                    raise BodyTooLarge
+                if not message.get("more_body", False):
+                    return body
+    except BaseException:
+        body.close()
+        raise
 
 
 def _too_large(limit: int) -> tuple[str, str]:

@@ -133,6 +133,9 @@ class Settings(BaseSettings):
     maintenance_interval_seconds: float = 3600.0  # how often the reconciler runs the retention purge
     erasure_vacuum: Literal["off", "vacuum", "full"] = "off"  # Postgres: VACUUM the erased tables afterwards
     max_concurrent_requests: int = 10  # requests inside the API at once (0: no limit); keep under the DB pool (20)
+    # a request's whole body must arrive within this (408 after it), before the request takes an admission slot
+    body_timeout_seconds: float = Field(default=30.0, gt=0)
+    dataset_upload_timeout_seconds: float = Field(default=600.0, gt=0)  # ... POST /datasets (up to 256 MiB)
 
     # secrets / keys
     key_pepper: str = "dev-pepper-change-me"

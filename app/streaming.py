@@ -1,5 +1,11 @@
 """Streamed exports: JSON lines and CSV produced row by row, so a response never holds a whole table in memory.
-The forget set, coverage records and dynamics strings are all written here."""
+The forget set, coverage records and dynamics strings are all written here: this is the service's only CSV writer.
+
+Spreadsheet safety (one rule, applied here to every CSV the service writes): a text cell that starts with ``=``,
+``+``, ``-``, ``@``, a tab or a carriage return gets a leading apostrophe (OWASP's rule against CSV/formula
+injection), so that a spreadsheet shows it as text instead of running it as a formula. Numbers are written as they
+are. The input is not refused (a value may really start with ``-``); JSON lines and tofu carry the values as
+stored."""
 
 from __future__ import annotations
 
@@ -14,6 +20,14 @@ from fastapi.responses import StreamingResponse
 
 END_KEY = "_end"  # the last line of a complete jsonl export: {"_end": {"records": N}}
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv"}
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A text that a spreadsheet would read as a formula, prefixed with an apostrophe; anything else unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def jsonl_lines(rows: Iterable[Mapping[str, Any]]) -> Iterator[str]:
@@ -27,7 +41,7 @@ def csv_lines(rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -> Itera
     writer = csv.DictWriter(buf, fieldnames=list(fields))
     writer.writeheader()
     for row in rows:
-        writer.writerow(row)
+        writer.writerow({field: spreadsheet_safe(value) for field, value in row.items()})
         yield buf.getvalue()
         buf.seek(0)
         buf.truncate()

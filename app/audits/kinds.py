@@ -68,6 +68,9 @@ class AuditKind:
     prefetch: Callable[[Any, Settings], None] | None = None
     # Background work the service starts itself (a null): its jobs wait on a batch lane, behind single audits.
     background: bool = False
+    # The largest POST /audits body of this kind, in bytes (None: MEMAUDIT_MAX_REQUEST_BYTES): a larger one is
+    # refused (413) before it is validated (app/audits/body.py). Set it to what the kind's schema can need.
+    max_body_bytes: int | None = None
     # Its results' section of the dashboard's audit page (none: the page shows status, progress and options only).
     page: KindPage | None = None
 

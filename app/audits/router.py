@@ -9,6 +9,7 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.audits import polling, repository, service
+from app.audits.body import ThreadParsedRoute
 from app.audits.kinds import KindRegistry, KindsDep
 from app.audits.schemas import AuditCreated, AuditPage, AuditRead
 from app.db.models.audit import AuditStatus
@@ -39,7 +40,7 @@ def submit_router(kinds: KindRegistry) -> APIRouter:
         return service.to_created(audit, settings, kinds)
 
     create_audit.__annotations__["body"] = Annotated[kinds.create_type(), Body()]
-    submit = APIRouter(prefix="/audits", tags=["audits"])
+    submit = APIRouter(prefix="/audits", tags=["audits"], route_class=ThreadParsedRoute)
     submit.add_api_route(
         "", create_audit, methods=["POST"], status_code=status.HTTP_202_ACCEPTED, response_model=AuditCreated
     )

@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.engine import session_scope
-from app.db.models import ApiKey, RevokedSubjectToken
+from app.db.models import ApiKey, DashboardSession, RevokedSubjectToken
 from app.db.models.auth import ROLES
 from app.errors import InvalidInput, Unauthorized
 from app.settings import Settings
@@ -132,6 +132,8 @@ def revoke_key(session: Session, key_id: int) -> bool:
     if key is None:
         return False
     key.revoked = True
+    # its dashboard sessions end with it (each request checks the key too; the rows go now, not at expiry)
+    session.execute(delete(DashboardSession).where(DashboardSession.key_id == key_id))
     return True
 
 

@@ -28,5 +28,6 @@ KIND = AuditKind(
     links=links,
     stored_options=CapacityAuditCreate.stored_options,
     own_models=(SCRATCH,),
+    max_body_bytes=8 * 1024 * 1024,  # a grid is a few KB; text mode carries the samples (5,000 at most)
     page=KindPage(page.build, "kinds/capacity.html"),
 )

@@ -20,6 +20,7 @@ KIND = AuditKind(
     options=CoverageOptions,
     prepare=prepare_coverage_audit,
     job="workers.jobs.coverage.run",
+    max_body_bytes=64 * 1024,  # a dataset id and options: the records are uploaded to POST /datasets
     routers=(router,),
     links=links,
     page=KindPage(page.build, "kinds/coverage.html"),

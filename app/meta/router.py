@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import anyio
 from fastapi import APIRouter
 from pydantic import BaseModel
 from redis import Redis
 from redis.exceptions import RedisError
-from sqlalchemy import text
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
-from app.deps import CurrentPrincipal, SessionDep, SettingsDep
+from app.db.engine import engine_for
+from app.deps import CurrentPrincipal, SettingsDep
 from app.errors import ServiceUnavailable
+from app.settings import Settings
 from core.catalog import load_catalog
 
 router = APIRouter(tags=["meta"])
+HEALTH_TIMEOUT_SECONDS = 2  # each dependency's check: a dependency slower than this counts as down
+HEALTH_THREADS = 4
+_health_limiter: anyio.CapacityLimiter | None = None
 
 
 class ModelRead(BaseModel):
@@ -31,17 +41,49 @@ class PropertyRead(BaseModel):
     pool_size: int
 
 
-@router.get("/health")
-def health(session: SessionDep, settings: SettingsDep) -> dict[str, str]:
-    """Liveness of the API, its database and (when configured) Redis. 503 when a dependency is down."""
-    session.execute(text("SELECT 1"))
+@lru_cache
+def _health_engine(url: str) -> Engine:
+    """A connection of its own for each check (no pool: a pool full of busy requests must not make the health
+    check wait), failing after HEALTH_TIMEOUT_SECONDS; SQLite (embedded) uses the service's engine."""
+    if url.startswith("sqlite"):
+        return engine_for(url)
+    timeout_ms = HEALTH_TIMEOUT_SECONDS * 1000
+    args = {"connect_timeout": HEALTH_TIMEOUT_SECONDS, "options": f"-c statement_timeout={timeout_ms}"}
+    return create_engine(url, poolclass=NullPool, connect_args=args, hide_parameters=True)
+
+
+def _check(settings: Settings) -> dict[str, str]:
+    try:
+        with _health_engine(settings.database_url).connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except SQLAlchemyError as exc:  # its message may hold connection details: not shown
+        raise ServiceUnavailable(
+            "the database is unreachable: check MEMAUDIT_DATABASE_URL and the database server", field="database"
+        ) from exc
     if not settings.redis_url:
         return {"status": "ok", "database": "ok", "queue": "embedded"}
     try:
-        Redis.from_url(settings.redis_url, socket_timeout=2).ping()
+        redis = Redis.from_url(
+            settings.redis_url, socket_timeout=HEALTH_TIMEOUT_SECONDS, socket_connect_timeout=HEALTH_TIMEOUT_SECONDS
+        )
+        with redis:
+            redis.ping()
     except RedisError as exc:
-        raise ServiceUnavailable("Redis is unreachable: check MEMAUDIT_REDIS_URL and the Redis server") from exc
+        raise ServiceUnavailable(
+            "Redis is unreachable: check MEMAUDIT_REDIS_URL and the Redis server", field="queue"
+        ) from exc
     return {"status": "ok", "database": "ok", "queue": "redis"}
+
+
+@router.get("/health")
+async def health(settings: SettingsDep) -> dict[str, str]:
+    """Liveness of the API, its database and (when configured) Redis: 503 naming the dependency that is down.
+    Answers while the API is busy: it waits for no admission slot, no pooled connection and no thread that other
+    requests hold (threads of its own), and each check gives up after 2 s."""
+    global _health_limiter
+    if _health_limiter is None:  # made in the server's event loop, on first use
+        _health_limiter = anyio.CapacityLimiter(HEALTH_THREADS)
+    return await anyio.to_thread.run_sync(_check, settings, limiter=_health_limiter)
 
 
 @router.get("/models", response_model=list[ModelRead])

@@ -23,6 +23,7 @@ KIND = AuditKind(
     options=SubjectAuditOptions,  # the subject-audit configuration the null calibrates
     prepare=prepare_null_audit,
     job="workers.jobs.null.run",
+    max_body_bytes=64 * 1024,  # 64 property ids and the options
     routers=(router,),
     links=links,
     background=True,  # triggered by reads of subject audits: never ahead of someone's audit in the queue

@@ -3,11 +3,12 @@ when it is issued), so revoking one records the audit id; authentication refuses
 
 from __future__ import annotations
 
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
 from app.audits.repository import get_visible
 from app.auth.keys import Principal
-from app.db.models import RevokedSubjectToken
+from app.db.models import DashboardSession, RevokedSubjectToken
 from app.errors import Forbidden, NotFound
 from app.privacy import access_log
 
@@ -25,6 +26,8 @@ def revoke(session: Session, principal: Principal, audit_id: str) -> None:
         raise NotFound(f"this {audit.kind} audit has no data-subject token; only subject audits have one")
     if session.get(RevokedSubjectToken, audit_id) is None:
         session.add(RevokedSubjectToken(audit_id=audit_id, revoked_by=principal.id[:64]))
+    # the token's dashboard sessions end with it (each request checks the revocation too)
+    session.execute(delete(DashboardSession).where(DashboardSession.principal == f"subject:{audit_id}"))
     access_log.record(session, principal, "revoke_token", subject_id=audit.subject_id, audit_id=audit_id)
 
 

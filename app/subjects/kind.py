@@ -25,5 +25,6 @@ KIND = AuditKind(
     links=links,
     subject_token=True,
     prefetch=prefetch_subject,
+    max_body_bytes=256 * 1024,  # 50 facts of 300 characters, escaped: well under 100 KB
     page=KindPage(page.build, "kinds/subject.html"),
 )

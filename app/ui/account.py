@@ -85,6 +85,7 @@ def signin(
 @router.post("/signout")
 def signout(ui: Signed, csrf: Annotated[str | None, Form(max_length=200)] = None) -> RedirectResponse:
     check_csrf(ui, csrf)
+    ui_session.sign_out(ui)  # the server-side session ends: this cookie, replayed, signs nobody in
     response = RedirectResponse(url("/signin"), status_code=303)
     response.delete_cookie(ui_session.COOKIE, path="/ui")
     return response

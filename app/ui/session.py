@@ -1,10 +1,13 @@
 """The dashboard's session: an API key or a data subject's token, checked once by the API's own authentication,
 becomes a signed cookie (HttpOnly, SameSite=Strict, Secure outside development and test) that names the principal,
-its expiry and a CSRF token. The key itself is never stored in the cookie.
+its expiry, a CSRF token and a random session id. The key itself is never stored in the cookie.
 
-Each request re-checks that the key is still valid (not revoked, same role) and that a subject token was not
-revoked, so revoking a key signs its sessions out at once. The signature is an HMAC-SHA256 under a key derived from
-the service's pepper; changing the pepper signs everybody out."""
+The session also lives server-side: a ``ui_sessions`` row (the SHA-256 of the session id) is created at sign-in
+and deleted at sign-out, at the key's revocation (or the subject token's) and at expiry; a cookie whose row is
+gone is no session, so a cookie replayed after sign-out leads to the sign-in page. Each request re-checks, in one
+short transaction, the row and that the key is still valid (not revoked, same role) or the subject token not
+revoked. The signature is an HMAC-SHA256 under a key derived from the service's pepper; changing the pepper signs
+everybody out."""
 
 from __future__ import annotations
 
@@ -15,10 +18,15 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import delete
 
 from app.auth import keys
 from app.auth.keys import Principal, principal_for
+from app.db.base import utcnow
 from app.db.engine import session_scope
+from app.db.models import DashboardSession
 from app.settings import Settings
 
 COOKIE = "memaudit_ui"
@@ -39,6 +47,7 @@ class UiSession:
     principal: Principal
     csrf: str
     expires: int
+    sid: str = ""  # the server-side session's id (only its SHA-256 is stored)
 
 
 def _signing_key(settings: Settings) -> bytes:
@@ -62,6 +71,7 @@ def encode(session: UiSession, settings: Settings) -> str:
         "scope": p.audit_scope,
         "csrf": session.csrf,
         "exp": session.expires,
+        "sid": session.sid,
     }
     body = _b64(json.dumps(payload, separators=(",", ":")).encode())
     mac = _b64(hmac.new(_signing_key(settings), body.encode(), hashlib.sha256).digest())
@@ -79,7 +89,7 @@ def decode(cookie: str | None, settings: Settings, now: float | None = None) -> 
     try:
         data = json.loads(_unb64(body))
         principal = Principal(id=data["id"], role=data["role"], key_id=data["key"], audit_scope=data["scope"])
-        session = UiSession(principal, str(data["csrf"]), int(data["exp"]))
+        session = UiSession(principal, str(data["csrf"]), int(data["exp"]), str(data["sid"]))
     except (ValueError, KeyError, TypeError):
         raise NotSignedIn from None
     if session.expires < (now if now is not None else time.time()):
@@ -87,16 +97,45 @@ def decode(cookie: str | None, settings: Settings, now: float | None = None) -> 
     return session
 
 
+def _row_id(sid: str) -> str:
+    return hashlib.sha256(sid.encode()).hexdigest()
+
+
 def sign_in(settings: Settings, token: str) -> UiSession:
-    """Exchange a key or subject token for a session: the API's authentication decides (Unauthorized if bad)."""
+    """Exchange a key or subject token for a session: the API's authentication decides (Unauthorized if bad); the
+    session's row is committed before the cookie is sent. Expired rows are deleted on the way (one statement)."""
     principal = principal_for(settings, token.strip())
-    return UiSession(principal, secrets.token_urlsafe(24), int(time.time()) + MAX_AGE_SECONDS)
-
-
-def still_valid(principal: Principal) -> bool:
-    """The key behind a session is not revoked and keeps its role; a subject token was not revoked."""
+    ui = UiSession(principal, secrets.token_urlsafe(24), int(time.time()) + MAX_AGE_SECONDS, secrets.token_urlsafe(32))
     with session_scope() as db:
-        return keys.still_valid(db, principal)
+        db.execute(delete(DashboardSession).where(DashboardSession.expires_at < utcnow()))
+        db.add(
+            DashboardSession(
+                id=_row_id(ui.sid),
+                principal=principal.id[:64],
+                key_id=principal.key_id,
+                expires_at=datetime.fromtimestamp(ui.expires, UTC),
+            )
+        )
+    return ui
+
+
+def sign_out(ui: UiSession) -> None:
+    """Delete the session's row: its cookie, replayed, is no session any more."""
+    with session_scope() as db:
+        db.execute(delete(DashboardSession).where(DashboardSession.id == _row_id(ui.sid)))
+
+
+def still_valid(ui: UiSession) -> bool:
+    """The session's row exists and has not expired, the key behind it is not revoked and keeps its role, and a
+    subject token was not revoked."""
+    if not ui.sid:
+        return False
+    with session_scope() as db:
+        row = db.get(DashboardSession, _row_id(ui.sid))
+        if row is None or row.principal != ui.principal.id[:64]:
+            return False
+        expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=UTC)  # SQLite: naive
+        return expires > utcnow() and keys.still_valid(db, ui.principal)
 
 
 def check_csrf(session: UiSession, sent: str | None) -> None:

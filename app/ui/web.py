@@ -70,7 +70,7 @@ env.globals["series_of"] = lambda named: [charts.Series(str(k), list(v)) for k, 
 def current_session(request: Request) -> UiSession:
     settings = get_settings()
     found = ui_session.decode(request.cookies.get(ui_session.COOKIE), settings)
-    if not ui_session.still_valid(found.principal):
+    if not ui_session.still_valid(found):
         raise NotSignedIn
     request.state.ui = found
     # the request limit of the bearer-key API (app.middleware): a cookie is no way around it (the submit form

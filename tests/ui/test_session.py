@@ -108,3 +108,65 @@ def test_signing_in_needs_the_sign_in_pages_own_token(sqlite_env) -> None:
         assert r.status_code == 403 and "memaudit_ui" not in victim.cookies
         assert sign_in(victim, key).status_code == 303 and "memaudit_ui" in victim.cookies
         assert "memaudit_ui_signin" not in victim.cookies  # used up
+
+
+def _csrf_of(page: str) -> str:
+    import re
+
+    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+
+
+def test_a_cookie_replayed_after_sign_out_leads_to_sign_in(sqlite_env) -> None:
+    """The probe: the cookie replayed after sign-out still listed audits and submitted new ones (sessions were
+    stateless). Sign-out deletes the session's row: the same cookie now leads to the sign-in page, and cannot
+    submit."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from tests.conftest import make_key
+
+    key = make_key("auditor")
+    with TestClient(create_app()) as browser:
+        assert sign_in(browser, key).status_code == 303
+        cookie = browser.cookies["memaudit_ui"]
+        page = browser.get("/ui/submit")
+        assert page.status_code == 200
+        csrf = _csrf_of(page.text)
+        assert browser.post("/ui/signout", data={"csrf": csrf}, follow_redirects=False).status_code == 303
+    with TestClient(create_app()) as replay:
+        replay.cookies.set("memaudit_ui", cookie, path="/ui")
+        r = replay.get("/ui/audits", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"].startswith("/ui/signin")
+        r = replay.post("/ui/submit", data={"csrf": csrf, "name": "Replay Person", "facts": "P106 = physicist"})
+        assert r.status_code in (303, 200) and "signin" in str(r.url) + r.headers.get("location", "")
+        assert "Replay Person" not in r.text
+
+
+def test_revoking_a_key_deletes_its_sessions(sqlite_env) -> None:
+    from fastapi.testclient import TestClient
+    from sqlalchemy import func, select
+
+    from app.auth.keys import authenticate, revoke_key
+    from app.db.engine import session_scope
+    from app.db.models import DashboardSession
+    from app.main import create_app
+    from app.settings import get_settings
+    from tests.conftest import make_key
+
+    key = make_key("auditor")
+    with session_scope() as s:
+        key_id = authenticate(s, get_settings(), key).key_id
+
+    def rows() -> int:
+        with session_scope() as s:
+            return s.scalar(select(func.count()).where(DashboardSession.key_id == key_id))
+
+    with TestClient(create_app()) as browser:
+        assert sign_in(browser, key).status_code == 303
+        assert sign_in(browser, key).status_code == 303  # a second browser tab's sign-in: a second session
+        assert rows() == 2
+        with session_scope() as s:
+            assert revoke_key(s, key_id)
+        assert rows() == 0
+        r = browser.get("/ui/audits", follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"].startswith("/ui/signin")
