@@ -16,6 +16,7 @@ from app.audits.router import submit_router
 from app.batches.router import router as batches_router
 from app.embedded import resume_pending
 from app.errors import DomainError, TooManyRequests, error_body
+from app.evidence.router import router as evidence_router
 from app.http_errors import http_error
 from app.kinds import KINDS
 from app.meta.router import router as meta_router
@@ -109,6 +110,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
         app.include_router(router)
     # Routers of features that are not audit kinds are included here, one line each.
     app.include_router(privacy_router)
+    app.include_router(evidence_router)
     app.include_router(batches_router)
     mount_dashboard(app)  # the web dashboard under /ui/ (app/ui)
     install_openapi(app, {kind.create.__name__: kind.own_models for kind in kinds.values()}, tuple(kinds))

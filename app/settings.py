@@ -139,6 +139,9 @@ class Settings(BaseSettings):
 
     # secrets / keys
     key_pepper: str = "dev-pepper-change-me"
+    # the evidence record's Ed25519 signing key (PEM, PKCS#8); generated with mode 0600 on first use when missing.
+    # Every process that writes evidence (API, workers) must read the same file (docs/reliability.md "Evidence")
+    evidence_key_file: str = Field(default_factory=lambda: str(Path.cwd() / "var" / "evidence-signing-key.pem"))
     # the command line as a client of a running API (else it works on this machine's database)
     api_url: str | None = None
     api_key: str | None = None

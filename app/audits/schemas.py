@@ -29,6 +29,12 @@ class AuditRead(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     links: dict[str, str]
+    provenance: dict[str, Any] | None = Field(
+        default=None,
+        description="What produced the result (schema memaudit.provenance/1): memaudit version and git commit, "
+        "Python, torch, transformers, the scorer backend and its settings, the model fingerprint, and per property "
+        "the null (audit id, configuration key). Written by the worker when the run ends; null before that",
+    )
 
 
 class AuditCreated(AuditRead):

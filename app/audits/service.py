@@ -22,6 +22,7 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.limits import check_active_audits
 from app.queue import batch_lane, enqueue_after_commit, get_dispatcher
 from app.settings import Settings
+from app.validation import idempotency_digest
 from core.models import ModelName, ModelNameError, parse_model_name
 
 IDEMPOTENCY_CONSTRAINT = "uq_idempotency_keys_principal"  # named in migrations/versions/0001_spine.py
@@ -58,6 +59,7 @@ def create_audit(
     if idempotency_key is not None:
         if not 1 <= len(idempotency_key) <= 200:
             raise InvalidInput("Idempotency-Key", "the Idempotency-Key header must be 1 to 200 characters")
+        idempotency_key = idempotency_digest(idempotency_key)  # stored and compared as its hash, never as sent
         with session_scope() as lookup:  # a short read of its own: the request's session holds no connection yet
             seen = repository.find_idempotency(lookup, principal.id, idempotency_key)
             seen_audit, seen_hash = (seen.audit_id, seen.request_hash) if seen is not None else (None, None)
@@ -158,6 +160,7 @@ def to_read(audit: Audit, kinds: KindRegistry) -> AuditRead:
         started_at=audit.started_at,
         finished_at=audit.finished_at,
         links=links,
+        provenance=audit.provenance,
     )
 
 

@@ -22,6 +22,7 @@ from app.cli.capacity import add_capacity_commands
 from app.cli.client import CLI_KEY_PREFIX, open_local_database
 from app.cli.coverage import add_dataset_commands
 from app.cli.demo import add_demo_command
+from app.cli.evidence import add_evidence_commands
 from app.cli.output import setup_logging
 from app.cli.wikidata import add_wikidata_commands
 from app.db.engine import session_scope
@@ -126,6 +127,7 @@ COMMANDS: list[Configure] = [
     add_dataset_commands,
     add_capacity_commands,
     add_batch_commands,
+    add_evidence_commands,
 ]
 
 

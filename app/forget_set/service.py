@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from dataclasses import asdict
 from typing import Any
 
 from app.auth.keys import Principal
 from app.db.engine import session_factory
+from app.db.models import Audit
+from app.evidence.service import ExportWitness
 from app.forget_set.repository import ForgetFilters, memorized, top_counterfactuals
 from app.forget_set.verdicts import Verdicts
+from app.nulls.config import subject_fingerprint
 from app.privacy.access_log import logged_export
+from app.settings import get_settings
 from app.streaming import csv_lines, jsonl_lines, with_end_marker
 from core.catalog import load_catalog, split_template
+from core.provenance import unrecorded
 
 CSV_FIELDS = [
     "subject_id",
@@ -32,6 +39,7 @@ CSV_FIELDS = [
     "policy_fpr",
     "null_audit_id",
     "null_status",
+    "provenance",
 ]
 TOFU_PERTURBED = 5  # perturbed answers per question, as in TOFU
 FORMATS = ("jsonl", "csv", "tofu")
@@ -71,12 +79,25 @@ def records(
                     "audit_id": audit.id,
                     "canaries": retrieved,
                     **calibration,
+                    "provenance": _provenance(verdicts, audit, result.property_id, calibration),
                     **extra,
                 }
         if left_out is not None:
             left_out.update(verdicts.left_out())
     finally:
         session.close()
+
+
+def _provenance(verdicts: Verdicts, audit: Audit, pid: str, calibration: dict[str, Any]) -> dict[str, Any]:
+    """The audit's recorded provenance, with the null this record's verdict was judged against now."""
+    base = audit.provenance or unrecorded(subject_fingerprint(audit.summary))
+    null = {
+        "property": pid,
+        "null_audit_id": calibration["null"]["null_audit_id"],
+        "config_key": verdicts.calibrator.key(audit, pid),
+        "status": calibration["null"]["status"],
+    }
+    return {**base, "nulls": [null]}
 
 
 def _open_value(template: str, name: str) -> str:
@@ -104,6 +125,7 @@ def tofu_records(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             "policy": row["policy"],
             "p_value": row["p_value"],
             "null_audit_id": row["null"]["null_audit_id"],
+            "provenance": row["provenance"],
         }
         yield record
 
@@ -115,23 +137,28 @@ def _fill(question: str, name: str) -> str:
 def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
     null, fpr = row["null"], row["policy_fpr"]
     return (
-        {k: row[k] for k in CSV_FIELDS[:-3]}
+        {k: row[k] for k in CSV_FIELDS[:-4]}
         | {"canaries": " | ".join(row["canaries"])}
         | {
             "policy_fpr": fpr["rate"] if fpr else None,
             "null_audit_id": null["null_audit_id"],
             "null_status": null["status"],
+            "provenance": json.dumps(row["provenance"], sort_keys=True, separators=(",", ":")),
         }
     )
 
 
 def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[str]:
-    """The forget set in one of FORMATS, as a stream of text chunks; jsonl ends with END_KEY's marker line."""
+    """The forget set in one of FORMATS, as a stream of text chunks; jsonl ends with END_KEY's marker line. Once
+    the last chunk is out, the evidence record gets the export's entry (app.evidence.service.ExportWitness)."""
+    witness = ExportWitness(get_settings(), principal, fmt, asdict(filters))
     if fmt == "tofu":
         rows = logged_export(records(principal, filters, perturbed=TOFU_PERTURBED), principal, EXPORTED)
-        return jsonl_lines(tofu_records(rows))
+        return witness.seal(jsonl_lines(tofu_records(witness.tap(rows))))
     left_out: dict[str, Any] = {}  # the end marker says how many facts wait for a null (never a silent 0)
-    rows = logged_export(records(principal, filters, left_out=left_out), principal, EXPORTED)
+    rows = witness.tap(logged_export(records(principal, filters, left_out=left_out), principal, EXPORTED))
     if fmt == "csv":
-        return csv_lines(map(_csv_row, rows), CSV_FIELDS)
-    return with_end_marker(jsonl_lines(rows), lambda: left_out)
+        chunks = csv_lines(map(_csv_row, rows), CSV_FIELDS)
+    else:
+        chunks = with_end_marker(jsonl_lines(rows), lambda: left_out)
+    return witness.seal(chunks)

@@ -1,5 +1,6 @@
 """Erasure beyond the subject's rows: idempotency keys (a client may have chosen one that holds a name), job
-records in Redis, an access-log entry, and optionally a VACUUM of the touched tables (Postgres).
+records in Redis, an access-log entry, an `erased` entry in the evidence record (which keeps no personal data and
+outlives the erasure: app/evidence), and optionally a VACUUM of the touched tables (Postgres).
 
 Deleted rows are logically gone at commit. Their bytes stay in Postgres heap and index pages until the space is
 reused (plain VACUUM marks it reusable; VACUUM FULL rewrites the tables into new files, under an exclusive lock
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 from app.auth.keys import Principal
 from app.db.engine import get_engine
 from app.db.models import IdempotencyKey
+from app.evidence import service as evidence
 from app.privacy import access_log
 from app.queue import get_dispatcher
 from app.settings import Settings
@@ -50,6 +52,7 @@ def erase(
     keys = session.execute(delete(IdempotencyKey).where(IdempotencyKey.audit_id.in_(audit_ids))).rowcount or 0
     counts = subjects.erase_subject(session, principal, subject_id)
     access_log.record(session, principal, "erase_subject", subject_id=subject_id)
+    evidence.record_erasure(session, settings, principal, subject_id, audit_ids, counts | {"idempotency_keys": keys})
     session.commit()
     jobs = get_dispatcher().discard(audit_ids) if audit_ids else 0
     if vacuum_after:

@@ -7,11 +7,12 @@ from app.db.models.cache import NllCache
 from app.db.models.capacity import CapacityCell, CapacityText  # noqa: F401
 from app.db.models.dataset import CoverageAudit, CoverageResult, Dataset, DatasetFile, DatasetRecord  # noqa: F401
 from app.db.models.dynamics import DynamicsAudit, DynamicsString  # noqa: F401
+from app.db.models.evidence import EvidenceEntry, EvidenceHead  # noqa: F401
 from app.db.models.null import NullDistribution, NullFact  # noqa: F401
 from app.db.models.privacy import AccessLog, RevokedSubjectToken  # noqa: F401
 from app.db.models.subject import Fact, PropertyRow, Subject, Template
-from app.db.models.wikidata import PoolValue, WikidataImport, WikidataProperty  # noqa: F401
 from app.db.models.ui_session import DashboardSession  # noqa: F401
+from app.db.models.wikidata import PoolValue, WikidataImport, WikidataProperty  # noqa: F401
 from app.db.models.wikimem import Canary, CandidateScore, CounterfactualValue, FactResult
 
 __all__ = [

@@ -42,6 +42,8 @@ class Audit(CreatedAtMixin, Base):
     progress_done: Mapped[int] = mapped_column(Integer, default=0)
     progress_total: Mapped[int] = mapped_column(Integer, default=0)
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    # what produced the result (core.provenance: versions, scorer, model fingerprint, nulls); set by the job
+    provenance: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     error: Mapped[str | None] = mapped_column(Text)
     owner_key_id: Mapped[int | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"), index=True)
     # Subject audits: the audited person. Erasing the subject erases the audit and its results.

@@ -1,0 +1,103 @@
+"""Every query of the evidence record, and the one way to append to it (``append``): lock the head, chain,
+hash, sign, insert, move the head, all in the caller's transaction (an entry commits with what it records)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session
+
+from app.db.base import utcnow
+from app.db.models.evidence import EvidenceEntry, EvidenceHead
+from app.evidence import chain
+from app.evidence.keys import signing_key
+from app.settings import Settings
+
+HEAD_ID = 1
+
+
+def _lock_head(session: Session) -> tuple[int, str]:
+    """Claim the next sequence number: an UPDATE first, which holds the head row (Postgres) or the database's
+    write lock (SQLite) until the transaction ends, so a second writer waits and then reads this one's head;
+    then read the head back (the previous hash, and the claimed number)."""
+    claimed = session.execute(
+        update(EvidenceHead).where(EvidenceHead.id == HEAD_ID).values(seq=EvidenceHead.seq + 1)
+    ).rowcount
+    if not claimed:  # a database made without the migration's head row (metadata.create_all): start the chain
+        session.add(EvidenceHead(id=HEAD_ID, seq=1, hash=chain.GENESIS))
+        session.flush()
+    seq, prev = session.execute(select(EvidenceHead.seq, EvidenceHead.hash).where(EvidenceHead.id == HEAD_ID)).one()
+    return seq, prev
+
+
+def append(
+    session: Session,
+    settings: Settings,
+    kind: str,
+    *,
+    principal: str,
+    body: dict[str, Any],
+    subject_id: int | None = None,
+    audit_id: str | None = None,
+) -> EvidenceEntry:
+    """Append one entry (the caller commits). ``subject_id`` is kept as a keyed hash only; ``body`` must hold no
+    personal data (names, fact values, prompts, canaries)."""
+    private = signing_key(settings)
+    seq, prev = _lock_head(session)
+    at = utcnow()
+    ref = chain.subject_ref(settings.key_pepper, subject_id) if subject_id is not None else None
+    payload = chain.canonical(
+        {
+            "schema": chain.SCHEMA,
+            "seq": seq,
+            "prev": prev,
+            "at": at.isoformat(),
+            "kind": kind,
+            "principal": principal[:64],
+            "subject_ref": ref,
+            "audit_id": audit_id,
+            "body": body,
+        }
+    )
+    digest = chain.digest(payload)
+    entry = EvidenceEntry(
+        seq=seq,
+        at=at,
+        kind=kind,
+        subject_ref=ref,
+        audit_id=audit_id,
+        payload=payload,
+        hash=digest,
+        key_id=chain.key_id(private.public_key()),
+        signature=chain.sign(private, digest),
+    )
+    session.add(entry)
+    session.execute(update(EvidenceHead).where(EvidenceHead.id == HEAD_ID).values(hash=digest))
+    session.flush()
+    return entry
+
+
+def entries(session: Session, *, after: int = 0, limit: int | None = None) -> Iterator[EvidenceEntry]:
+    """Entries in chain order after sequence number ``after`` (streamed, never the whole table at once)."""
+    stmt = select(EvidenceEntry).where(EvidenceEntry.seq > after).order_by(EvidenceEntry.seq)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    yield from session.scalars(stmt.execution_options(yield_per=500))
+
+
+def about(session: Session, ref: str, audit_id: str, limit: int) -> list[EvidenceEntry]:
+    """Entries naming the subject (by ref) or the audit, oldest first."""
+    match = or_(EvidenceEntry.subject_ref == ref, EvidenceEntry.audit_id == audit_id)
+    return list(session.scalars(select(EvidenceEntry).where(match).order_by(EvidenceEntry.seq).limit(limit)))
+
+
+def count(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(EvidenceEntry)) or 0
+
+
+def last(session: Session) -> tuple[int, str]:
+    """The last entry's number and hash as the entries say (the head row may hold a claim not yet committed)."""
+    row = session.execute(select(EvidenceEntry.seq, EvidenceEntry.hash).order_by(EvidenceEntry.seq.desc())).first()
+    return (row[0], row[1]) if row else (0, chain.GENESIS)
