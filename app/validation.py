@@ -8,6 +8,7 @@ the path and query string are refused before routing (``app.middleware``), so th
 
 from __future__ import annotations
 
+import hashlib
 import math
 from typing import Annotated, Any
 
@@ -86,3 +87,9 @@ PageSize = Annotated[
     Query(ge=1, description="Items per page", json_schema_extra={LIMIT_KEY: {"maximum": "max_page_size"}}),
     AfterValidator(_page_size),
 ]
+
+
+def idempotency_digest(key: str) -> str:
+    """What is stored and compared for a client's Idempotency-Key: its SHA-256 (hex). The key is the client's text
+    and may hold a name; a hash never reaches the database's log (a unique violation's DETAIL quotes the row)."""
+    return hashlib.sha256(key.encode()).hexdigest()

@@ -28,7 +28,10 @@ from app.settings import get_settings
 EVENTS_POLL_SECONDS = 1.0  # how often the stream reads the audit's row
 EVENTS_KEEPALIVE_SECONDS = 15.0  # a comment line so that proxies keep an idle stream open
 MAX_STREAMS = 200  # streams open at once in this process (they bypass the admission limit: they hold no connection)
+MAX_STREAMS_PER_PRINCIPAL = 20  # ... of one API key or subject token: one client cannot take every stream
+ADMIN_RESERVED_STREAMS = 20  # the last of MAX_STREAMS, for admins only: an admin can always look
 _open_streams = 0
+_open_by_principal: dict[str, int] = {}  # principal id -> its open streams (only principals with one open)
 
 
 def etag_of(body: BaseModel) -> str:
@@ -78,17 +81,26 @@ def _event(name: str, data: dict[str, object]) -> str:
 
 
 def open_stream(principal: Principal, audit_id: str, request: Request, busy: str) -> AsyncIterator[str]:
-    """The event stream of one audit, its slot among ``MAX_STREAMS`` taken now: the check and the count happen
+    """The event stream of one audit, its slot among ``MAX_STREAMS`` taken now (at most
+    ``MAX_STREAMS_PER_PRINCIPAL`` per key or token; the last ``ADMIN_RESERVED_STREAMS`` for admins): the check and
+    the count happen
     together (no await between them), so requests arriving at once cannot all pass the check before any stream
     has started. The slot is given back when the stream ends, or when a stream that never started is dropped.
     ``busy``: the 503's advice when every slot is taken."""
     global _open_streams
-    if _open_streams >= MAX_STREAMS:
+    mine = _open_by_principal.get(principal.id, 0)
+    if mine >= MAX_STREAMS_PER_PRINCIPAL:
+        raise ServiceUnavailable(
+            f"this key or token already has {MAX_STREAMS_PER_PRINCIPAL} event streams open; close one first"
+        )
+    cap = MAX_STREAMS if principal.role == "admin" else MAX_STREAMS - ADMIN_RESERVED_STREAMS
+    if _open_streams >= cap:
         raise ServiceUnavailable(busy)
     _open_streams += 1
+    _open_by_principal[principal.id] = mine + 1
     release = _Release()
     events = _audit_events(principal, audit_id, request, release)
-    release.finalizer = weakref.finalize(events, _give_back)
+    release.finalizer = weakref.finalize(events, _give_back, principal.id)
     return events
 
 
@@ -96,9 +108,14 @@ def open_streams() -> int:
     return _open_streams
 
 
-def _give_back() -> None:
+def _give_back(principal_id: str) -> None:
     global _open_streams
     _open_streams -= 1
+    left = _open_by_principal.get(principal_id, 1) - 1
+    if left > 0:
+        _open_by_principal[principal_id] = left
+    else:
+        _open_by_principal.pop(principal_id, None)  # bounded: only principals with an open stream are kept
 
 
 class _Release:

@@ -32,6 +32,7 @@ from app.settings import Settings
 from app.subjects.kind import KIND as SUBJECT
 from app.subjects.schemas import SubjectAuditOptions
 from app.subjects.service import add_subject_audits
+from app.validation import idempotency_digest
 
 IDEMPOTENCY_CONSTRAINT = "uq_batches_principal"  # named in migrations/versions/0011_batches.py
 
@@ -75,6 +76,7 @@ def create_batch(
 ) -> tuple[Batch, Roster | None]:
     """(batch, roster); the roster is None when an Idempotency-Key replays an earlier batch."""
     if idempotency_key is not None:
+        idempotency_key = idempotency_digest(idempotency_key)  # stored and compared as its hash, never as sent
         with session_scope() as lookup:  # a short read of its own, before this request's transaction
             seen = repository.find_idempotent(lookup, principal.id, idempotency_key)
             seen_id, seen_hash = (seen.id, seen.request_hash) if seen is not None else (None, None)

@@ -29,7 +29,9 @@ COUNT_CAP = 10_000  # the preview counts records up to this many (a bounded loop
 COMPARE_SUBJECTS = 50  # subjects compared at most, newest first
 
 
-PREVIEWERS = (*EXPORTERS, "regulator")  # who may read the forget set here (a regulator reads, downloads nothing)
+# Who may read the forget set here: the roles GET /forget-set serves. One rule for its names and values: a regulator
+# (who reads the access log, GET /access-log) sees neither, in the API or here.
+PREVIEWERS = EXPORTERS
 
 
 class ForgetQuery:
@@ -59,7 +61,7 @@ class ForgetQuery:
 
 @router.get("/forget-set", response_class=HTMLResponse)
 def forget_set_page(request: Request, ui: Signed, query: Annotated[ForgetQuery, Depends()]) -> HTMLResponse:
-    require_roles(*PREVIEWERS)(ui.principal)  # a data-subject token reads its own audit, never the forget set
+    require_roles(*PREVIEWERS)(ui.principal)  # nor a data-subject token: it reads its own audit, never the forget set
     rows = logged_export(forget_set.records(ui.principal, query.filters), ui.principal, "preview_forget_set")
     preview = list(islice(rows, PREVIEW_ROWS))
     count = len(preview) + sum(1 for _ in islice(rows, COUNT_CAP - len(preview)))
