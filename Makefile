@@ -10,7 +10,7 @@ TORCH ?= torch==2.13.0
 LLAMA_CPP = $(shell $(PYTHON) -c 'import tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["served-test"] if r.startswith("llama-cpp-python")).replace("[server]", ""))')
 LLAMA_PIP_CACHE ?= $(or $(HOME),$(CURDIR)/var)/.cache/memaudit/pip-llama-portable
 
-.PHONY: install install-test system-deps demo test openapi lint benchmark-scoring benchmark-capacity
+.PHONY: install install-test system-deps demo test openapi docs lint benchmark-scoring benchmark-capacity
 
 # Everything the default path needs (the subject audit's near-duplicate relaxation included) is a dependency of
 # memaudit itself: nothing installed by install-test may be needed by `make demo` (.ci/run checks it).
@@ -49,6 +49,10 @@ test: install-test system-deps
 
 openapi:
 	$(PYTHON) -m app.openapi_export openapi/openapi.json
+
+# docs/configuration.md, written from the Settings class (tests/test_repository_artifacts.py checks it)
+docs:
+	$(PYTHON) -m app.settings_doc docs/configuration.md
 
 lint:
 	ruff check app workers tests benchmarks

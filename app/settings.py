@@ -15,41 +15,73 @@ GROUNDTRUTH_DIR = REPO_ROOT / "workers" / "groundtruth" / "model"
 
 
 class ModelSpec(BaseModel):
-    """One entry of the model registry.
+    """One entry of the model registry (``MEMAUDIT_MODELS``): where a model's weights are, or where it is served.
+    Each field's description says what it holds (docs/configuration.md lists them)."""
 
-    ``backend`` is ``hf`` (transformers, CPU/GPU), ``vllm`` (GPU workers only) or ``openai`` (a model served
-    elsewhere behind an OpenAI-compatible ``/v1/completions``: vLLM's or llama-cpp-python's server).
-    ``path`` is a local directory, a hub id already in the local cache, or a directory holding ``gguf_file``.
-    ``package`` names an installed Python package whose directory holds the weights: it is located with
-    ``importlib.util.find_spec`` and never imported.
-
-    Served models (``openai``; see workers/lm/served.py): ``base_url`` ends in ``/v1``; ``served_model`` is the
-    request's ``model``; ``api_key`` is a secret (sent as a bearer token, never logged, stored or shown);
-    ``tokenizer`` is a local tokenizer directory / cached hub id, or ``server`` for the server's tokenize endpoint
-    (unset: the ``reference`` model's tokenizer); ``reference`` names a registry entry holding a local copy of the
-    same model, whose NLLs the server's must match within ``reference_tolerance`` nats per probe sentence at load;
-    ``max_length`` overrides the context length the server reports; ``timeout`` (s) per request, ``retries`` on
-    429/5xx/connection errors, ``concurrency`` requests in flight, ``batch_size`` prompts per request.
-    """
-
-    backend: Literal["hf", "vllm", "openai"] = "hf"
-    path: str | None = None
-    package: str | None = None
-    gguf_file: str | None = None
-    description: str = ""
-    dtype: Literal["float32", "bfloat16", "float16", "auto"] = "float32"
+    backend: Literal["hf", "vllm", "openai"] = Field(
+        default="hf",
+        description=(
+            "`hf` (transformers, CPU/GPU), `vllm` (GPU workers only) or `openai` (a model served elsewhere "
+            "behind an OpenAI-compatible `/v1/completions`: vLLM's or llama-cpp-python's server)"
+        ),
+    )
+    path: str | None = Field(
+        default=None,
+        description="a local directory, a hub id already in the local cache, or a directory holding `gguf_file`",
+    )
+    package: str | None = Field(
+        default=None,
+        description=(
+            "an installed Python package whose directory holds the weights: located with "
+            "`importlib.util.find_spec`, never imported"
+        ),
+    )
+    gguf_file: str | None = Field(
+        default=None,
+        description="a GGUF file in `path` or `package`, de-quantized by transformers (the converted copy is cached)",
+    )
+    description: str = Field(default="", description="what `GET /models` says of the model")
+    dtype: Literal["float32", "bfloat16", "float16", "auto"] = Field(
+        default="float32", description="the dtype the weights are loaded in (`auto`: the checkpoint's)"
+    )
     # served models (backend "openai")
-    base_url: str | None = None
-    served_model: str | None = None
-    api_key: SecretStr | None = None
-    tokenizer: str | None = None
-    reference: str | None = None
-    reference_tolerance: float = Field(default=0.5, gt=0)
-    max_length: int | None = Field(default=None, gt=1)
-    timeout: float = Field(default=120.0, gt=0)
-    retries: int = Field(default=4, ge=0, le=20)
-    concurrency: int = Field(default=4, ge=1, le=256)
-    batch_size: int = Field(default=32, ge=1, le=4096)
+    base_url: str | None = Field(default=None, description="served models: the server's base URL, ending in `/v1`")
+    served_model: str | None = Field(default=None, description="served models: the request's `model`")
+    api_key: SecretStr | None = Field(
+        default=None,
+        description=(
+            "served models: sent as a bearer token; a secret, never logged, stored or shown (set it on its own "
+            "with `MEMAUDIT_MODELS__<name>__API_KEY`)"
+        ),
+    )
+    tokenizer: str | None = Field(
+        default=None,
+        description=(
+            "served models: a local tokenizer directory, cached hub id or `.gguf` file of the served model, or "
+            "`server` for the server's tokenize endpoint; unset: the `reference` model's tokenizer"
+        ),
+    )
+    reference: str | None = Field(
+        default=None,
+        description=(
+            "served models: a registry entry holding a local copy of the same model, whose NLLs the server's "
+            "must match at load"
+        ),
+    )
+    reference_tolerance: float = Field(
+        default=0.5,
+        gt=0,
+        description="served models: nats per probe sentence the server's NLLs may differ from the `reference` model's",
+    )
+    max_length: int | None = Field(
+        default=None, gt=1, description="served models: overrides the context length the server reports"
+    )
+    timeout: float = Field(default=120.0, gt=0, description="served models: seconds per request")
+    retries: int = Field(
+        default=4, ge=0, le=20, description="served models: retries with backoff on 429, 5xx and connection errors"
+    )
+    concurrency: int = Field(default=4, ge=1, le=256, description="served models: requests in flight")
+    batch_size: int = Field(default=32, ge=1, le=4096, description="served models: prompts per request")
 
 
 def default_models() -> dict[str, ModelSpec]:
@@ -69,83 +101,188 @@ def default_models() -> dict[str, ModelSpec]:
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMAUDIT_", env_nested_delimiter="__", extra="ignore")
 
-    env: Literal["development", "test", "production"] = "development"
-    database_url: str = Field(default_factory=lambda: f"sqlite:///{Path.cwd() / 'var' / 'memaudit.sqlite3'}")
-    redis_url: str | None = None  # unset: embedded in-process worker
-    queue_name: str = "memaudit"
-    models: dict[str, ModelSpec] = Field(default_factory=default_models)
-    default_model: str = "smollm2-135m"
+    env: Literal["development", "test", "production"] = Field(
+        default="development",
+        description=(
+            "`production` refuses placeholder secrets and takes registered models only (no `hf:` path without "
+            "`model_roots`)"
+        ),
+    )
+    database_url: str = Field(
+        default_factory=lambda: f"sqlite:///{Path.cwd() / 'var' / 'memaudit.sqlite3'}",
+        description="SQLAlchemy URL; Postgres: `postgresql+psycopg://user:pw@host/db`",
+    )
+    redis_url: str | None = Field(
+        default=None, description="Redis for the RQ queues; unset: embedded, an in-process worker thread"
+    )
+    queue_name: str = Field(default="memaudit", description="RQ queue name (the batch lanes are named after it)")
+    models: dict[str, ModelSpec] = Field(
+        default_factory=default_models,
+        description=(
+            'the model registry as JSON: `{"name": {"backend": "hf", "path": "...", "gguf_file": "..."}}`; '
+            '`"backend": "openai"` for a served model (docs/models.md); replaces the built-in registry. A '
+            "served model's key: `MEMAUDIT_MODELS__<name>__API_KEY` (a secret)"
+        ),
+    )
+    default_model: str = Field(default="smollm2-135m", description="model of `memaudit audit` and `memaudit demo`")
 
     # limits
-    max_facts_per_subject: int = 50
-    max_name_length: int = 200
-    max_value_length: int = 300
-    max_page_size: int = 200
-    job_timeout_seconds: int = 6 * 3600
-    job_result_ttl_seconds: int = 7 * 24 * 3600
-    max_dataset_upload_bytes: int = 256 * 1024 * 1024  # a dataset upload (all its files); MovieLens-1M is 25 MB
-    capacity_limits: dict[str, int] = {}  # overrides of app.capacity.service.DEFAULT_LIMITS (grid size, N, steps…)
-    max_dynamics_train_tokens: int = 20_000_000  # dynamics audits: tokens trained over all K runs and E epochs
+    max_facts_per_subject: int = Field(default=50, description="facts per subject audit")
+    max_name_length: int = Field(default=200, description="characters in a subject name")
+    max_value_length: int = Field(default=300, description="characters in a fact value")
+    max_page_size: int = Field(default=200, description="largest `page_size` of list endpoints")
+    job_timeout_seconds: int = Field(default=6 * 3600, description="RQ job timeout")
+    job_result_ttl_seconds: int = Field(default=7 * 24 * 3600, description="RQ result/failure TTL")
+    max_dataset_upload_bytes: int = Field(
+        default=256 * 1024 * 1024, description="a dataset upload (all its files; 413 over it); MovieLens-1M is 25 MB"
+    )
+    capacity_limits: dict[str, int] = Field(
+        default={}, description="overrides of app.capacity.service.DEFAULT_LIMITS (grid size, N, steps…) as JSON"
+    )
+    max_dynamics_train_tokens: int = Field(
+        default=20_000_000, description="dynamics audits: tokens trained over all K runs and E epochs"
+    )
     # request limits (app/middleware.py, app/limits.py); 0 turns a rate limit or quota off
-    # any request body but a dataset upload; the largest the schemas allow is a dynamics trajectory file (20 M chars)
-    max_request_bytes: int = 24 * 1024 * 1024
-    rate_limit_per_minute: int = 1200  # requests per API key or subject token, bursts up to the same number
-    submit_rate_per_minute: int = 60  # POSTs (audits, uploads) per API key
-    max_active_audits_per_key: int = 100  # queued + running audits one API key may have (batches' aside)
-    max_batch_size: int = 100_000  # people in one batch (roster rows)
-    max_active_batch_audits_per_key: int = 200_000  # queued + running audits of one API key's batches
-    batch_lanes: int = Field(default=8, ge=1, le=64)  # batch queues workers rotate through (app/queue.py)
-    key_touch_seconds: int = 60  # api_keys.last_used_at is updated at most this often per key
-    # models: `hf:` paths must lie under one of these directories; unset: none in production, any elsewhere
-    model_roots: list[str] | None = None
-    max_loaded_models: int = 3  # a worker keeps at most this many models loaded (least recently used goes)
-    wikidata_timeout_seconds: float = 5.0  # per Wikidata API call; two retries at most
-    # null calibration of subject audits: null facts per property (a full null fact is one fictitious person;
-    # with pseudo-truths one person gives one per candidate, but at least null_min_people people are audited)
-    null_facts_per_property: int = 200
-    null_min_people: int = 20
-    null_max_people: int = 2000
-    # sentences one null job scores (whole people-properties, at least one) before it sends its next job to the
-    # tail of its lane: a single audit waits at most one such job for a worker (≈ 15 s on one CPU thread)
-    null_job_sentences: int = Field(default=2000, ge=1)
+    max_request_bytes: int = Field(
+        default=24 * 1024 * 1024,
+        description=(
+            "largest request body but a dataset upload (413 over it); the largest the schemas allow is a "
+            "dynamics trajectory file (20 M characters)"
+        ),
+    )
+    rate_limit_per_minute: int = Field(
+        default=1200,
+        description="requests per API key or subject token, bursts up to the same number (429 + Retry-After; 0: off)",
+    )
+    submit_rate_per_minute: int = Field(default=60, description="POSTs (audits, uploads) per API key (0: off)")
+    max_active_audits_per_key: int = Field(
+        default=100, description="queued + running audits one API key may have, batches aside (0: off)"
+    )
+    max_batch_size: int = Field(default=100_000, description="people in one batch (roster rows; 0: no limit)")
+    max_active_batch_audits_per_key: int = Field(
+        default=200_000, description="queued + running audits of one API key's batches (0: off)"
+    )
+    batch_lanes: int = Field(
+        default=8, ge=1, le=64, description="batch queues workers rotate through (app/queue.py: fair scheduling)"
+    )
+    key_touch_seconds: int = Field(
+        default=60, description="`api_keys.last_used_at` is updated at most this often per key"
+    )
+    model_roots: list[str] | None = Field(
+        default=None,
+        description="JSON list of directories `hf:` models may come from; unset: none in production, any elsewhere",
+    )
+    max_loaded_models: int = Field(
+        default=3, description="models a worker keeps loaded (the least recently used is unloaded first)"
+    )
+    wikidata_timeout_seconds: float = Field(
+        default=5.0, description="timeout of one Wikidata API call (two retries at most)"
+    )
+    null_facts_per_property: int = Field(
+        default=200,
+        description=(
+            "null facts per property of a subject audit's null calibration (a full null fact is one fictitious "
+            "person; with pseudo-truths one person gives one per candidate)"
+        ),
+    )
+    null_min_people: int = Field(default=20, description="fictitious people a null audits at least")
+    null_max_people: int = Field(default=2000, description="fictitious people a null audits at most")
+    null_job_sentences: int = Field(
+        default=2000,
+        ge=1,
+        description=(
+            "sentences one null job scores (whole people-properties, at least one) before it sends its next job "
+            "to the tail of its lane: a single audit waits at most one such job for a worker (≈ 15 s on one CPU "
+            "thread)"
+        ),
+    )
 
     # scoring
-    torch_threads: int = 0  # 0: let torch decide
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    score_batch_tokens: int = 8192
-    # converted copies of GGUF models (safetensors, keyed by the GGUF file's SHA-256); "" turns the cache off
-    model_cache_dir: str = str(Path.home() / ".cache" / "memaudit" / "models")
+    torch_threads: int = Field(default=0, description="CPU threads for torch (0: torch's default)")
+    device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="`cpu`, `cuda` or `auto`")
+    score_batch_tokens: int = Field(default=8192, description="token budget of one scoring batch")
+    model_cache_dir: str = Field(
+        default=str(Path.home() / ".cache" / "memaudit" / "models"),
+        description=(
+            "converted copies of GGUF models (safetensors, ~4 bytes/parameter, keyed by the GGUF file's "
+            "SHA-256); empty: no cache"
+        ),
+    )
 
     # reliability: leases, heartbeats and the reconciler (README "Reliability"), and privacy (erasure, retention)
-    lease_ttl_seconds: float = 30.0  # a running audit whose lease is this old has lost its worker
-    heartbeat_seconds: float = 2.0  # how often a job renews its lease and sees a cancellation
-    cancel_grace_seconds: float = 5.0  # after this, a job that has not stopped by itself is interrupted
-    reconcile_interval_seconds: float = 10.0
-    # one SSE stream's lifetime (GET /audits/{id}/events); a client reconnects after it
-    events_max_seconds: float = Field(default=300.0, gt=0, le=3600)
-    reconcile_grace_seconds: float = 5.0  # a queued audit younger than this (never started) is left to the API
-    # ... a batch's audits: stamped before their rows are written (100,000 people: about a minute) and enqueued in
-    # bulk after the commit (seconds more), so the API's own enqueue needs longer
-    reconcile_batch_grace_seconds: float = 300.0
-    max_attempts: int = 3  # an audit whose worker died this often is failed, not run again
-    redis_timeout_seconds: float = 3.0  # connect/read timeout of the API's enqueue (Redis down: queue durably)
-    retention_days: int | None = None  # purge finished audits and subjects older than this (None: keep)
-    maintenance_interval_seconds: float = 3600.0  # how often the reconciler runs the retention purge
-    erasure_vacuum: Literal["off", "vacuum", "full"] = "off"  # Postgres: VACUUM the erased tables afterwards
-    max_concurrent_requests: int = 10  # requests inside the API at once (0: no limit); keep under the DB pool (20)
-    # a request's whole body must arrive within this (408 after it), before the request takes an admission slot
-    body_timeout_seconds: float = Field(default=30.0, gt=0)
-    dataset_upload_timeout_seconds: float = Field(default=600.0, gt=0)  # ... POST /datasets (up to 256 MiB)
+    lease_ttl_seconds: float = Field(
+        default=30.0, description="a running audit whose lease is this old has lost its worker"
+    )
+    heartbeat_seconds: float = Field(
+        default=2.0, description="how often a job renews its lease and notices a cancellation"
+    )
+    cancel_grace_seconds: float = Field(
+        default=5.0, description="after this, a job that has not stopped by itself is interrupted"
+    )
+    reconcile_interval_seconds: float = Field(default=10.0, description="reconciler pass interval (±20 % jitter)")
+    events_max_seconds: float = Field(
+        default=300.0, gt=0, le=3600, description="lifetime of one `GET /audits/{id}/events` stream (clients reconnect)"
+    )
+    reconcile_grace_seconds: float = Field(
+        default=5.0, description="a queued audit younger than this (never started) is left to the API's own enqueue"
+    )
+    reconcile_batch_grace_seconds: float = Field(
+        default=300.0,
+        description=(
+            "the same for a batch's audits: stamped before their rows are written (100,000 people: about a "
+            "minute) and enqueued in bulk after the commit, so the API's own enqueue needs longer"
+        ),
+    )
+    max_attempts: int = Field(default=3, description="an audit whose worker died this often is failed, not run again")
+    redis_timeout_seconds: float = Field(
+        default=3.0, description="connect/read timeout of the API's enqueue (Redis down: the audit is queued durably)"
+    )
+    retention_days: int | None = Field(
+        default=None, description="purge finished audits and subjects older than this (unset: keep)"
+    )
+    maintenance_interval_seconds: float = Field(
+        default=3600.0, description="how often the reconciler runs the retention purge"
+    )
+    erasure_vacuum: Literal["off", "vacuum", "full"] = Field(
+        default="off", description="`vacuum` / `full`: VACUUM the erased tables after an erasure (Postgres)"
+    )
+    max_concurrent_requests: int = Field(
+        default=10, description="requests inside the API at once (0: no limit); keep under the database pool (20)"
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description=(
+            "a request's whole body must arrive within this (408 after it), before the request takes an admission slot"
+        ),
+    )
+    dataset_upload_timeout_seconds: float = Field(
+        default=600.0, gt=0, description="the same for `POST /datasets` (up to 256 MiB)"
+    )
 
     # secrets / keys
-    key_pepper: str = "dev-pepper-change-me"
-    # the evidence record's Ed25519 signing key (PEM, PKCS#8); generated with mode 0600 on first use when missing.
-    # Every process that writes evidence (API, workers) must read the same file (docs/reliability.md "Evidence")
-    evidence_key_file: str = Field(default_factory=lambda: str(Path.cwd() / "var" / "evidence-signing-key.pem"))
-    # the command line as a client of a running API (else it works on this machine's database)
-    api_url: str | None = None
-    api_key: str | None = None
-    wikidata_api_url: str = "https://www.wikidata.org/w/api.php"
+    key_pepper: str = Field(
+        default="dev-pepper-change-me",
+        description=(
+            "secret mixed into key hashes and data-subject tokens; required (16 characters or more) in production"
+        ),
+    )
+    evidence_key_file: str = Field(
+        default_factory=lambda: str(Path.cwd() / "var" / "evidence-signing-key.pem"),
+        description=(
+            "the evidence record's Ed25519 signing key (PEM, PKCS#8), generated with mode 0600 on first use when "
+            "missing; every process that writes evidence (API, workers) must read the same file (docs/reliability.md "
+            '"Evidence")'
+        ),
+    )
+    api_url: str | None = Field(
+        default=None,
+        description="the command line's default `--api-url` (a running API; unset: this machine's database)",
+    )
+    api_key: str | None = Field(default=None, description="the command line's default `--api-key`")
+    wikidata_api_url: str = Field(
+        default="https://www.wikidata.org/w/api.php", description="where `wikidata_id` facts are fetched from"
+    )
 
     def hf_roots(self) -> list[Path] | None:
         """Where `hf:` models may be loaded from: None means anywhere (development and test without model_roots),

@@ -1,4 +1,5 @@
-"""Checked-in artifacts that must match the code: the OpenAPI document and the compose file."""
+"""Checked-in artifacts that must match the code: the OpenAPI document, the configuration reference (written from
+the Settings class) and the compose file."""
 
 from __future__ import annotations
 
@@ -17,6 +18,14 @@ def test_openapi_document_is_current():
 
     checked_in = (REPO / "openapi" / "openapi.json").read_text()
     assert checked_in == render(), "openapi/openapi.json is stale: run `make openapi` and commit it"
+
+
+def test_configuration_reference_is_current():
+    """docs/configuration.md is written from the Settings class; every setting has a description."""
+    from app.settings_doc import render
+
+    checked_in = (REPO / "docs" / "configuration.md").read_text()
+    assert checked_in == render(), "docs/configuration.md is stale: run `make docs` and commit it"
 
 
 @pytest.mark.skipif(
