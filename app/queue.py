@@ -17,6 +17,7 @@ its lane (``follow_up``), so a single audit waits for at most one such chunk, an
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import itertools
 import logging
@@ -228,6 +229,23 @@ class EmbeddedDispatcher:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="memaudit-embedded-worker", daemon=True)
                 self._thread.start()
+                atexit.register(self.shutdown)  # once per thread started (a closed runner's is not called)
+
+    def shutdown(self) -> None:
+        """The process exits (the thread is a daemon: its job stops with it): the audit it runs goes back to
+        `queued`, not counted as an attempt, so no audit is left `running` until its lease expires (a null resumes
+        from its stored chunks in the next process that runs it: `memaudit serve`, a worker, the next command)."""
+        from app.db.engine import session_scope
+        from app.reliability.leases import hand_back_process
+
+        try:
+            with session_scope() as s:
+                held = hand_back_process(s)
+        except Exception as exc:  # the database is gone: the lease expires and the reconciler recovers it
+            log.warning("embedded runner: could not hand its audits back at exit (%s)", type(exc).__name__)
+            return
+        for audit_id in held:
+            log.info("embedded runner: audit %s goes back to the queue as this process exits", audit_id)
 
     def _loop(self) -> None:
         while True:

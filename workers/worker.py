@@ -17,11 +17,13 @@ from redis.exceptions import RedisError
 from rq import Queue, SimpleWorker
 from rq.exceptions import StopRequested
 from rq.serializers import JSONSerializer
+from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from rq.utils import now as rq_now
 
 from app.queue import get_dispatcher, queue_names
 from app.reliability.reconciler import Reconciler, reconcile_once
 from app.settings import Settings, get_settings
+from workers.jobs.common import JobTimedOut
 from workers.lm.registry import get_scorer
 
 log = logging.getLogger("memaudit.worker")
@@ -46,6 +48,14 @@ def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
         reconciler.stop()
 
 
+class TimeoutPenalty(UnixSignalDeathPenalty):
+    """RQ's job timeout raised as JobTimedOut, a BaseException, so that it reaches the job's runner, which runs the
+    audit again under the one retry policy (workers/jobs/common.py); other timeouts are RQ's own."""
+
+    def __init__(self, timeout: float, exception: type[BaseException] = JobTimeoutException, **kwargs: Any) -> None:
+        super().__init__(timeout, JobTimedOut if exception is JobTimeoutException else exception, **kwargs)
+
+
 class FairWorker(SimpleWorker):
     """RQ takes the next job from the first of the worker's queues that holds one. The interactive queue stays
     first; the batch lanes after it rotate past the lane just served, so that the batches of several keys take
@@ -54,6 +64,8 @@ class FairWorker(SimpleWorker):
     Signals: RQ's handlers (warm shutdown, then cold) hold only from the start of its loop until its teardown.
     Before, ``stop`` (memaudit's handlers) catches them and RQ's loop stops before taking a job; from the
     teardown on, memaudit's handlers are back (RQ's would raise StopRequested out of the teardown)."""
+
+    death_penalty_class = TimeoutPenalty
 
     def __init__(self, *args: Any, stop: threading.Event | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from app.cli.client import LocalClient, add_client_arguments, make_client
-from app.cli.output import failure_line, wait
+from app.cli.output import NULL_WAIT_SECONDS, failure_line, wait, wait_for_nulls
 from app.errors import DomainError, InvalidInput
 from app.settings import get_settings
 from app.streaming import END_KEY
@@ -115,7 +115,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if audit["status"] != "succeeded":
         print(f"memaudit: {failure_line(audit, isinstance(client, LocalClient))}", file=sys.stderr)
         return 1
-    facts = client.facts(audit_id)
+    facts = wait_for_nulls(client, audit, args.null_wait, quiet=args.json)
     if args.json:
         print(json.dumps({"audit": audit, "facts": facts["facts"]}, indent=2))
     else:
@@ -190,6 +190,13 @@ def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = CLI_PARAPHR
         help="counterfactual values ranked against each true value",
     )
     p.add_argument("--alpha", type=float, default=DEFAULTS.alpha, help="weight of the similar-name calibration")
+    p.add_argument(
+        "--null-wait",
+        type=float,
+        default=NULL_WAIT_SECONDS,
+        help="seconds to wait for the null the p-values need (said up front; 0: do not wait). A null not done by "
+        "then goes on under `memaudit serve`, a worker, or the next command, from what it has stored",
+    )
     p.add_argument(
         "--model",
         default=None,

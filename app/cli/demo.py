@@ -15,7 +15,7 @@ from typing import Any
 
 from app.cli.audit import SHARE_NOTE, add_audit_options, audit_options, plan_line, print_table
 from app.cli.client import Client, LocalClient, add_client_arguments, make_client
-from app.cli.output import duration, failure_line, wait
+from app.cli.output import duration, failure_line, wait, wait_for_nulls
 from app.settings import get_settings
 from app.streaming import END_KEY
 
@@ -30,8 +30,9 @@ NULL_FAILED_NOTE = (
 )
 NULL_NOTE = (
     "p (null) is not computed yet: p-values need this model's null (fictitious people audited the same "
-    "way), which this run queued; `memaudit serve` runs it in the background, and later audits and exports "
-    "use it. This forget set is by the lenient policy."
+    "way), created with the first audit of this configuration; it goes on under `memaudit serve`, a worker, or "
+    "the next run (--null-wait), from what it has stored, and later audits and exports use it. This forget set "
+    "is by the lenient policy."
 )
 
 
@@ -75,7 +76,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if audit["status"] != "succeeded":
             print(f"memaudit: {name}: {failure_line(audit, isinstance(client, LocalClient))}", file=sys.stderr)
             return 1
-        facts = client.facts(audit_id)
+        facts = wait_for_nulls(client, audit, args.null_wait)
         print_table(name, facts)
         lenient += sum(f["lenient"] for f in facts["facts"])
         total += len(facts["facts"])

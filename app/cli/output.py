@@ -12,6 +12,7 @@ import logging
 import sys
 import time
 from collections import deque
+from datetime import datetime
 from typing import Any
 
 from tqdm import tqdm
@@ -155,6 +156,70 @@ def wait(client: Client, audit_id: str, label: str, quiet: bool = False) -> dict
         raise
     finally:
         progress.close(audit)
+
+
+NULL_WAIT_SECONDS = 600  # `--null-wait`'s default: how long a command waits for the null its p-values need
+
+
+def pending_nulls(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    return [n for n in (facts.get("calibration") or {}).get("nulls", []) if n["status"] == "pending"]
+
+
+def audit_rate(audit: dict[str, Any]) -> float | None:
+    """Sentences per second this machine scored the audit at (its model load included: an ETA from it errs long)."""
+    scored = ((audit.get("summary") or {}).get("scoring") or {}).get("scored")
+    start, end = audit.get("started_at"), audit.get("finished_at")
+    if not scored or not start or not end:
+        return None
+    seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    return scored / seconds if seconds > 0 else None
+
+
+def null_eta(nulls: list[dict[str, Any]], rate: float | None) -> tuple[int, int, float | None]:
+    """(done, total) sentences of the pending nulls (one null audit may serve several properties: counted once)
+    and the time left: the nulls' own ETA once they have run, else their sentences at ``rate``."""
+    by_audit = {n["null_audit_id"]: n.get("progress") or {} for n in nulls}
+    done = sum(p.get("done", 0) for p in by_audit.values())
+    total = sum(p.get("total", 0) for p in by_audit.values())
+    etas = [p["eta_seconds"] for p in by_audit.values() if p.get("eta_seconds") is not None]
+    if etas:
+        return done, total, max(etas)
+    return done, total, (total - done) / rate if rate and total else None
+
+
+def wait_for_nulls(client: Client, audit: dict[str, Any], limit: float, quiet: bool = False) -> dict[str, Any]:
+    """The audit's facts page once the nulls its p-values wait for are done, with a progress bar; said up front how
+    long that takes. When it would take longer than ``limit`` seconds (or takes longer), the page as it is: the
+    null goes on under `memaudit serve` or a worker, or in the next command, from what it has stored (a one-shot
+    command hands it back to the queue as it exits: app.queue.EmbeddedDispatcher.shutdown)."""
+    facts = client.facts(audit["id"])
+    nulls = pending_nulls(facts)
+    if not nulls:
+        return facts
+    done, total, eta = null_eta(nulls, audit_rate(audit))
+    when = f"≈ {duration(eta)}" if eta is not None else "time unknown"
+    say = (lambda _: None) if quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+    head = f"p-values need this configuration's null (fictitious people audited alike): {total - done:,} sentences"
+    if limit <= 0 or (eta is not None and eta > limit):
+        say(f"{head}, {when}; not waiting (--null-wait {duration(limit)}): it goes on under `memaudit serve` or a")
+        say("worker, or in the next command, from what it has stored")
+        return facts
+    say(f"{head}, {when}; waiting (at most {duration(limit)})")
+    bar = tqdm(total=total, initial=done, desc="null", file=sys.stderr, disable=quiet or not sys.stderr.isatty())
+    deadline = time.monotonic() + limit
+    try:
+        while nulls and time.monotonic() < deadline:
+            time.sleep(POLL_SECONDS)
+            facts = client.facts(audit["id"])
+            nulls = pending_nulls(facts)
+            done, total, eta = null_eta(nulls, audit_rate(audit))
+            bar.total, bar.n = max(total, 1), done
+            bar.set_postfix_str(f"{duration(eta)} left" if eta is not None else "measuring", refresh=True)
+    finally:
+        bar.close()
+    if nulls:
+        say(f"the null is not done after {duration(limit)}: it goes on later from what it has stored")
+    return facts
 
 
 def failure_line(audit: dict[str, Any], local: bool) -> str:

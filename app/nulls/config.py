@@ -92,6 +92,14 @@ def people_needed(
     return min(max(floor, math.ceil(wanted / candidates)), settings.null_max_people)
 
 
+def sentences_per_person(config: Mapping[str, Any], pool_size: int) -> int:
+    """Sentences one fictitious person costs a null for one property: templates x candidates (truth and drawn
+    counterfactuals) x [subject, generic subject, look-alikes]. The unit of a null's progress (and its ETA before it
+    has run), known without drawing anyone's counterfactuals."""
+    candidates = 1 + min(int(config["counterfactuals"]), max(pool_size - 1, 0))
+    return len(config["templates"]) * candidates * (2 + int(config["similar_names"]))
+
+
 def subject_lookalikes(summary: Mapping[str, Any] | None, options: Mapping[str, Any]) -> str:
     """The look-alike scheme a finished subject audit used (same_origin falls back to reversed for a name of
     unknown origin; audits from before look-alike schemes used reversed letters)."""

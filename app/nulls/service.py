@@ -12,7 +12,14 @@ from sqlalchemy.orm import Session
 from app.db.models import Audit, NullDistribution
 from app.errors import InvalidInput
 from app.nulls import repository
-from app.nulls.config import config_key, effective_pool, null_config, people_needed, resolve_method
+from app.nulls.config import (
+    config_key,
+    effective_pool,
+    null_config,
+    people_needed,
+    resolve_method,
+    sentences_per_person,
+)
 from app.nulls.request import NullAuditCreate
 from app.queue import batch_lane, enqueue_many_after_commit
 from app.settings import Settings
@@ -57,9 +64,12 @@ def add_distributions(
     min_people: int | None = None,
 ) -> list[NullDistribution]:
     rows = []
+    audit.progress_total = 0  # in sentences, as the job reports it: known (and an ETA possible) before it runs
     for pid in pids:
         pool = effective_pool(session, pid, options)
         config = null_config(pid, options, lookalikes, pool, resolve_method(method, pid, options))
+        people = people_needed(config, len(pool), settings, facts, min_people)
+        audit.progress_total += people * sentences_per_person(config, len(pool))
         rows.append(
             NullDistribution(
                 audit_id=audit.id,
@@ -68,7 +78,7 @@ def add_distributions(
                 key=config_key(config),
                 config=config,
                 method=config["method"],
-                people=people_needed(config, len(pool), settings, facts, min_people),
+                people=people,
             )
         )
     session.add_all(rows)

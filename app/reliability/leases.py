@@ -17,7 +17,7 @@ import threading
 from datetime import datetime, timedelta
 from uuid import uuid4
 
-from sqlalchemy import event, or_, select, update
+from sqlalchemy import event, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
@@ -32,7 +32,30 @@ class LeaseLost(Exception):
 
 def new_owner_id() -> str:
     """Unique per job run: host, process and a random part (a restarted process never reuses an id)."""
-    return f"{socket.gethostname()[:32]}:{os.getpid()}:{uuid4().hex[:12]}"
+    return f"{process_owner_prefix()}{uuid4().hex[:12]}"
+
+
+def process_owner_prefix() -> str:
+    """What every owner id of this process starts with."""
+    return f"{socket.gethostname()[:32]}:{os.getpid()}:"
+
+
+def hand_back_process(session: Session) -> list[str]:
+    """This process is exiting: every audit one of its runs holds goes back to `queued`, not counted as an attempt
+    (the process did not die; its runs stop with it). Their fenced writes fail from now on. Returns their ids."""
+    held = list(
+        session.scalars(
+            select(Audit.id).where(Audit.status == RUNNING, Audit.lease_owner.startswith(process_owner_prefix()))
+        )
+    )
+    if held:
+        session.execute(
+            update(Audit)
+            .where(Audit.id.in_(held), Audit.status == RUNNING, Audit.lease_owner.startswith(process_owner_prefix()))
+            .values(status=QUEUED, lease_owner=None, lease_expires_at=None, attempts=Audit.attempts - 1)
+            .execution_options(synchronize_session=False)
+        )
+    return held
 
 
 def expiry(ttl: float, now: datetime | None = None) -> datetime:
@@ -51,7 +74,7 @@ def claim(session: Session, audit_id: str, owner: str, ttl: float) -> bool:
         )
         .values(
             status=RUNNING,
-            started_at=now,
+            started_at=func.coalesce(Audit.started_at, now),  # the first run's start (a null's ETA counts from it)
             error=None,
             attempts=Audit.attempts + 1,
             lease_owner=owner,

@@ -89,3 +89,27 @@ def test_cancelling_stops_the_job_inside_a_long_engine_call(fault_env):
     assert stored_once(big, n_templates=2) == (0, 0), "a cancelled run stored results"
     log = fault_env.log("worker")
     assert f"audit {big} cancelled" in log or f"audit {big}: job interrupted" in log, log[-3000:]
+
+
+def test_a_job_that_times_out_runs_again_then_fails_as_a_timeout(fault_env, monkeypatch):
+    """RQ's job timeout goes through the one retry policy (max_attempts): each run that times out hands its audit
+    back and it runs again, and after max_attempts runs it fails, recorded as a timeout (not "internal error")."""
+    from app.settings import get_settings
+
+    limit = 3
+    fault_env.env["MEMAUDIT_JOB_TIMEOUT_SECONDS"] = str(limit)  # the worker's follow-up jobs
+    monkeypatch.setenv("MEMAUDIT_JOB_TIMEOUT_SECONDS", str(limit))  # this process's enqueue (the API's)
+    get_settings.cache_clear()
+    fault_env._spawn(["worker", "--preload", "smollm2-135m"], "worker")  # the timeout cuts scoring, not loading
+    api = Api(make_key("auditor"))
+    # ~1,600 sentences, tens of seconds on SmolLM2-135M: every run is cut by the timeout, and 3 runs of 3 s do not
+    # finish it from what the NLL cache keeps of the runs before
+    slow = submit(api, subject_body(1, counterfactuals=100, paraphrases=3, similar_names=2, model="smollm2-135m"))
+    wait_until(lambda: audit_row(slow).status == "failed", STARTUP + 3 * limit + 60, "the audit never failed")
+    row = audit_row(slow)
+    attempts = get_settings().max_attempts
+    assert row.attempts == attempts, f"{row.attempts} runs; the retry policy allows {attempts}"
+    assert f"timed out after {limit} s in each of {attempts} runs" in row.error, row.error
+    log = fault_env.log("worker")
+    assert f"audit {slow} timed out after {limit} s (run 1 of {attempts}); it runs again" in log, log[-3000:]
+    assert "JobTimeoutException" not in row.error and "Traceback" not in log, log[-3000:]

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from rq.timeouts import JobTimeoutException
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from app.audits import repository
@@ -47,6 +46,12 @@ class Cancelled(Exception):
 
 class NextStep(Exception):  # noqa: N818 — a control-flow signal, like Cancelled
     """A job that works in steps has stored this step; its audit goes back to the queue for the next one."""
+
+
+class JobTimedOut(BaseException):  # noqa: N818 — like Interrupted: no `except Exception` may swallow it
+    """RQ's job timeout (``job_timeout_seconds``), raised by the worker's death penalty (workers/worker.py). RQ's own
+    JobTimeoutException is an Exception: a library's or the engine's `except Exception` (a model loader that then
+    thinks its cache is broken) took it for its own failure and the job ran on past its limit."""
 
 
 class JobError(Exception):
@@ -134,14 +139,30 @@ def _finish(ctx: JobContext, owner: str, status: str, **values: Any) -> bool:
         return released
 
 
+HAND_BACK_SECONDS = 300.0  # how long a run whose database went away keeps trying to hand its audit back
+HAND_BACK_RETRY_SECONDS = 0.5
+
+
 def _hand_back(audit_id: str, owner: str) -> None:
-    """The database went away mid-run: give the audit back to the queue (the reconciler re-enqueues it), or,
-    if the database is still down, let the lease expire so that the reconciler does it later."""
-    try:
-        with session_scope() as s:
-            leases.release(s, audit_id, owner, status=AuditStatus.QUEUED)
-    except (OperationalError, InterfaceError):
-        log.warning("audit %s: database unreachable; the reconciler retries it once its lease expires", audit_id)
+    """The database went away mid-run: give the audit back to `queued` and send its next job to the tail of this
+    job's queue, as soon as the database answers again (retried every HAND_BACK_RETRY_SECONDS for at most
+    HAND_BACK_SECONDS: the worker has nothing else to do without its database). So a running audit resumes within
+    about a second of the database's return, not once its lease expires. If the lease was taken over meanwhile
+    (the database was away longer than the lease), nothing is handed back: the reconciler has re-enqueued it."""
+    deadline = time.monotonic() + HAND_BACK_SECONDS
+    while True:
+        try:
+            with session_scope() as s:
+                released = leases.release(s, audit_id, owner, status=AuditStatus.QUEUED)
+            break
+        except (OperationalError, InterfaceError):
+            if time.monotonic() >= deadline:
+                log.warning("audit %s: database unreachable; the reconciler runs it once its lease expires", audit_id)
+                return
+            time.sleep(HAND_BACK_RETRY_SECONDS)
+    if released:
+        get_dispatcher().follow_up(audit_id)
+        log.info("audit %s handed back after the database came back; enqueued again", audit_id)
 
 
 def _run_again(audit_id: str, owner: str, **values: Any) -> None:
@@ -223,7 +244,7 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
     except NextStep:  # one step stored: not an attempt that failed (the count that gives up on dying runs is kept)
         _run_again(ctx.audit_id, owner, attempts=Audit.attempts - 1)
         return
-    except JobTimeoutException:
+    except JobTimedOut:
         _timed_out(ctx, owner)
         return
     except (JobError, ModelLoadError) as exc:  # messages that are safe and useful to show the user

@@ -23,7 +23,7 @@ from sqlalchemy import delete, insert, select
 
 from app.db.engine import session_scope
 from app.db.models import Audit, NullDistribution, NullFact
-from app.nulls.config import effective_pool
+from app.nulls.config import effective_pool, sentences_per_person
 from app.settings import get_settings
 from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import counterfactuals, load_catalog
@@ -184,11 +184,7 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
 
 
 def _per_person(spec: Spec) -> int:
-    """Sentences one person costs for a property (templates x candidates x [subject, generic, look-alikes]): the
-    unit of the null's progress, without drawing every person's plan."""
-    config = spec.config
-    candidates = 1 + min(int(config["counterfactuals"]), max(len(spec.pool) - 1, 0))
-    return len(config["templates"]) * candidates * (2 + int(config["similar_names"]))
+    return sentences_per_person(spec.config, len(spec.pool))
 
 
 def _stored(specs: list[Spec]) -> dict[int, set[int]]:
