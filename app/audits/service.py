@@ -23,7 +23,6 @@ from app.limits import check_active_audits
 from app.queue import batch_lane, enqueue_after_commit, get_dispatcher
 from app.settings import Settings
 from app.validation import idempotency_digest
-from app.validation import idempotency_digest
 from core.models import ModelName, ModelNameError, parse_model_name
 
 IDEMPOTENCY_CONSTRAINT = "uq_idempotency_keys_principal"  # named in migrations/versions/0001_spine.py
@@ -60,7 +59,6 @@ def create_audit(
     if idempotency_key is not None:
         if not 1 <= len(idempotency_key) <= 200:
             raise InvalidInput("Idempotency-Key", "the Idempotency-Key header must be 1 to 200 characters")
-        idempotency_key = idempotency_digest(idempotency_key)  # stored and compared as its hash, never as sent
         idempotency_key = idempotency_digest(idempotency_key)  # stored and compared as its hash, never as sent
         with session_scope() as lookup:  # a short read of its own: the request's session holds no connection yet
             seen = repository.find_idempotency(lookup, principal.id, idempotency_key)
