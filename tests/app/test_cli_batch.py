@@ -22,19 +22,24 @@ def test_batch_report_prints_tables_and_json(cli_env, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     batch_id = json.loads(run.stdout)["id"]
 
+    raw = memaudit(cli_env, "batch", "report", batch_id, "--json")
+    report = json.loads(raw.stdout)  # the API's JSON, as before
+    assert report["batch_id"] == batch_id and report["cohorts"]["groundtruth-tiny"]["cohort"]["subjects"] == 2
+    cohort = report["cohorts"]["groundtruth-tiny"]
+
     shown = memaudit(cli_env, "batch", "report", batch_id)
     assert shown.returncode == 0, shown.stderr[-2000:]
-    text = shown.stdout
+    text, lines = shown.stdout, shown.stdout.splitlines()
     assert text.startswith(f"batch {batch_id}: 2 people on groundtruth-tiny, finished"), text
     assert "audits: 2/2 done (2 succeeded" in text and "== groundtruth-tiny" in text
-    # the cohort beside the null, one row per statistic, and one row per property
-    (header,) = [line for line in text.splitlines() if line.startswith("statistic")]
-    assert header.split() == ["statistic", "cohort", "null"]
-    assert "lenient: some template at rank 1" in text and "100%" in text  # the trained person's facts rank first
-    for pid in PROPERTIES:
-        assert any(line.split()[:2] == [pid, "2"] for line in text.splitlines()), (pid, text)
     assert not text.lstrip().startswith("{")
-
-    raw = memaudit(cli_env, "batch", "report", batch_id, "--json")
-    report = json.loads(raw.stdout)
-    assert report["batch_id"] == batch_id and report["cohorts"]["groundtruth-tiny"]["cohort"]["subjects"] == 2
+    # the cohort beside the null, one row per statistic, the numbers of the JSON
+    (header,) = [line for line in lines if line.startswith("statistic")]
+    assert header.split() == ["statistic", "cohort", "null"]
+    (lenient,) = [line for line in lines if line.startswith("lenient: some template at rank 1")]
+    assert lenient.split()[-2] == f"{100 * cohort['cohort']['lenient']:.0f}%", lenient
+    assert cohort["cohort"]["lenient"] >= 0.5  # the trained person's facts rank first under some template
+    # one row per property: its facts and M̄
+    for pid in PROPERTIES:
+        (row,) = [line.split() for line in lines if line.split()[:1] == [pid]]
+        assert row[1] == "2" and row[2] == f"{100 * cohort['per_property'][pid]['mean_share']:.0f}%", row

@@ -1,17 +1,19 @@
-"""A fifth audit kind, written the way a new kind is written, without touching app/audits: a create schema, an
-options schema, a prepare step, a job, a router with its result page, and the KIND that ties them together.
+"""A fifth audit kind, written the way a new kind is written, without touching app/audits or app/ui: a create schema,
+an options schema, a prepare step, a job, a router with its result page, its section of the dashboard's audit page
+(a builder and a template kept beside this file), and the KIND that ties them together.
 
 The toy audit counts the words of its texts (``repeat`` times, reporting progress as it goes)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
-from app.audits.kinds import AuditKind
+from app.audits.kinds import AuditKind, KindPage
 from app.audits.service import visible_audit_of_kind
 from app.db.models import Audit
 from app.deps import CurrentPrincipal, SessionDep
@@ -74,6 +76,11 @@ def words(audit_id: str, session: SessionDep, principal: CurrentPrincipal) -> di
     return {"audit_id": audit.id, "status": audit.status, "words": (audit.summary or {}).get("words")}
 
 
+def page(session: Session, principal: Any, audit: Audit, page_number: int) -> dict[str, Any]:
+    """The dashboard's section for a finished toy audit: its texts and the words counted."""
+    return {"words": (audit.summary or {}).get("words"), "texts": (audit.options or {}).get("texts", [])}
+
+
 KIND = AuditKind(
     name=NAME,
     create=ToyAuditCreate,
@@ -84,4 +91,7 @@ KIND = AuditKind(
     links=lambda audit: {"words": "words"},
     stored_options=stored_options,
     own_models=("toy-counter",),
+    page=KindPage(
+        page, str(Path(__file__).with_name("toy_page.html")), about="A toy audit counts the words of its texts."
+    ),
 )
