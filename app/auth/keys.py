@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy import delete, or_, select, update
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
@@ -24,6 +25,10 @@ from app.settings import Settings
 KEY_PREFIX = "mak"
 SUBJECT_TOKEN_PREFIX = "mas"
 MISSING_KEY = "missing API key: send 'Authorization: Bearer <key>' (create one with `memaudit keys create`)"
+CLI_KEY_PREFIX = "cli"  # api_keys.prefix of the command line's row; real keys have 12 hex characters: no clash
+CLI_KEY_NAME = "cli"
+# The command line's key has no stored secret: its token is valid in this process only (``in_process_token``).
+_IN_PROCESS_SECRET = secrets.token_urlsafe(32)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,40 @@ def create_key(session: Session, settings: Settings, role: str, name: str = "") 
     return key, f"{KEY_PREFIX}_{prefix}_{secret}"
 
 
+def ensure_cli_key(session: Session) -> int:
+    """The id of the command line's api_keys row (role admin, prefix and name ``cli``), created on first use. Its
+    secret hash is empty: only ``in_process_token`` authenticates as it."""
+    found = session.scalar(select(ApiKey.id).where(ApiKey.prefix == CLI_KEY_PREFIX))
+    if found is not None:
+        return found
+    try:
+        with session.begin_nested():
+            key = ApiKey(prefix=CLI_KEY_PREFIX, secret_hash="", role="admin", name=CLI_KEY_NAME)
+            session.add(key)
+        return key.id
+    except IntegrityError:  # another `memaudit` process created it at the same moment
+        return session.scalar(select(ApiKey.id).where(ApiKey.prefix == CLI_KEY_PREFIX))
+
+
+def cli_principal(session: Session) -> Principal:
+    """The command line's key as the API authenticates it (``authenticate`` with ``in_process_token``)."""
+    key_id = ensure_cli_key(session)
+    return Principal(id=f"key:{key_id}", role="admin", key_id=key_id)
+
+
+def in_process_token() -> str:
+    """The bearer token of the command line's key, for requests made in this process (the CLI's local mode calls the
+    API in-process: app/cli/client.py). Its secret is drawn when the process starts, kept in memory only, never
+    stored or sent over a network: no other process, a served API included, can present it."""
+    return f"{KEY_PREFIX}_{CLI_KEY_PREFIX}_{_IN_PROCESS_SECRET}"
+
+
+def _secret_matches(key: ApiKey, secret: str, settings: Settings) -> bool:
+    if key.prefix == CLI_KEY_PREFIX:
+        return hmac.compare_digest(secret, _IN_PROCESS_SECRET)
+    return hmac.compare_digest(key.secret_hash, _hash(secret, settings))
+
+
 def subject_token(audit_id: str, settings: Settings) -> str:
     mac = hmac.new(settings.key_pepper.encode(), f"subject:{audit_id}".encode(), hashlib.sha256).hexdigest()
     return f"{SUBJECT_TOKEN_PREFIX}_{audit_id}_{mac[:40]}"
@@ -81,7 +120,7 @@ def authenticate(session: Session, settings: Settings, token: str | None) -> Pri
     if len(parts) != 3 or parts[0] != KEY_PREFIX:
         raise Unauthorized("malformed API key: expected 'mak_<prefix>_<secret>'")
     key = session.scalar(select(ApiKey).where(ApiKey.prefix == parts[1]))
-    if key is None or key.revoked or not hmac.compare_digest(key.secret_hash, _hash(parts[2], settings)):
+    if key is None or key.revoked or not _secret_matches(key, parts[2], settings):
         raise Unauthorized("invalid or revoked API key")
     return Principal(id=f"key:{key.id}", role=key.role, key_id=key.id)
 

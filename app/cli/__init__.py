@@ -1,7 +1,8 @@
 """The `memaudit` command line: serve, worker, migrate, keys, audit, export, demo, datasets, capacity, batch.
 
 Commands that read or submit audits go through one client (app/cli/client.py): this machine's database and queue
-by default, a running API with --api-url/--api-key. What they make locally belongs to the principal `cli`."""
+by default (the API called in-process), a running API with --api-url/--api-key. What they make locally belongs to the
+API key `cli`."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from app.auth import keys
+from app.auth.keys import CLI_KEY_PREFIX
 from app.cli.audit import add_audit_commands
 from app.cli.batch import add_batch_commands
 from app.cli.capacity import add_capacity_commands
-from app.cli.client import CLI_KEY_PREFIX, open_local_database
+from app.cli.client import open_local_database
 from app.cli.coverage import add_dataset_commands
 from app.cli.demo import add_demo_command
 from app.cli.evidence import add_evidence_commands
@@ -72,7 +74,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
             print("Store this key now: only its hash is kept.", file=sys.stderr)
         elif args.keys_command == "list":
             for k in keys.list_keys(s):
-                note = {"note": "the local command line's principal; no token authenticates as it"}
+                note = {"note": "the local command line's key: valid inside a memaudit command's own process only"}
                 print(
                     json.dumps(
                         {

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
-from app.cli.client import LocalClient, add_client_arguments, make_client
+from app.cli.client import add_client_arguments, make_client
 from app.cli.output import NULL_WAIT_SECONDS, failure_line, wait, wait_for_nulls
 from app.errors import DomainError, InvalidInput
 from app.settings import get_settings
@@ -113,7 +113,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     audit_id = client.submit(payload)
     audit = wait(client, audit_id, label, quiet=args.json)
     if audit["status"] != "succeeded":
-        print(f"memaudit: {failure_line(audit, isinstance(client, LocalClient))}", file=sys.stderr)
+        print(f"memaudit: {failure_line(audit, client.local)}", file=sys.stderr)
         return 1
     facts = wait_for_nulls(client, audit, args.null_wait, quiet=args.json)
     if args.json:

@@ -12,7 +12,6 @@ from typing import Any
 
 from tqdm import tqdm
 
-from app.batches.service import RosterRejected
 from app.cli.audit import add_audit_options, audit_options
 from app.cli.client import ApiRefused, Client, add_client_arguments, make_client
 from app.cli.output import POLL_SECONDS, duration
@@ -32,11 +31,7 @@ def cmd_batch_submit(args: argparse.Namespace) -> int:
     models = [args.model or get_settings().default_model, *args.compare]
     try:
         batch = client.submit_batch(Path(args.roster), models, options, args.partial)
-    except RosterRejected as exc:  # the local client
-        print(f"memaudit: {exc.message}", file=sys.stderr)
-        _print_rejected([{"row": e.row, "field": e.field, "message": e.message} for e in exc.roster.errors])
-        return 2
-    except ApiRefused as exc:  # over HTTP: the API's 422 lists the same rows
+    except ApiRefused as exc:  # a rejected roster: the API's 422 lists its rows
         if not exc.rows:
             raise
         print(f"memaudit: {exc.message}", file=sys.stderr)

@@ -1,14 +1,21 @@
-"""The one client every `memaudit` command that reads or submits audits goes through.
+"""The one client every `memaudit` command that reads or submits audits goes through: the HTTP API.
 
-``LocalClient`` talks to this machine's database and queue in-process, as the API would (with the embedded default
-the job runs on a worker thread in this process; with MEMAUDIT_REDIS_URL set an RQ worker picks it up).
-``RemoteClient`` sends the same requests to a running API (``--api-url``/``--api-key``, or MEMAUDIT_API_URL /
-MEMAUDIT_API_KEY). Both answer with the API's JSON documents and raise ``DomainError`` for a refused request, so a
-command cannot tell them apart.
+By default the API runs in this process: ``Client.in_process()`` sends the requests to ``create_app()`` over an
+in-process transport (Starlette's ``TestClient``, an ``httpx.Client`` whose transport calls the ASGI app), so a local
+command passes through the same authentication, roles, access log, errors and limits as any API client. With the
+embedded default the audits it submits run on this process's worker thread (app/queue.py ``EmbeddedDispatcher``,
+started by the first job sent), as they did before; with MEMAUDIT_REDIS_URL set an RQ worker picks them up. The
+app's lifespan (the embedded reconciler of `memaudit serve`) is not run: a one-shot command would take up earlier
+audits and leave them to their lease when it exits. ``Client.remote()`` sends the same requests to a running API
+(``--api-url``/``--api-key``, or MEMAUDIT_API_URL / MEMAUDIT_API_KEY). A refused request raises ``ApiRefused`` (a
+``DomainError``) with the API's field and message.
 
-Who owns what the command line makes locally: the principal ``cli``, a real row of ``api_keys`` (role admin, name
-``cli``, no secret: no token authenticates as it). Admin and regulator keys therefore see CLI-made audits, subjects and
-datasets through the API like any other; an auditor key sees only its own, as always.
+Who owns what the command line makes locally: the API key ``cli``, a real row of ``api_keys`` (role admin, name
+``cli``); its token is valid in this process only (app/auth/keys.py ``in_process_token``). Admin and regulator keys
+see CLI-made audits, subjects and datasets through the API like any other; an auditor key sees only its own.
+
+Imports stay light here (the web app, the database and httpx are imported when a client is made): `memaudit --help`
+loads every command module.
 """
 
 from __future__ import annotations
@@ -19,36 +26,16 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-import httpx
-from pydantic import TypeAdapter
-from sqlalchemy import select
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
-
-from app.audits.service import cancel_audit, create_audit, get_audit, to_read, visible_audit_of_kind
-from app.auth.keys import Principal
-from app.batches import service as batch_service
-from app.batches.report import read_report
-from app.capacity import series
-from app.capacity import service as capacity_service
-from app.coverage import repository as dataset_repository
-from app.coverage import service as dataset_service
-from app.db.engine import session_scope
-from app.db.models import ApiKey
 from app.errors import DomainError
-from app.forget_set import service as forget_set_service
-from app.forget_set.repository import ForgetFilters
-from app.kinds import KINDS
-from app.migrate import migrate
-from app.settings import get_settings
-from app.subjects.schemas import SubjectAuditOptions
-from app.subjects.service import read_facts
 
-CLI_KEY_PREFIX = "cli"  # api_keys.prefix of the CLI's row; real keys have 12 hex characters, so it cannot clash
-CLI_KEY_NAME = "cli"
+if TYPE_CHECKING:
+    import httpx
+
+    from app.auth.keys import Principal
+
+LOCAL_BASE_URL = "http://memaudit.local"  # never resolved: the in-process transport calls the app directly
 
 
 @dataclass(frozen=True)
@@ -58,140 +45,58 @@ class DatasetUpload:
     format: str | None  # None: from the file's extension
 
 
-class Client(Protocol):
-    where: str  # said in messages: "the local database …" or "the API at …"
-
-    def submit(self, payload: dict[str, Any]) -> str: ...
-    def audit(self, audit_id: str) -> dict[str, Any]: ...
-    def cancel(self, audit_id: str) -> dict[str, Any]: ...
-    def facts(self, audit_id: str) -> dict[str, Any]: ...
-    def forget_set(self, params: dict[str, Any]) -> Iterator[str]: ...
-    def capacity(self, audit_id: str, part: str) -> dict[str, Any]: ...
-    def add_dataset(self, name: str, files: list[DatasetUpload], mapping: dict[str, Any]) -> dict[str, Any]: ...
-    def datasets(self) -> list[dict[str, Any]]: ...
-    def delete_dataset(self, dataset_id: str) -> dict[str, Any]: ...
-    def coverage_comparison(self, dataset_id: str, target: str | None) -> dict[str, Any]: ...
-    def submit_batch(self, path: Path, models: list[str], options: dict[str, Any], partial: bool) -> dict[str, Any]: ...
-
-    def batch(self, batch_id: str, part: str = "") -> dict[str, Any]: ...
-
-
-def ensure_cli_key(session: Session) -> int:
-    """The id of the CLI's api_keys row, created on first use. Its secret hash is empty: no token matches it."""
-    found = session.scalar(select(ApiKey.id).where(ApiKey.prefix == CLI_KEY_PREFIX))
-    if found is not None:
-        return found
-    try:
-        with session.begin_nested():
-            key = ApiKey(prefix=CLI_KEY_PREFIX, secret_hash="", role="admin", name=CLI_KEY_NAME)
-            session.add(key)
-        return key.id
-    except IntegrityError:  # another `memaudit` process created it at the same moment
-        return session.scalar(select(ApiKey.id).where(ApiKey.prefix == CLI_KEY_PREFIX))
-
-
-def cli_principal(session: Session) -> Principal:
-    return Principal(id="cli", role="admin", key_id=ensure_cli_key(session))
-
-
 def open_local_database() -> Principal:
     """Create the embedded SQLite schema on first use, and return the CLI's principal."""
+    from app.auth.keys import cli_principal
+    from app.db.engine import session_scope
+    from app.migrate import migrate
+    from app.settings import get_settings
+
     if get_settings().database_url.startswith("sqlite"):
         migrate()
     with session_scope() as s:
         return cli_principal(s)
 
 
-class LocalClient:
-    """This machine's database and queue, called in-process with the CLI's principal."""
+class Client:
+    """The API over HTTP: in this process (``in_process``) or at a URL (``remote``), with one API key."""
 
-    def __init__(self) -> None:
-        self.principal = open_local_database()
-        self.where = f"the local database {make_url(get_settings().database_url).render_as_string(hide_password=True)}"
+    def __init__(self, http: httpx.Client, where: str, local: bool) -> None:
+        self.http, self.where, self.local = http, where, local  # where: said in messages
 
-    def submit(self, payload: dict[str, Any]) -> str:
-        body = TypeAdapter(KINDS.create_type()).validate_python(payload)
-        with session_scope() as s:
-            audit, _ = create_audit(s, get_settings(), self.principal, body, None, KINDS)
-            return audit.id
+    @classmethod
+    def in_process(cls) -> Client:
+        """The API of this machine's database and queue, in this process, as the CLI's key."""
+        from sqlalchemy.engine import make_url
+        from starlette.testclient import TestClient
 
-    def audit(self, audit_id: str) -> dict[str, Any]:
-        with session_scope() as s:
-            return to_read(get_audit(s, self.principal, audit_id), KINDS).model_dump(mode="json")
+        from app.auth.keys import in_process_token
+        from app.main import create_app
+        from app.settings import get_settings
 
-    def cancel(self, audit_id: str) -> dict[str, Any]:
-        with session_scope() as s:
-            return to_read(cancel_audit(s, self.principal, audit_id), KINDS).model_dump(mode="json")
+        open_local_database()
+        http = TestClient(
+            create_app(),
+            base_url=LOCAL_BASE_URL,
+            raise_server_exceptions=False,  # an error is the API's answer (a 500 in the error shape), as over HTTP
+            headers={"Authorization": f"Bearer {in_process_token()}"},
+        )
+        url = make_url(get_settings().database_url).render_as_string(hide_password=True)
+        return cls(http, f"the local database {url}", local=True)
 
-    def facts(self, audit_id: str) -> dict[str, Any]:
-        with session_scope() as s:
-            return read_facts(s, self.principal, audit_id, "summary").model_dump(mode="json")
+    @classmethod
+    def remote(cls, url: str, key: str | None) -> Client:
+        """A running memaudit API, with an API key."""
+        import httpx
 
-    def forget_set(self, params: dict[str, Any]) -> Iterator[str]:
-        fmt = params.get("format", "jsonl")
-        fields = {k: v for k, v in params.items() if k != "format" and v is not None}
-        return forget_set_service.export(self.principal, ForgetFilters(**fields), fmt)
-
-    def capacity(self, audit_id: str, part: str) -> dict[str, Any]:
-        with session_scope() as s:
-            audit = visible_audit_of_kind(s, self.principal, audit_id, "capacity")
-            doc = series.series(s, audit) if part == "series" else capacity_service.grid_read(s, audit)
-            return doc.model_dump(mode="json")
-
-    def add_dataset(self, name: str, files: list[DatasetUpload], mapping: dict[str, Any]) -> dict[str, Any]:
-        with ExitStack() as stack:
-            sources = []
-            for f in files:
-                stream = stack.enter_context(f.path.open("rb"))  # read line by line, never whole
-                size = f.path.stat().st_size
-                sources.append(
-                    dataset_service.SourceFile(f.target, f.path.name, stream, size, f.format, mapping.get(f.target))
-                )
-            with session_scope() as s:
-                dataset = dataset_service.ingest(s, get_settings(), self.principal, name, sources)
-                return dataset_service.read(s, dataset).model_dump(mode="json")
-
-    def datasets(self) -> list[dict[str, Any]]:
-        with session_scope() as s:
-            rows, _ = dataset_repository.page(s, self.principal, page=1, page_size=get_settings().max_page_size)
-            files = dataset_repository.files_of(s, [d.id for d in rows])
-            return [dataset_service.to_read(d, files[d.id]).model_dump(mode="json") for d in rows]
-
-    def delete_dataset(self, dataset_id: str) -> dict[str, Any]:
-        with session_scope() as s:
-            return {"id": dataset_id, "records_deleted": dataset_service.delete(s, self.principal, dataset_id)}
-
-    def coverage_comparison(self, dataset_id: str, target: str | None) -> dict[str, Any]:
-        with session_scope() as s:
-            return dataset_service.compare(s, self.principal, dataset_id, target).model_dump(mode="json")
-
-    def submit_batch(self, path: Path, models: list[str], options: dict[str, Any], partial: bool) -> dict[str, Any]:
-        spec = batch_service.file_spec(path.read_bytes(), path.name, models, SubjectAuditOptions(**options), partial)
-        with session_scope() as s:
-            batch, roster = batch_service.create_batch(s, get_settings(), self.principal, spec, None)
-            s.commit()
-            return {
-                **batch_service.batch_read(s, batch).model_dump(mode="json"),
-                "errors": batch_service.errors_read(roster.errors if roster else []),
-            }
-
-    def batch(self, batch_id: str, part: str = "") -> dict[str, Any]:
-        with session_scope() as s:
-            batch = batch_service.get_batch(s, self.principal, batch_id)
-            doc = read_report(s, batch) if part == "report" else batch_service.batch_read(s, batch)
-            return doc.model_dump(mode="json")
-
-
-class RemoteClient:
-    """A running memaudit API, with an API key."""
-
-    def __init__(self, url: str, key: str | None) -> None:
         if not key:
             raise DomainError("a remote API needs a key: --api-key KEY or MEMAUDIT_API_KEY", field="--api-key")
-        self.where = f"the API at {url}"
-        self.http = httpx.Client(base_url=url.rstrip("/"), headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        http = httpx.Client(base_url=url.rstrip("/"), headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        return cls(http, f"the API at {url}", local=False)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        import httpx
+
         try:
             response = self.http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
@@ -257,7 +162,7 @@ class RemoteClient:
 
 
 class ApiRefused(DomainError):
-    """An API refusal over HTTP: the local client's DomainError, with the status and a rejected roster's rows."""
+    """An API refusal: the field and message of the API's error, its status and a rejected roster's rows."""
 
     def __init__(self, message: str, field: str | None, status_code: int, rows: list[dict[str, Any]]) -> None:
         super().__init__(message, field=field)
@@ -265,7 +170,7 @@ class ApiRefused(DomainError):
 
 
 def raise_for(response: Any) -> None:
-    """An API refusal as the DomainError the local client would have raised (same field, same message)."""
+    """An API refusal as a DomainError with the API's field and message."""
     if response.status_code < 400:
         return
     try:
@@ -295,8 +200,10 @@ def add_client_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def make_client(args: argparse.Namespace) -> Client:
+    from app.settings import get_settings
+
     settings = get_settings()
     url = getattr(args, "api_url", None) or settings.api_url
     if url:
-        return RemoteClient(url, getattr(args, "api_key", None) or settings.api_key)
-    return LocalClient()
+        return Client.remote(url, getattr(args, "api_key", None) or settings.api_key)
+    return Client.in_process()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli.client import DatasetUpload, LocalClient, add_client_arguments, make_client
+from app.cli.client import DatasetUpload, add_client_arguments, make_client
 from app.cli.output import failure_line, wait
 from app.coverage.formats import FORMATS, TARGETS
 from app.errors import InvalidInput
@@ -79,7 +79,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(audit, indent=1))
     elif audit["status"] != "succeeded":
-        print(f"memaudit: {failure_line(audit, isinstance(client, LocalClient))}", file=sys.stderr)
+        print(f"memaudit: {failure_line(audit, client.local)}", file=sys.stderr)
     else:
         print_coverage(audit)
     return 0 if audit["status"] == "succeeded" else 1

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli.audit import SHARE_NOTE, add_audit_options, audit_options, plan_line, print_table
-from app.cli.client import Client, LocalClient, add_client_arguments, make_client
+from app.cli.client import Client, add_client_arguments, make_client
 from app.cli.output import duration, failure_line, wait, wait_for_nulls
 from app.settings import get_settings
 from app.streaming import END_KEY
@@ -74,7 +74,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for name, audit_id in audits:
         audit = wait(client, audit_id, name)
         if audit["status"] != "succeeded":
-            print(f"memaudit: {name}: {failure_line(audit, isinstance(client, LocalClient))}", file=sys.stderr)
+            print(f"memaudit: {name}: {failure_line(audit, client.local)}", file=sys.stderr)
             return 1
         facts = wait_for_nulls(client, audit, args.null_wait)
         print_table(name, facts)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
+from dataclasses import dataclass
 
 import httpx
+import pytest
 
-from tests.support.cli import MANIFEST, REPO, memaudit
+from tests.conftest import Api, _reset_caches
+from tests.support.cli import MANIFEST, REPO, cli_env_at, memaudit
 from tests.support.servers import free_port
 
 
@@ -21,17 +26,20 @@ def fact_args(person: dict) -> list[str]:
     return [a for pid, values in person["facts"].items() for v in values for a in ("--fact", f"{pid}={v}")]
 
 
-def test_keys_local_audit_and_export(cli_env):
-    made = memaudit(cli_env, "keys", "create", "--role", "auditor", "--name", "ci")
-    assert made.returncode == 0, made.stderr
-    key = json.loads(made.stdout.splitlines()[0])
-    assert key["role"] == "auditor" and key["key"].startswith("mak_")
-    listed = memaudit(cli_env, "keys", "list")
-    assert key["key"] not in listed.stdout and '"role": "auditor"' in listed.stdout
+@dataclass(frozen=True)
+class LocalAudit:
+    env: dict[str, str]
+    person: dict
+    result: dict  # `memaudit audit --json`'s output
 
+
+@pytest.fixture(scope="module")
+def local_audit(tmp_path_factory: pytest.TempPathFactory) -> LocalAudit:
+    """One local `memaudit audit` of a trained person on its own SQLite database, for the tests of this module."""
+    env = cli_env_at(tmp_path_factory.mktemp("cli"))
     person = trained_person()
     run = memaudit(
-        cli_env,
+        env,
         "audit",
         "--model",
         "groundtruth-tiny",
@@ -43,16 +51,57 @@ def test_keys_local_audit_and_export(cli_env):
         "--json",
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    result = json.loads(run.stdout)
+    return LocalAudit(env, person, json.loads(run.stdout))
+
+
+def test_keys_local_audit_and_export(local_audit):
+    env, result = local_audit.env, local_audit.result
+    made = memaudit(env, "keys", "create", "--role", "auditor", "--name", "ci")
+    assert made.returncode == 0, made.stderr
+    key = json.loads(made.stdout.splitlines()[0])
+    assert key["role"] == "auditor" and key["key"].startswith("mak_")
+    listed = memaudit(env, "keys", "list")
+    assert key["key"] not in listed.stdout and '"role": "auditor"' in listed.stdout
+
     assert result["audit"]["status"] == "succeeded"
     assert sum(f["lenient"] for f in result["facts"]) >= 4, result["facts"]
 
-    exported = memaudit(cli_env, "export", "--format", "csv", "--policy", "lenient")
+    exported = memaudit(env, "export", "--format", "csv", "--policy", "lenient")
     assert exported.returncode == 0 and exported.stdout.startswith("subject_id,")
-    assert person["name"] in exported.stdout
+    assert local_audit.person["name"] in exported.stdout
 
-    bad = memaudit(cli_env, "audit", "--name", "X Y", "--fact", "P999999=x", "--model", "groundtruth-tiny")
+    bad = memaudit(env, "audit", "--name", "X Y", "--fact", "P999999=x", "--model", "groundtruth-tiny")
     assert bad.returncode != 0 and "subject.facts[0].property" in bad.stderr
+
+
+def access_log(env: dict[str, str]) -> list[tuple]:
+    database = env["MEMAUDIT_DATABASE_URL"].removeprefix("sqlite:///")
+    with closing(sqlite3.connect(database)) as db:
+        return db.execute("SELECT principal, role, action, subject_id, audit_id FROM access_log ORDER BY id").fetchall()
+
+
+def test_a_local_facts_read_writes_the_access_log_entry_the_api_writes(local_audit, monkeypatch):
+    """The local CLI is the API's client (in process, as the key `cli`): its facts read goes through the same route
+    and leaves the same access-log entry as an admin key's read over the API (docs/reliability.md: every read)."""
+    cli_env, audit_id = local_audit.env, local_audit.result["audit"]["id"]
+    cli_key = next(
+        k for k in map(json.loads, memaudit(cli_env, "keys", "list").stdout.splitlines()) if k["name"] == "cli"
+    )
+    by_cli = [row for row in access_log(cli_env) if row[2] == "read_facts"]
+    assert by_cli and {row[0] for row in by_cli} == {f"key:{cli_key['id']}"}  # `audit` read the facts as key cli
+
+    admin = json.loads(memaudit(cli_env, "keys", "create", "--role", "admin").stdout.splitlines()[0])
+    monkeypatch.setenv("MEMAUDIT_DATABASE_URL", cli_env["MEMAUDIT_DATABASE_URL"])
+    _reset_caches()
+    try:
+        assert Api(admin["key"]).get(f"/audits/{audit_id}/facts").status_code == 200
+    finally:
+        monkeypatch.undo()
+        _reset_caches()
+    by_api = [row for row in access_log(cli_env) if row[2] == "read_facts" and row[0] == f"key:{admin['id']}"]
+    assert len(by_api) == 1
+    assert by_api[0][1:] == by_cli[-1][1:] == ("admin", "read_facts", by_cli[-1][3], audit_id)
+    assert by_cli[-1][3] is not None  # the audited subject
 
 
 def test_serve_runs_audits_submitted_over_http(cli_env):
