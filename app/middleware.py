@@ -36,6 +36,7 @@ import traceback
 from urllib.parse import parse_qsl
 
 import anyio
+from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.auth.keys import MISSING_KEY, Principal, bearer_token, principal_for
@@ -50,6 +51,8 @@ BODY_LIMITS = {("POST", "/datasets"): "max_dataset_upload_bytes"}
 # The dashboard's forms (a person's facts, a CSRF token) are small, and its sign-in form is read before anyone is
 # authenticated: a body past this is refused before it is read or parsed.
 UI_MAX_BODY_BYTES = 256 * 1024
+UNAUTHENTICATED = frozenset({"/health"})
+DATABASE_DOWN = "the database is unreachable; retry shortly (GET /health says when it is back)"
 # Routes whose body may take longer than body_timeout_seconds to arrive: (method, path) -> the setting.
 BODY_TIMEOUTS = {("POST", "/datasets"): "dataset_upload_timeout_seconds"}
 BODY_MEMORY_BYTES = 1024 * 1024  # a body past this waits on disk (a temporary file) until it is complete
@@ -123,7 +126,8 @@ class RequestGuard:
             await send_error(send, 413, *_too_large(limit))
             return
         with_body = scope["method"] in BODY_METHODS
-        token = bearer_token(_header(scope, b"authorization"))
+        # the health check is public and must answer when the database does not: no authentication
+        token = None if scope["path"] in UNAUTHENTICATED else bearer_token(_header(scope, b"authorization"))
         state = scope.setdefault("state", {})
         # The dashboard's forms (app/ui) authenticate with its session cookie and a CSRF token instead.
         if token is None and with_body and not scope["path"].startswith("/ui/"):
@@ -139,6 +143,9 @@ class RequestGuard:
                 )
             except TooManyRequests as exc:
                 await send_error(send, 429, exc.message, exc.field, {"Retry-After": str(exc.retry_after)})
+                return
+            except (OperationalError, InterfaceError):  # the database is down: say so, not "internal error"
+                await send_error(send, 503, DATABASE_DOWN, "database", {"Retry-After": "5"})
                 return
             except Unauthorized as exc:
                 if with_body:

@@ -93,3 +93,39 @@ def test_a_worker_asked_to_stop_while_redis_is_down_stops(fault_env):
         worker.wait(timeout=60)
     except subprocess.TimeoutExpired:
         raise AssertionError("SIGTERM did not stop the worker while Redis was down") from None
+
+
+def test_running_audits_resume_within_seconds_of_postgres_answering(fault_env):
+    """The probe: two running audits came back 31-32 s after a Postgres restart (the lease TTL), because their
+    hand-back failed while Postgres was still down; and GET /health answered 500. Now each job retries its
+    hand-back until the database answers and enqueues its audit again at once: with a 30 s lease (the default)
+    both resume within 10 s of Postgres answering; /health answers 503 naming the database meanwhile."""
+    fault_env.env["MEMAUDIT_LEASE_TTL_SECONDS"] = "30"  # the default: recovery must not wait for it
+    fault_env.env["MEMAUDIT_RECONCILE_INTERVAL_SECONDS"] = "10"
+    fault_env.worker("worker-a")
+    fault_env.worker("worker-b")
+    api = Api(make_key("auditor"))
+    ids = [submit(api, subject_body(i, **MID_SIZED)) for i in (0, 1)]
+    wait_until(lambda: all(audit_row(a).progress_total > 0 for a in ids), STARTUP, "the audits never both ran")
+    fault_env.pg.kill()
+    time.sleep(1)
+    start = time.monotonic()
+    health = api.get("/health")
+    assert time.monotonic() - start < 5, "GET /health hung on a dead database"
+    assert health.status_code == 503 and health.json()["detail"][0]["field"] == "database", health.text
+    time.sleep(3)
+    fault_env.pg.start()
+    answered = time.monotonic()
+
+    def resumed() -> bool:
+        rows = [audit_row(a) for a in ids]
+        return all(r.status == "succeeded" or (r.status == "running" and r.attempts >= 2) for r in rows)
+
+    took = wait_until(resumed, 60, "the running audits did not resume after Postgres came back")
+    print(f"\nPostgres restarted under 2 running audits: both resumed {took:.1f} s after it answered")
+    assert took < 10, f"resumed {took:.1f} s after Postgres answered"
+    assert time.monotonic() - answered < 10.5
+    wait_until(lambda: finished(ids), 240, "the audits did not finish after the restart")
+    for i, audit_id in enumerate(ids):
+        results, _ = stored_once(audit_id, n_templates=2)
+        assert results == len(person(i)["facts"])
