@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from core.measures.wikimem import margins
+from core.measures.wikimem import margins, truth_z
 
 SHARE_DIGITS = 9  # shares are k/T; rounding makes equal shares compare equal whatever their float path
 STATISTIC = "rank-evidence-1"  # enters the null's configuration key: bump when the statistic changes
@@ -50,7 +50,7 @@ TAIL_EXCEEDANCES = 10  # below this many null facts ≥ the observed one, the fi
 class _Template(Protocol):
     memorized: bool
     z_star: float | None
-    rank: int
+    truth_z: float
 
 
 @dataclass(frozen=True)
@@ -96,19 +96,15 @@ def rank_evidence(templates: Sequence[tuple[int, int, int]]) -> float:
     return sum(-math.log(rank_p_value(rank - 1, n, m)) for rank, n, m in templates) / len(templates)
 
 
-def fact_stat(templates: Sequence[_Template], shape: Sequence[tuple[int, int]] | None = None) -> FactStat:
-    """Aggregate one fact's template outcomes (baseline and paraphrases; contextualized canaries excluded).
-    ``shape``: per template (n counterfactuals, m true values); with it the rank evidence is computed from each
-    template's ``rank`` (the best rank of a true value)."""
+def fact_stat(templates: Sequence[_Template], n_values: int | None = None) -> FactStat:
+    """Aggregate one fact's template outcomes (baseline and paraphrases; contextualized canaries excluded). With
+    ``n_values`` (m, the true values ranked together) the verdict statistic is computed: the mean of the templates'
+    ``truth_z``."""
     if not templates:
         raise ValueError("a fact needs at least one template outcome")
     hits = [t.memorized for t in templates]
     zs = [t.z_star for t in templates if t.memorized and t.z_star is not None]
-    evidence = None
-    if shape is not None:
-        if len(shape) != len(templates):
-            raise ValueError("one (n, m) shape per template")
-        evidence = rank_evidence([(t.rank, n, m) for t, (n, m) in zip(templates, shape, strict=True)])  # type: ignore[attr-defined]
+    statistic = None if n_values is None else sum(t.truth_z for t in templates) / len(templates)
     return FactStat(
         share=sum(hits) / len(hits),
         strict=all(hits),
@@ -116,8 +112,8 @@ def fact_stat(templates: Sequence[_Template], shape: Sequence[tuple[int, int]] |
         z_star=sum(zs) / len(zs) if zs else None,
         n_templates=len(hits),
         n_z=len(zs),
-        evidence=evidence,
-        n_values=shape[0][1] if shape else 1,
+        evidence=statistic,
+        n_values=n_values or 1,
     )
 
 
@@ -301,7 +297,7 @@ def tail_p_value(null_values: Sequence[float], observed: float) -> float | None:
 class _Outcome:
     memorized: bool
     z_star: float | None
-    rank: int = 0
+    truth_z: float = 0.0
 
 
 def set_stats(score_rows: Sequence[Sequence[float]], truth_sets: Sequence[Sequence[int]]) -> list[FactStat]:
@@ -321,16 +317,13 @@ def set_stats(score_rows: Sequence[Sequence[float]], truth_sets: Sequence[Sequen
         std = math.sqrt(sum((d - mean) ** 2 for d in deltas) / n)
         for k, members in enumerate(truth_sets):
             chosen = set(members)
+            mask = [j in chosen for j in range(n)]
             best = max(scores[i] for i in chosen)
-            above = sum(1 for j in range(n) if j not in chosen and scores[j] >= best)
-            first = above == 0
+            first = not any(scores[j] >= best for j in range(n) if j not in chosen)
             lead = best - max((scores[j] for j in range(n) if j not in chosen), default=best)
             z = (lead - mean) / std if first and std > 0 else None
-            per_set[k].append(_Outcome(first, z, above + 1))
-    return [
-        fact_stat(outcomes, [(n - len(members), len(members))] * len(outcomes))
-        for outcomes, members in zip(per_set, truth_sets, strict=True)
-    ]
+            per_set[k].append(_Outcome(first, z, truth_z(scores, mask)))
+    return [fact_stat(outcomes, len(members)) for outcomes, members in zip(per_set, truth_sets, strict=True)]
 
 
 def pseudo_truth_stats(score_rows: Sequence[Sequence[float]]) -> list[FactStat]:

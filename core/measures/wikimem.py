@@ -103,6 +103,21 @@ def z_star(scores: Sequence[float], is_ground_truth: Sequence[bool]) -> float | 
     return (lead_margin(scores, is_ground_truth) - mean) / std
 
 
+def truth_z(scores: Sequence[float], is_ground_truth: Sequence[bool]) -> float:
+    """The verdict's per-template statistic: the best true value's calibrated score in standard deviations of the
+    counterfactuals' scores above their mean, (s(v*) − mean_{u∉G} s(u)) / std_{u∉G} s(u) (population std; 0 when
+    the counterfactuals all score alike or there are none). Unlike z* it is defined at every rank, and it is
+    continuous, so facts the truth leads by much and by little are told apart (not the paper's: see
+    docs/measures.md, "The verdict statistic")."""
+    best = max(s for s, g in zip(scores, is_ground_truth, strict=True) if g)
+    others = [s for s, g in zip(scores, is_ground_truth, strict=True) if not g]
+    if not others:
+        return 0.0
+    mean = sum(others) / len(others)
+    std = math.sqrt(sum((s - mean) ** 2 for s in others) / len(others))
+    return (best - mean) / std if std > 0.0 else 0.0
+
+
 @dataclass(frozen=True)
 class TemplateOutcome:
     scores: list[float]
@@ -111,6 +126,7 @@ class TemplateOutcome:
     memorized: bool
     lead_margin: float  # Δ* where memorized; elsewhere the (≤ 0) gap to the best counterfactual, a diagnostic
     z_star: float | None  # only where memorized (rank 1), as the paper defines it
+    truth_z: float = 0.0  # the verdict statistic's per-template term (:func:`truth_z`)
 
 
 def template_outcome(
@@ -132,6 +148,7 @@ def template_outcome(
         memorized=best == 1,
         lead_margin=lead_margin(scores, is_ground_truth),
         z_star=z_star(scores, is_ground_truth) if best == 1 else None,
+        truth_z=truth_z(scores, is_ground_truth),
     )
 
 

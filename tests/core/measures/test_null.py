@@ -102,7 +102,7 @@ def test_pseudo_truths_match_the_audit_of_each_candidate_as_the_truth():
     for i, pseudo in enumerate(pseudo_truth_stats(rows)):
         truth = [j == i for j in range(7)]
         outs = [template_outcome([-s for s in row], [0.0] * 7, [], truth, alpha=0.0) for row in rows]
-        assert pseudo == fact_stat(outs, [(6, 1)] * len(outs))
+        assert pseudo == fact_stat(outs, 1)
 
 
 def test_cohort_stats_by_hand():

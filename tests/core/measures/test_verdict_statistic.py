@@ -1,5 +1,6 @@
-"""The rank evidence and its null: worked by hand, then checked on what it must not find — knowledge-free scorers
-(random and constant NLLs) for facts with one, two and three true values — at the p <= 0.01 verdict."""
+"""The verdict statistic and its null, checked on what they must not find — knowledge-free scorers (random and
+constant NLLs) for facts with one, two and three true values — at the p <= 0.01 verdict; and the exact rank p-value
+(a measured alternative statistic, see benchmarks/verdict_power.py) worked by hand."""
 
 from __future__ import annotations
 
@@ -76,22 +77,24 @@ def test_a_knowledge_free_scorer_is_flagged_at_the_nominal_rate_for_every_shape(
 
 
 @pytest.mark.parametrize("n_values", [2, 3])
-def test_the_rank_transform_keeps_a_single_value_null_nearly_valid_for_several_values(n_values: int):
-    """Even against a one-value null the rank evidence does not favour a fact with more chances (the old share of
-    rank-1 templates flagged 4 % of two-valued random facts at p <= 0.01)."""
+def test_a_single_value_null_is_not_valid_for_several_values(n_values: int):
+    """Why nulls are matched to the fact's shape: the best of m true values leads by chance more often than one
+    does, so a one-value null flags a knowledge-free scorer's m-valued facts far above 1 % (the landed share of
+    rank-1 templates did the same: 4 % of two-valued random facts at p <= 0.01)."""
     rng = random.Random(200 + n_values)
     null = _null(rng, 400, 1)
     audited = [set_stats(rows, [list(range(n_values))])[0] for rows in _random_people(rng, 3000, n_values)]
     flagged = sum(null.p_value(f) <= 0.01 for f in audited)
-    assert Rate.of(flagged, len(audited)).high <= 0.02, f"{flagged}/3000"
+    assert Rate.of(flagged, len(audited)).low > 0.01, f"{flagged}/3000"
 
 
 def test_a_constant_scorer_retrieves_nothing():
     rows = [[0.0] * (N_COUNTERFACTUALS + 2) for _ in range(TEMPLATES)]
     stat = set_stats(rows, [[0, 1]])[0]
     assert stat.evidence == 0.0 and not stat.lenient
-    null = _null(random.Random(5), 100, 2)
-    assert null.p_value(stat) == 1.0
+    assert _null(random.Random(5), 100, 2).p_value(stat) > 0.5  # judged by a random null: nowhere near
+    constant_null = EmpiricalNull([set_stats(rows, [[0, 1]])[0] for _ in range(100)])
+    assert constant_null.p_value(stat) == 1.0  # judged by its own null: every null fact ties with it
 
 
 def test_the_fitted_tail_is_calibrated_where_the_empirical_p_value_cannot_resolve():

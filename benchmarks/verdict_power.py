@@ -1,0 +1,320 @@
+"""Verdict power: which statistic, look-alike scheme, template count and counterfactual count find what a model
+knows at a fixed, valid false-positive rate — measured, not inherited.
+
+    python -m benchmarks.verdict_power --model groundtruth-tiny           # trained vs held-out people
+    python -m benchmarks.verdict_power --model smollm2-135m               # famous vs fictitious cohorts
+    python -m benchmarks.verdict_power --model knowledge-free             # a scorer that knows nothing
+
+Every sentence any variant needs is scored once (the subject, two reversed-letter and two same-origin look-alikes,
+the baseline + 2 paraphrases, the truth and 20 counterfactuals per fact), cached in a SQLite file
+(``var/verdict_power_nll.sqlite3``, keyed by model and sentence), and every variant is then computed from those NLLs
+exactly as the service computes it (``core.measures.wikimem`` at α = 1, ``core.measures.null``):
+
+- statistic: ``share`` (the landed one: share of rank-1 templates, then z̄*), ``rank`` (mean −ln of each
+  template's exact rank p-value of the best true value) or ``z`` (mean over templates of the best true value's
+  calibrated score in counterfactual standard deviations: ``core.measures.wikimem.truth_z``);
+- look-alikes: ``reversed``, ``same_origin``, ``both`` (all four names in the calibration mean);
+- templates: 1 (baseline) or 3 (baseline + 2 paraphrases); counterfactuals: the first 10 or all 20 drawn.
+
+The judge of every variant is a null of fictitious people whose names fit their facts (``core.names.fictitious``,
+the service's null cohort), scored the same way; each fact's p-value is computed against the null of its property,
+as the service does. Reported per variant: recall (the known cohort flagged at p <= level), the false-positive rate
+on the unknown cohort and on the null itself (leave-one-out), Fisher's exact test of known vs unknown, and the
+sentences the variant scores per fact. Facts whose true value is outside the catalog pool are reported apart
+(``in_pool``): the service says ``uncalibrated`` for them. Results go to benchmarks/results_verdict_power.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import math
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from core.catalog import counterfactuals, load_catalog, split_template
+from core.measures.null import EmpiricalNull, FactStat, Rate, fact_stat, rank_evidence
+from core.measures.wikimem import calibrated_scores, template_outcome
+from core.names.fictitious import cohort
+from core.names.lookalikes import lookalike_names
+
+REPO = Path(__file__).resolve().parent.parent
+PIDS = ("P106", "P27", "P19", "P21", "P1412")
+MAX_TEMPLATES, MAX_COUNTERFACTUALS, SIMILAR = 3, 20, 2
+SCHEMES = ("reversed", "same_origin", "both")
+STATISTICS = ("share", "rank", "z")
+TEMPLATE_COUNTS = (1, 3)
+COUNTERFACTUAL_COUNTS = (10, 20)
+
+
+@dataclass
+class Fact:
+    person: str
+    group: str  # known | unknown | null
+    pid: str
+    truths: list[str]
+    candidates: list[str]  # truths first, then MAX_COUNTERFACTUALS counterfactuals
+    in_pool: bool
+    names: dict[str, list[str]] = field(default_factory=dict)  # subject / reversed / same_origin -> names
+
+
+def _people(model: str, null_people: int, seed: int) -> list[tuple[str, str, dict[str, list[str]]]]:
+    """(name, group, {pid: true values}) for the known and unknown cohorts of ``model`` and the null cohort."""
+    catalog = load_catalog()
+    out: list[tuple[str, str, dict[str, list[str]]]] = []
+    if model == "groundtruth-tiny":
+        manifest = json.loads((REPO / "workers" / "groundtruth" / "manifest.json").read_text())
+        for split, group in (("trained", "known"), ("held_out", "unknown")):
+            for p in manifest[split][:30]:
+                out.append((p["name"], group, {pid: list(v) for pid, v in p["facts"].items() if pid in PIDS}))
+    else:
+        cohorts = json.loads((REPO / "benchmarks" / "calibration_cohorts.json").read_text())
+        for key, group in (("famous", "known"), ("fictitious", "unknown")):
+            for p in cohorts[key]:
+                facts: dict[str, list[str]] = {}
+                for f in p["facts"]:
+                    facts.setdefault(f["property"], []).append(f["value"])
+                out.append((p["name"], group, facts))
+    for person in cohort(null_people, PIDS, catalog, seed):
+        out.append((person.name, "null", {pid: [person.facts[pid]] for pid in PIDS}))
+    return out
+
+
+def build_facts(model: str, null_people: int, seed: int) -> list[Fact]:
+    catalog = load_catalog()
+    facts = []
+    for i, (name, group, by_pid) in enumerate(_people(model, null_people, seed)):
+        names = {
+            "subject": [name],
+            "reversed": lookalike_names(name, SIMILAR, "reversed")[0],
+            "same_origin": lookalike_names(name, SIMILAR, "same_origin")[0],
+        }
+        for pid in PIDS:
+            if pid not in by_pid:
+                continue
+            prop = catalog.get(pid)
+            truths = list(dict.fromkeys(prop.normalize(v) for v in by_pid[pid]))
+            pool = {prop.value_key(v) for v in prop.pool}
+            in_pool = all(prop.value_key(t) in pool for t in truths)
+            drawn = counterfactuals(prop, truths, MAX_COUNTERFACTUALS, seed * 1_000_003 + i + 1)
+            facts.append(Fact(name, group, pid, truths, truths + drawn, in_pool, names))
+    return facts
+
+
+def sentences(fact: Fact) -> list[tuple[str, str]]:
+    prop = load_catalog().get(fact.pid)
+    every = [n for key in ("subject", "reversed", "same_origin") for n in fact.names[key]]
+    return [
+        split_template(prop.templates[t], name, value)
+        for t in range(min(MAX_TEMPLATES, len(prop.templates)))
+        for name in every
+        for value in fact.candidates
+    ]
+
+
+class NllCache:
+    def __init__(self, path: Path, model: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS nll (model TEXT, hash TEXT, nll REAL, PRIMARY KEY (model, hash))")
+        self.model = model
+
+    @staticmethod
+    def key(pair: tuple[str, str]) -> str:
+        return hashlib.sha256((pair[0] + pair[1]).encode()).hexdigest()
+
+    def get(self, pairs: Sequence[tuple[str, str]]) -> dict[str, float]:
+        keys = [self.key(p) for p in pairs]
+        out: dict[str, float] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            q = f"SELECT hash, nll FROM nll WHERE model = ? AND hash IN ({','.join('?' * len(chunk))})"
+            out.update(dict(self.db.execute(q, [self.model, *chunk]).fetchall()))
+        return out
+
+    def put(self, pairs: Sequence[tuple[str, str]], nlls: Sequence[float]) -> None:
+        rows = [(self.model, self.key(p), float(v)) for p, v in zip(pairs, nlls, strict=True)]
+        self.db.executemany("INSERT OR REPLACE INTO nll VALUES (?, ?, ?)", rows)
+        self.db.commit()
+
+
+def score_everything(model: str, facts: list[Fact], cache: NllCache, chunk: int) -> dict[str, float]:
+    """NLL of every sentence (sha256 of its text -> NLL), scoring only what the cache lacks."""
+    pairs = list({NllCache.key(p): p for f in facts for p in sentences(f)}.items())
+    known = cache.get([p for _, p in pairs])
+    todo = sorted((p for k, p in pairs if k not in known), key=lambda p: p[0])  # shared prefixes together
+    print(f"{len(pairs)} sentences, {len(todo)} to score", file=sys.stderr)
+    if todo:
+        from workers.lm.registry import load_scorer
+
+        scorer = load_scorer(model)
+        started = time.monotonic()
+        for start in range(0, len(todo), chunk):
+            part = todo[start : start + chunk]
+            cache.put(part, scorer.score(part))
+            done, rate = start + len(part), (start + len(part)) / (time.monotonic() - started)
+            eta = (len(todo) - done) / rate
+            print(f"  {done}/{len(todo)} scored, {rate:.0f}/s, about {eta / 60:.1f} min left", file=sys.stderr)
+    return cache.get([p for _, p in pairs])
+
+
+def fact_outcome(fact: Fact, nll: dict[str, float], variant: dict[str, Any], as_m: int | None = None) -> FactStat:
+    """One fact's statistic under ``variant``; ``as_m``: a null fact of shape m (the person's own value and the
+    first m − 1 counterfactuals taken as the true values, as the service's null stores them)."""
+    prop = load_catalog().get(fact.pid)
+    m = as_m or len(fact.truths)
+    candidates = fact.candidates[: m + variant["counterfactuals"]]
+    truth = [i < m for i in range(len(candidates))]
+    similar = (
+        fact.names["reversed"] + fact.names["same_origin"]
+        if variant["scheme"] == "both"
+        else fact.names[variant["scheme"]]
+    )
+    outcomes = []
+    for t in range(min(variant["templates"], len(prop.templates))):
+
+        def row(name: str, t: int = t) -> list[float]:
+            return [nll[NllCache.key(split_template(prop.templates[t], name, v))] for v in candidates]
+
+        subject, rows = row(fact.names["subject"][0]), [row(n) for n in similar]
+        scores = calibrated_scores(subject, None, rows, 1.0)
+        outcomes.append(template_outcome(subject, [0.0] * len(candidates), rows, truth, 1.0))
+        assert outcomes[-1].scores == scores
+    stat = fact_stat(outcomes, m)  # the service's statistic: mean truth z over templates
+    if variant["statistic"] == "share":
+        return FactStat(stat.share, stat.strict, stat.lenient, stat.z_star, stat.n_templates, stat.n_z)
+    if variant["statistic"] == "rank":
+        return replace(stat, evidence=rank_evidence([(o.rank, len(candidates) - m, m) for o in outcomes]))
+    return stat
+
+
+def fisher_greater(a: int, b: int, c: int, d: int) -> float:
+    """One-sided Fisher exact p: P(X >= a) for the 2x2 table [[a, b], [c, d]] (known flagged, known not; unknown
+    flagged, unknown not)."""
+    n1, n2, k = a + b, c + d, a + c
+
+    def logc(n: int, r: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)
+
+    total = logc(n1 + n2, k)
+    return min(1.0, sum(math.exp(logc(n1, x) + logc(n2, k - x) - total) for x in range(a, min(n1, k) + 1)))
+
+
+def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dict[str, Any]]:
+    rows = []
+    grid = itertools.product(STATISTICS, SCHEMES, TEMPLATE_COUNTS, COUNTERFACTUAL_COUNTS)
+    for statistic, scheme, templates, n_cf in grid:
+        variant = {"statistic": statistic, "scheme": scheme, "templates": templates, "counterfactuals": n_cf}
+        stats = [(f, fact_outcome(f, nll, variant)) for f in facts if f.group != "null"]
+        shapes = {(f.pid, min(len(f.truths), 3)) for f, _ in stats} | {(pid, 1) for pid in PIDS}
+        null_facts = [f for f in facts if f.group == "null"]
+        nulls = {
+            (pid, m): EmpiricalNull([fact_outcome(f, nll, variant, m) for f in null_facts if f.pid == pid])
+            for pid, m in shapes
+        }
+        flagged: dict[str, dict[str, list[int]]] = {g: {} for g in ("known", "unknown")}
+        for f, s in stats:
+            if f.group == "null":
+                continue
+            usable = statistic == "share" or (f.in_pool and len(f.truths) <= 3)
+            null = nulls[(f.pid, 1)] if statistic == "share" else nulls[(f.pid, min(len(f.truths), 3))]
+            hit = int(usable and null.p_value(s) <= level)
+            flagged[f.group].setdefault(f.pid, []).append(hit)
+        own = [n for (_, m), n in nulls.items() if m == 1]
+        null_fp = sum(sum(p <= level for p in n.leave_one_out_p_values()) for n in own)
+        null_n = sum(len(n) for n in own)
+        known = [h for hs in flagged["known"].values() for h in hs]
+        unknown = [h for hs in flagged["unknown"].values() for h in hs]
+        kf, uf = sum(known), sum(unknown)
+        names = 1 + (2 * SIMILAR if scheme == "both" else SIMILAR)
+        per_property = {
+            pid: {
+                "known": [sum(flagged["known"].get(pid, [])), len(flagged["known"].get(pid, []))],
+                "unknown": [sum(flagged["unknown"].get(pid, [])), len(flagged["unknown"].get(pid, []))],
+                "fisher_p": fisher_greater(
+                    sum(flagged["known"].get(pid, [])),
+                    len(flagged["known"].get(pid, [])) - sum(flagged["known"].get(pid, [])),
+                    sum(flagged["unknown"].get(pid, [])),
+                    len(flagged["unknown"].get(pid, [])) - sum(flagged["unknown"].get(pid, [])),
+                ),
+            }
+            for pid in PIDS
+        }
+        rows.append(
+            variant
+            | {
+                "recall": _rate(kf, len(known)),
+                "fpr_unknown": _rate(uf, len(unknown)),
+                "fpr_null_loo": _rate(null_fp, null_n),
+                "fisher_p": fisher_greater(kf, len(known) - kf, uf, len(unknown) - uf),
+                "sentences_per_fact": templates * (1 + n_cf) * names,
+                "per_property": per_property,
+            }
+        )
+    return rows
+
+
+def _rate(k: int, n: int) -> dict[str, Any]:
+    r = Rate.of(k, n)
+    return {"k": k, "n": n, "rate": round(r.rate, 4) if n else None, "ci95": [round(r.low, 4), round(r.high, 4)]}
+
+
+def print_table(rows: list[dict[str, Any]], level: float) -> None:
+    print(
+        f"\n| statistic | look-alikes | templates | counterfactuals | recall (p <= {level}) | FPR unknown | FPR null |"
+        " Fisher p | sentences/fact |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: -(r["recall"]["rate"] or 0)):
+        print(
+            f"| {r['statistic']} | {r['scheme']} | {r['templates']} | {r['counterfactuals']} |"
+            f" {r['recall']['k']}/{r['recall']['n']} | {r['fpr_unknown']['k']}/{r['fpr_unknown']['n']} |"
+            f" {r['fpr_null_loo']['k']}/{r['fpr_null_loo']['n']} | {r['fisher_p']:.2g} | {r['sentences_per_fact']} |"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="groundtruth-tiny")
+    ap.add_argument("--null-people", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--counterfactuals", type=int, default=20, help="drawn per fact; variants use all and half")
+    ap.add_argument("--level", type=float, default=0.01)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--chunk", type=int, default=2048)
+    ap.add_argument("--cache", type=Path, default=REPO / "var" / "verdict_power_nll.sqlite3")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_verdict_power.json")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("MEMAUDIT_TORCH_THREADS", str(args.threads))
+    global MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS
+    MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS = args.counterfactuals, (args.counterfactuals // 2, args.counterfactuals)
+    started, load = time.monotonic(), os.getloadavg()[0]
+    facts = build_facts(args.model, args.null_people, args.seed)
+    nll = score_everything(args.model, facts, NllCache(args.cache, args.model), args.chunk)
+    rows = evaluate(facts, nll, args.level)
+    print_table(rows, args.level)
+    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    results[args.model] = {
+        "measured": time.strftime("%Y-%m-%d"),
+        "load_average_1min_at_start": round(load, 2),
+        "seconds": round(time.monotonic() - started, 1),
+        "null_people": args.null_people,
+        "counterfactuals_drawn": args.counterfactuals,
+        "level": args.level,
+        "facts": {g: sum(f.group == g for f in facts) for g in ("known", "unknown", "null")},
+        "out_of_pool": {g: sum(f.group == g and not f.in_pool for f in facts) for g in ("known", "unknown")},
+        "variants": rows,
+    }
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
