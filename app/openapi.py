@@ -64,7 +64,7 @@ LINKS: dict[str, dict[str, tuple[str, dict[str, str]]]] = {
         "DatasetCoverage": ("compare_models_datasets__dataset_id__coverage_get", {"dataset_id": "$response.body#/id"}),
     },
 }
-# Request bodies that work on a server with the default settings (README's examples), one per kind.
+# Request bodies that work on a server with the default settings (docs/api.md's examples), one per kind.
 EXAMPLES: dict[str, dict[str, Any]] = {
     "create_audit_audits_post": {
         "subject": {

@@ -209,7 +209,7 @@ class Settings(BaseSettings):
         ),
     )
 
-    # reliability: leases, heartbeats and the reconciler (README "Reliability"), and privacy (erasure, retention)
+    # reliability: leases, heartbeats and the reconciler (docs/reliability.md), and privacy (erasure, retention)
     lease_ttl_seconds: float = Field(
         default=30.0, description="a running audit whose lease is this old has lost its worker"
     )

@@ -1,5 +1,5 @@
 """The capacity benchmark script runs end to end (tiny configuration, seconds): it must not rot between the
-30-minute runs whose numbers the README quotes. No timing is asserted."""
+30-minute runs whose numbers docs/benchmarks.md quotes. No timing is asserted."""
 
 import json
 

@@ -4,6 +4,7 @@ the Settings class) and the compose file."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +19,52 @@ def test_openapi_document_is_current():
 
     checked_in = (REPO / "openapi" / "openapi.json").read_text()
     assert checked_in == render(), "openapi/openapi.json is stale: run `make openapi` and commit it"
+
+
+def test_the_readme_is_short_and_the_changelog_keeps_a_changelog():
+    readme = (REPO / "README.md").read_text().splitlines()
+    assert len(readme) <= 120, f"README.md has {len(readme)} lines: move detail to a page under docs/"
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert changelog.startswith("# Changelog\n") and "\n## [Unreleased]\n" in changelog  # keepachangelog.com
+
+
+def heading_slug(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def broken_links(repo: Path) -> list[str]:
+    """Relative links of the README, the changelog and docs/*.md whose file or heading does not exist."""
+    out = []
+    for page in [repo / "README.md", repo / "CHANGELOG.md", *sorted((repo / "docs").glob("*.md"))]:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)  # code blocks hold no links
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            dest = (page.parent / file).resolve() if file else page
+            if not dest.exists():
+                out.append(f"{page.relative_to(repo)}: {target} (no such file)")
+            elif anchor and dest.suffix == ".md":
+                slugs = {heading_slug(h) for h in re.findall(r"^#+ (.+)$", dest.read_text(), flags=re.M)}
+                if anchor not in slugs:
+                    out.append(f"{page.relative_to(repo)}: {target} (no such heading)")
+    return out
+
+
+def test_every_link_of_the_docs_leads_somewhere(tmp_path):
+    assert broken_links(REPO) == []
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "CHANGELOG.md").write_text("# Changelog\n")
+    (tmp_path / "docs" / "a.md").write_text("# A page\n\n## Served models (OpenAI-compatible)\n")
+    (tmp_path / "README.md").write_text(
+        "# Intro\n[ok](docs/a.md#served-models-openai-compatible) [web](https://example.org/x#y) [top](#intro)\n"
+        "[gone](docs/b.md) [no heading](docs/a.md#served)\n```\n[in code](nowhere.md)\n```\n"
+    )
+    assert broken_links(tmp_path) == [
+        "README.md: docs/b.md (no such file)",
+        "README.md: docs/a.md#served (no such heading)",
+    ]
 
 
 def test_configuration_reference_is_current():

@@ -1,5 +1,5 @@
 """The scoring benchmark script runs end to end against the real peers (tiny configuration on groundtruth-tiny,
-seconds): it must not rot between the long runs whose numbers the README quotes. No timing is asserted; what is
+seconds): it must not rot between the long runs whose numbers docs/benchmarks.md quotes. No timing is asserted; what is
 asserted holds whatever the machine's load: every method ran and was compared, every peer's NLLs equal the
 engine's, and the engine computes less than the peers."""
 

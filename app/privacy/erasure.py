@@ -5,8 +5,8 @@ outlives the erasure: app/evidence), and optionally a VACUUM of the touched tabl
 Deleted rows are logically gone at commit. Their bytes stay in Postgres heap and index pages until the space is
 reused (plain VACUUM marks it reusable; VACUUM FULL rewrites the tables into new files, under an exclusive lock
 that blocks the service meanwhile), in the write-ahead log until its segments are recycled, in WAL archives,
-replicas' histories and backups until those are rotated, and in SQLite's free pages until reused. README
-"Erasure and retention" says what an operator must do about each."""
+replicas' histories and backups until those are rotated, and in SQLite's free pages until reused.
+docs/reliability.md "Erasure" says what an operator must do about each."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A served model end to end: HTTP API → Postgres → Redis → a real RQ worker process → a real llama-cpp-python
 server on loopback (SmolLM2-135M's GGUF, behind an API key) → stored results. Registered with one setting
-(MEMAUDIT_MODELS, JSON) and its key with another (MEMAUDIT_MODELS__served__API_KEY), as the README shows.
+(MEMAUDIT_MODELS, JSON) and its key with another (MEMAUDIT_MODELS__served__API_KEY), as docs/models.md shows.
 
 Covers a subject audit (its stored NLLs equal llama.cpp's own), a coverage probe (greedy generation), a wrong API
 key, the server dying mid-audit (the audit fails with a readable error, the worker lives on, the same audit
