@@ -7,39 +7,62 @@ API key `cli`."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from typing import Any
 
-from pydantic import ValidationError
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
-
-from app.auth import keys
-from app.auth.keys import CLI_KEY_PREFIX
-from app.cli.audit import add_audit_commands
-from app.cli.batch import add_batch_commands
-from app.cli.capacity import add_capacity_commands
-from app.cli.client import open_local_database
-from app.cli.coverage import add_dataset_commands
-from app.cli.demo import add_demo_command
-from app.cli.evidence import add_evidence_commands
-from app.cli.output import setup_logging
-from app.cli.wikidata import add_wikidata_commands
-from app.db.engine import session_scope
 from app.errors import DomainError
-from app.migrate import migrate
-from app.settings import get_settings
 
-Configure = Callable[[argparse._SubParsersAction], None]
+# Every command: what `memaudit --help` says of it, and the function that adds its parser ("module:function", called
+# with the subparsers). Only the command being run is imported, so `memaudit --help` loads no web framework,
+# database or model library (docs/benchmarks.md, "CLI start-up"). Feature packages add their commands here, one line
+# each; a function may add several commands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("run the HTTP API (embedded worker unless MEMAUDIT_REDIS_URL is set)", "app.cli:_core_commands"),
+    "worker": ("run an RQ worker that keeps loaded models in memory across jobs", "app.cli:_core_commands"),
+    "migrate": ("create or upgrade the database schema", "app.cli:_core_commands"),
+    "keys": ("manage API keys", "app.cli:_core_commands"),
+    "audit": ("audit one subject: what does the model know about this person?", "app.cli.audit:add_audit_commands"),
+    "export": ("export the forget set (memorized facts)", "app.cli.audit:add_audit_commands"),
+    "demo": (
+        "audit well-known people on the default model and write a forget set",
+        "app.cli.demo:add_demo_command",
+    ),
+    "import-wikidata": (
+        "load humans, their facts, property metadata and counterfactual pools from a Wikidata JSON dump "
+        "(.json, .json.gz, .json.bz2); re-running on the same file resumes an interrupted import",
+        "app.cli.wikidata:add_wikidata_commands",
+    ),
+    "datasets": (
+        "datasets for coverage probes (Di Palma et al. 2025)",
+        "app.cli.coverage:add_dataset_commands",
+    ),
+    "capacity": (
+        "capacity audits: plot, grid table, scaling-law prediction",
+        "app.cli.capacity:add_capacity_commands",
+    ),
+    "batch": ("audit a roster of people (a cohort) at once", "app.cli.batch:add_batch_commands"),
+    "evidence": (
+        "the signed evidence record: export it, verify an export offline",
+        "app.cli.evidence:add_evidence_commands",
+    ),
+}
 
 
 def _redacted_url() -> str:
+    from sqlalchemy.engine import make_url
+
+    from app.settings import get_settings
+
     return make_url(get_settings().database_url).render_as_string(hide_password=True)
 
 
 def cmd_migrate(_: argparse.Namespace) -> int:
+    from app.cli.client import open_local_database
+    from app.migrate import migrate
+
     migrate()
     open_local_database()  # the CLI's own api_keys row, so `keys list` and admins see who made local audits
     print("database is at the latest schema:", _redacted_url())
@@ -48,6 +71,9 @@ def cmd_migrate(_: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn  # only `serve` needs the web server
+
+    from app.migrate import migrate
+    from app.settings import get_settings
 
     settings = get_settings()
     if settings.database_url.startswith("sqlite"):
@@ -65,6 +91,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
+    from app.auth import keys
+    from app.cli.client import open_local_database
+    from app.db.engine import session_scope
+    from app.settings import get_settings
+
     settings = get_settings()
     open_local_database()
     with session_scope() as s:
@@ -83,7 +114,7 @@ def cmd_keys(args: argparse.Namespace) -> int:
                             "name": k.name,
                             "revoked": k.revoked,
                             "created_at": k.created_at.isoformat(),
-                            **(note if k.prefix == CLI_KEY_PREFIX else {}),
+                            **(note if k.prefix == keys.CLI_KEY_PREFIX else {}),
                         }
                     )
                 )
@@ -95,21 +126,21 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 
 def _core_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="run the HTTP API (embedded worker unless MEMAUDIT_REDIS_URL is set)")
+    p = sub.add_parser("serve")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("worker", help="run an RQ worker that keeps loaded models in memory across jobs")
+    p = sub.add_parser("worker")
     p.add_argument("--burst", action="store_true", help="exit when the queue is empty")
     p.add_argument("--preload", action="append", default=[], help="model name to load before taking jobs")
     p.set_defaults(func=cmd_worker)
 
-    p = sub.add_parser("migrate", help="create or upgrade the database schema")
+    p = sub.add_parser("migrate")
     p.set_defaults(func=cmd_migrate)
 
-    p = sub.add_parser("keys", help="manage API keys")
+    p = sub.add_parser("keys")
     ks = p.add_subparsers(dest="keys_command", required=True)
     c = ks.add_parser("create", help="create a key (printed once)")
     c.add_argument("--role", required=True, choices=["admin", "auditor", "regulator", "pipeline"])
@@ -118,19 +149,6 @@ def _core_commands(sub: argparse._SubParsersAction) -> None:
     r = ks.add_parser("revoke", help="revoke a key")
     r.add_argument("id", type=int)
     p.set_defaults(func=cmd_keys)
-
-
-# Feature packages add their commands here, one line each.
-COMMANDS: list[Configure] = [
-    _core_commands,
-    add_audit_commands,
-    add_demo_command,
-    add_wikidata_commands,
-    add_dataset_commands,
-    add_capacity_commands,
-    add_batch_commands,
-    add_evidence_commands,
-]
 
 
 class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -159,17 +177,50 @@ class Parser(argparse.ArgumentParser):
         )
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Commands:
+    """The subparsers as a command's function sees them: ``add_parser`` gives a real parser (with the help COMMANDS
+    says) for the commands being built, a throwaway one for the others that function adds."""
+
+    def __init__(self, sub: argparse._SubParsersAction, built: set[str]) -> None:
+        self.sub, self.built = sub, built
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if name not in COMMANDS:
+            raise RuntimeError(f"command {name!r} is not listed in app.cli.COMMANDS")
+        if "help" in kwargs:
+            raise RuntimeError(f"command {name!r}: its help is said once, in app.cli.COMMANDS")
+        if name not in self.built:
+            return Parser(prog=name)
+        return self.sub.add_parser(name, help=COMMANDS[name][0], description=COMMANDS[name][0], **kwargs)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """`memaudit`'s parser: every command listed, with the arguments of ``command`` only (of every command when
+    None), importing only the modules that add them."""
     parser = Parser(prog="memaudit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for configure in COMMANDS:
-        configure(sub)
+    built = set(COMMANDS) if command is None else {command} & set(COMMANDS)
+    for name, (text, _) in COMMANDS.items():
+        if name not in built:
+            sub.add_parser(name, help=text, description=text)
+    for target in dict.fromkeys(COMMANDS[name][1] for name in COMMANDS if name in built):  # each function once
+        module, _, function = target.partition(":")
+        getattr(importlib.import_module(module), function)(_Commands(sub, built))
     return parser
 
 
+def command_of(argv: list[str]) -> str:
+    """The command an argument list runs: its first argument that is not an option (`memaudit`'s own options, -h and
+    -v, take no value); "" for none."""
+    return next((arg for arg in argv if not arg.startswith("-")), "")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_of(argv)).parse_args(argv)
     verbose = getattr(args, "verbose", False)
+    from app.cli.output import setup_logging
+
     setup_logging(verbose, service=args.command in ("serve", "worker"))
     try:
         return int(args.func(args) or 0)
@@ -177,20 +228,24 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.field}: " if exc.field else ""
         print(f"memaudit: {where}{exc.message}", file=sys.stderr)
         return 2
-    except ValidationError as exc:
-        for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"])
-            print(f"memaudit: {field}: {err['msg']}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # `memaudit export | head`: the reader has gone, which is not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except KeyboardInterrupt:
         print("memaudit: interrupted (a running audit was cancelled)", file=sys.stderr)
         return 130
-    except (SQLAlchemyError, OSError) as exc:  # the environment, not the input: say what, one line
-        if verbose:
+    except Exception as exc:
+        from pydantic import ValidationError
+        from sqlalchemy.exc import SQLAlchemyError
+
+        if isinstance(exc, ValidationError):
+            for err in exc.errors():
+                field = ".".join(str(p) for p in err["loc"])
+                print(f"memaudit: {field}: {err['msg']}", file=sys.stderr)
+            return 2
+        if verbose or not isinstance(exc, (SQLAlchemyError, OSError)):
             raise
+        # the environment, not the input: say what, one line
         print(
             f"memaudit: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
             "(run with -v for the traceback)",

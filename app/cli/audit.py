@@ -205,7 +205,7 @@ def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = CLI_PARAPHR
 
 
 def add_audit_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="audit one subject: what does the model know about this person?")
+    p = sub.add_parser("audit")
     p.add_argument("--name", default=None, help="the person's name (default with --wikidata-id: Wikidata's label)")
     p.add_argument("--fact", action="append", type=_parse_fact, default=None, help="PROPERTY=VALUE, repeatable")
     p.add_argument("--wikidata-id", default=None, help="e.g. Q7186; without --fact the facts come from Wikidata")
@@ -215,7 +215,7 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     add_client_arguments(p)
     p.set_defaults(func=cmd_audit)
 
-    p = sub.add_parser("export", help="export the forget set (memorized facts)")
+    p = sub.add_parser("export")
     p.add_argument(
         "--format",
         choices=["jsonl", "csv", "tofu"],

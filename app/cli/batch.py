@@ -178,7 +178,7 @@ def cmd_batch_show(args: argparse.Namespace) -> int:
 
 
 def add_batch_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("batch", help="audit a roster of people (a cohort) at once")
+    p = sub.add_parser("batch")
     bs = p.add_subparsers(dest="batch_command", required=True)
     s = bs.add_parser("submit", help="submit a roster file (CSV: name, wikidata_id, P106 … columns; or JSON lines)")
     s.add_argument("roster", help="the roster file (.csv or .jsonl)")

@@ -103,7 +103,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def add_capacity_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("capacity", help="capacity audits: plot, grid table, scaling-law prediction")
+    p = sub.add_parser("capacity")
     cs = p.add_subparsers(dest="capacity_command", required=True)
     for name, func, help_ in (
         ("plot", cmd_plot, "write the audit's plots as PNG or SVG"),

@@ -115,7 +115,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def add_dataset_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("datasets", help="datasets for coverage probes (Di Palma et al. 2025)")
+    p = sub.add_parser("datasets")
     ds = p.add_subparsers(dest="datasets_command", required=True)
 
     a = ds.add_parser("add", help="load a dataset's files (MovieLens .dat, or CSV/TSV with a column mapping)")

@@ -95,7 +95,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def add_demo_command(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="audit well-known people on the default model and write a forget set")
+    p = sub.add_parser("demo")
     p.add_argument("--people", type=int, default=4, help="how many of the demo people to audit (at most 4)")
     p.add_argument("--quick", action="store_true", help=f"the same run on {QUICK_PEOPLE} people (CI uses it)")
     add_audit_options(p)

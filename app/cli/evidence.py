@@ -93,7 +93,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def add_evidence_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("evidence", help="the signed evidence record: export it, verify an export offline")
+    p = sub.add_parser("evidence")
     es = p.add_subparsers(dest="evidence_command", required=True)
     e = es.add_parser("export", help="write the whole chain as JSON lines (with a signed end line)")
     e.add_argument("-o", "--output", default=None, help="file to write (default: standard output)")

@@ -30,11 +30,7 @@ def cmd_import_wikidata(args: argparse.Namespace) -> int:
 
 
 def add_wikidata_commands(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "import-wikidata",
-        help="load humans, their facts, property metadata and counterfactual pools from a Wikidata JSON dump "
-        "(.json, .json.gz, .json.bz2); re-running on the same file resumes an interrupted import",
-    )
+    p = sub.add_parser("import-wikidata")  # its help: app.cli.COMMANDS
     p.add_argument("dump", type=Path, help="path to the dump file")
     p.add_argument("--batch-size", type=int, default=500, help="humans per committed batch (the resume step)")
     p.add_argument("--min-humans", type=int, default=100, help="build a pool for properties used by this many humans")
