@@ -79,13 +79,13 @@ def _in_words(k: int, n: int) -> str:
         return ""
     if k == 0:
         return (
-            f"To see how often this test is wrong, we also ran it on {n} made-up people. The model cannot know them. "
-            "The test never said the model knew one of their facts."
+            f"To see how often this test is wrong, we also ran it on {n} facts about made-up people. The model cannot "
+            "know them. The test never said the model knew one of these facts."
         )
     one_in = max(1, round(n / k))
     return (
-        f"To see how often this test is wrong, we also ran it on {n} made-up people. The model cannot know them. "
-        f"The test said the model knew {k} of their facts. So it is wrong about one time in {one_in}."
+        f"To see how often this test is wrong, we also ran it on {n} facts about made-up people. The model cannot "
+        f"know them. The test said the model knew {k} of these facts. So it is wrong about one time in {one_in}."
     )
 
 
