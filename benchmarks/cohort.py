@@ -276,12 +276,13 @@ def measure_submit(service: Service, people: int) -> dict[str, float]:
 
 def _time_reconcile() -> float:
     """One reconciler pass (every worker runs one every 10 s) over the queued batch: it checks each audit's job."""
+    from app.kinds import KINDS
     from app.queue import get_dispatcher
     from app.reliability.reconciler import reconcile_once
     from app.settings import get_settings
 
     start = time.monotonic()
-    report = reconcile_once(get_settings(), get_dispatcher())
+    report = reconcile_once(get_settings(), get_dispatcher(), KINDS)
     assert not report.enqueued, "every queued audit of the batch has its job"
     return round(time.monotonic() - start, 2)
 

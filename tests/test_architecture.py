@@ -10,7 +10,9 @@ ones included) and, for the API process, from a fresh interpreter's sys.modules:
   composition root of kinds, and the jobs' shared runner (workers/jobs/common.py) the queue;
 - the generic audits package (app/audits) imports no kind: only the app's shared layers;
 - importing app.main loads no torch, transformers, vllm or sentence-transformers.
-- a public class name is defined once in app, workers and core (one name, one meaning).
+- a public class name is defined once in app, workers and core (one name, one meaning);
+- only the composition roots import the list of kinds (app.kinds): the API (app/main.py), the command line
+  (app/cli) and the worker's entry point (workers/worker.py); everything else is given its kinds.
 
 Each checker is also run on planted violations, so a rule that stopped catching anything would fail here."""
 
@@ -39,6 +41,8 @@ MAY_ALSO_IMPORT = {
 }
 AUDITS_MAY_IMPORT_FROM_APP = re.compile(r"^app\.(audits|auth|db|deps|errors|limits|queue|settings|validation)(\..*)?$")
 HEAVY = ("torch", "transformers", "vllm", "sentence_transformers")
+# the processes' entry points, which choose the kinds they offer (app/cli/ too); the rest is given them
+COMPOSITION_ROOTS = {"app/kinds.py", "app/main.py", "workers/worker.py"}
 
 
 def imports(path: Path, root: Path) -> Iterator[str]:
@@ -108,6 +112,18 @@ def audits_violations(root: Path) -> list[str]:
     ]
 
 
+def kinds_importers(root: Path) -> list[str]:
+    """Modules of app, workers and core, other than the composition roots, that import app.kinds."""
+    out = []
+    for package in ("app", "workers", "core"):
+        for path in python_files(root, package):
+            name = path.relative_to(root).as_posix()
+            if name in COMPOSITION_ROOTS or name.startswith("app/cli/"):
+                continue
+            out += [f"{name} imports {m}" for m in imports(path, root) if m.split(".")[:2] == ["app", "kinds"]]
+    return out
+
+
 def class_name_clashes(root: Path) -> list[str]:
     """Public class names defined in more than one module of app, workers and core: one name, one meaning."""
     where: dict[str, list[str]] = {}
@@ -141,6 +157,10 @@ def test_the_generic_audits_package_names_no_kind() -> None:
     assert audits_violations(REPO) == []
 
 
+def test_only_the_composition_roots_import_the_kinds() -> None:
+    assert kinds_importers(REPO) == []
+
+
 def test_each_class_name_has_one_meaning() -> None:
     assert class_name_clashes(REPO) == []
 
@@ -161,6 +181,8 @@ def planted(tmp_path: Path) -> Path:
         "app/__init__.py": "",
         "app/main.py": "from core.models import math\nimport torch\n",  # torch in the API's import graph
         "app/kinds.py": "",
+        "app/reliability/reconciler.py": "from app.kinds import KINDS\n",
+        "app/cli/serve.py": "from app.kinds import KINDS\n",
         "app/db/engine.py": "",
         "app/capacity/repository.py": "",
         "app/capacity/service.py": "from app.capacity import repository\n",
@@ -191,6 +213,10 @@ def test_each_rule_catches_a_planted_violation(planted: Path) -> None:
         "workers/jobs/bad.py imports app.capacity.service",
         "workers/jobs/bad.py imports app.kinds",
         "workers/jobs/bad.py imports app.queue",
+    ]
+    assert kinds_importers(planted) == [
+        "app/reliability/reconciler.py imports app.kinds",
+        "workers/jobs/bad.py imports app.kinds",
     ]
     assert class_name_clashes(planted) == ["Progress: app/audits/schemas.py, workers/lm/engine.py"]
     assert heavy_modules_after_importing("app.main", planted) == ["torch"]

@@ -20,6 +20,7 @@ from rq.serializers import JSONSerializer
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from rq.utils import now as rq_now
 
+from app.kinds import KINDS
 from app.queue import get_dispatcher, queue_names
 from app.reliability.reconciler import Reconciler, reconcile_once
 from app.settings import Settings, get_settings
@@ -41,7 +42,7 @@ def run_worker(*, burst: bool = False, preload: list[str] | None = None) -> int:
         get_scorer(name)
     if burst:
         return _burst(settings)
-    reconciler = Reconciler(settings, get_dispatcher()).start()
+    reconciler = Reconciler(settings, get_dispatcher(), KINDS).start()
     try:
         return _work_forever()
     finally:
@@ -131,7 +132,7 @@ def _burst(settings: Settings) -> int:
     later, RQ's cold shutdown)."""
     stop = threading.Event()
     _catch_signals(stop)
-    reconcile_once(settings, get_dispatcher())
+    reconcile_once(settings, get_dispatcher(), KINDS)
     if not stop.is_set():
         _work(stop, burst=True)
     return 0

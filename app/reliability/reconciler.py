@@ -1,6 +1,7 @@
 """The reconciler: makes Redis (or the embedded runner) agree with the database, which is the record of what
 must run. Every worker process runs one, and so does the API in embedded mode; they may run at once, since
-every change they make is a conditional UPDATE.
+every change they make is a conditional UPDATE. It is given the kinds it may enqueue by the process that starts it
+(the worker's entry point, the API's startup), never importing the composition root ``app.kinds`` itself.
 
 Each pass, every ``reconcile_interval_seconds``:
 - a `running` audit whose lease expired (its worker died: kill -9, OOM, lost host; or Redis lost the job while
@@ -28,7 +29,6 @@ from app.audits.kinds import AuditKind, KindRegistry
 from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Audit
-from app.kinds import KINDS
 from app.privacy.retention import purge
 from app.queue import Dispatcher, batch_lane
 from app.reliability import leases
@@ -111,7 +111,7 @@ def _lane_of(settings: Settings, kinds: KindRegistry, audit_id: str) -> int | No
     return None if row is None else lane(settings, kinds[row.kind], row.batch_id, row.owner_key_id)
 
 
-def reconcile_once(settings: Settings, dispatcher: Dispatcher, kinds: KindRegistry = KINDS) -> Report:
+def reconcile_once(settings: Settings, dispatcher: Dispatcher, kinds: KindRegistry) -> Report:
     report = Report()
     _recover_expired(settings, dispatcher, report, kinds)
     _enqueue_missing(settings, dispatcher, report, kinds)
@@ -131,7 +131,7 @@ class Reconciler:
     """Runs ``reconcile_once`` (and the retention purge) in a daemon thread until stopped, or until this
     process switches to another database or queue (tests do)."""
 
-    def __init__(self, settings: Settings, dispatcher: Dispatcher, kinds: KindRegistry = KINDS) -> None:
+    def __init__(self, settings: Settings, dispatcher: Dispatcher, kinds: KindRegistry) -> None:
         self.settings, self.dispatcher, self.kinds = settings, dispatcher, kinds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="memaudit-reconciler", daemon=True)

@@ -10,6 +10,7 @@ from redis import Redis
 from rq import Queue
 from rq.serializers import JSONSerializer
 
+from app.kinds import KINDS
 from app.queue import get_dispatcher, job_id, queue_names
 from app.reliability.reconciler import reconcile_once
 from app.settings import get_settings
@@ -53,7 +54,7 @@ def test_batch_audits_go_to_the_batch_queue_and_come_back_there(api):
         assert "Queue Person" not in raw and "physicist" not in raw
 
     assert get_dispatcher().discard(ids) == 3  # Redis lost them (restart without persistence)
-    report = reconcile_once(get_settings(), get_dispatcher())
+    report = reconcile_once(get_settings(), get_dispatcher(), KINDS)
     assert sorted(report.enqueued) == sorted(ids)
     interactive, batch = queued_ids()
     assert interactive == [job_id(single)] and sorted(batch) == sorted(job_id(a) for a in ids)
@@ -73,6 +74,6 @@ def test_the_services_own_nulls_wait_behind_single_audits_and_come_back_there(ap
     interactive, batch = queued_ids()
     assert job_id(null_id) not in interactive and batch == [job_id(null_id)]
     assert get_dispatcher().discard([null_id]) == 1
-    assert null_id in reconcile_once(get_settings(), get_dispatcher()).enqueued
+    assert null_id in reconcile_once(get_settings(), get_dispatcher(), KINDS).enqueued
     interactive, batch = queued_ids()
     assert job_id(null_id) not in interactive and batch == [job_id(null_id)]

@@ -12,6 +12,7 @@ from sqlalchemy import update
 from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Audit
+from app.kinds import KINDS
 from app.reliability import leases
 from app.reliability.reconciler import reconcile_once
 from tests.conftest import wait_for
@@ -101,7 +102,7 @@ def test_a_pass_enqueues_what_redis_lost_and_recovers_dead_workers(auditor):
         )
     before = queued_job_ids()
 
-    report = reconcile_once(get_settings(), dispatcher)
+    report = reconcile_once(get_settings(), dispatcher, KINDS)
     mine = {lost, held, dead, alive}  # earlier tests' leases (30 s) may expire meanwhile on a slow machine
     enqueued, recovered = ([a for a in ids if a in mine] for ids in (report.enqueued, report.recovered))
     assert enqueued == [lost] and recovered == [dead], report
@@ -111,7 +112,7 @@ def test_a_pass_enqueues_what_redis_lost_and_recovers_dead_workers(auditor):
     assert sorted(after) == sorted(expected), "enqueued twice or not at all"
     assert audit_row(dead).status == "queued" and audit_row(dead).lease_owner is None
     assert audit_row(alive).status == "running" and audit_row(held).status == "queued"
-    again = reconcile_once(get_settings(), dispatcher)
+    again = reconcile_once(get_settings(), dispatcher, KINDS)
     assert not mine & {*again.enqueued, *again.recovered}, "a second pass enqueued again"
 
 
@@ -131,7 +132,7 @@ def test_an_audit_whose_follow_up_job_is_queued_is_not_missing(auditor):
     lane = Queue(dispatcher.lanes[0].name, connection=dispatcher.redis, serializer=JSONSerializer)
     lane.enqueue_many([dispatcher._data("workers.jobs.subject.run", audit_id, job_ids(audit_id)[1])])
     assert dispatcher.missing([audit_id]) == []
-    assert audit_id not in reconcile_once(get_settings(), dispatcher).enqueued
+    assert audit_id not in reconcile_once(get_settings(), dispatcher, KINDS).enqueued
     dispatcher.cancel(audit_id)
     assert dispatcher.missing([audit_id]) == [audit_id], "cancel left the follow-up job queued"
 
@@ -163,7 +164,7 @@ def test_an_audit_whose_worker_keeps_dying_is_failed_after_max_attempts(auditor)
         attempts=attempts,
         lease_expires_at=utcnow() - timedelta(seconds=1),
     )
-    report = reconcile_once(get_settings(), get_dispatcher())
+    report = reconcile_once(get_settings(), get_dispatcher(), KINDS)
     assert report.given_up == [audit_id]
     final = audit_row(audit_id)
     assert final.status == "failed" and f"stopped {attempts} times" in final.error, final.error
@@ -177,7 +178,7 @@ def test_embedded_mode_reconciles_in_process(sqlite_env, api_factory):
     dispatcher = EmbeddedDispatcher()  # a fresh runner: it holds nothing, like one after a restart
     audit_id = submit(api)
     set_audit(audit_id, status="running", lease_owner="dead-process", lease_expires_at=utcnow() - timedelta(1))
-    report = reconcile_once(get_settings().model_copy(update={"reconcile_grace_seconds": 0}), dispatcher)
+    report = reconcile_once(get_settings().model_copy(update={"reconcile_grace_seconds": 0}), dispatcher, KINDS)
     assert report.recovered == [audit_id]
     assert dispatcher.missing([audit_id]) == [] or audit_row(audit_id).status != "queued"
     dispatcher.join()
