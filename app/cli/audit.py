@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from app.cli.client import add_client_arguments, make_client
-from app.cli.output import NULL_WAIT_SECONDS, failure_line, wait, wait_for_nulls
+from app.cli.output import NULL_WAIT_SECONDS, duration, failure_line, wait, wait_for_nulls
 from app.errors import DomainError, InvalidInput
 from app.settings import get_settings
 from app.streaming import END_KEY
@@ -115,7 +116,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if audit["status"] != "succeeded":
         print(f"memaudit: {failure_line(audit, client.local)}", file=sys.stderr)
         return 1
-    facts = wait_for_nulls(client, audit, args.null_wait, quiet=args.json)
+    facts = wait_for_nulls(client, audit_id, args.null_wait, quiet=args.json)
     if args.json:
         print(json.dumps({"audit": audit, "facts": facts["facts"]}, indent=2))
     else:
@@ -124,9 +125,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
-def counted(chunks: Iterable[str], out: TextIO, fmt: str) -> int:
+def counted(chunks: Iterable[str], out: TextIO, fmt: str, end: dict[str, Any] | None = None) -> int:
     """Write the export's text to ``out`` and return how many records it held (CSV: rows after the header;
-    a quoted value may span lines, so CSV is parsed, not line-counted)."""
+    a quoted value may span lines, so CSV is parsed, not line-counted). A jsonl export's end marker goes to
+    ``end``."""
 
     def lines() -> Iterator[str]:
         pending = ""
@@ -145,6 +147,8 @@ def counted(chunks: Iterable[str], out: TextIO, fmt: str) -> int:
     if fmt == "jsonl":  # a complete jsonl export ends with its marker line (app.streaming.END_KEY)
         if not records or not records[-1].startswith(f'{{"{END_KEY}"'):
             raise DomainError("the export ended before its end marker: it was cut; run it again")
+        if end is not None:
+            end.update(json.loads(records[-1])[END_KEY])
         return len(records) - 1
     return len(records)
 
@@ -156,14 +160,36 @@ def cmd_export(args: argparse.Namespace) -> int:
     names = ("format", "model", "subject_id", "audit_id", "property", "policy", "min_share", "min_z")
     params = {name: getattr(args, name) for name in names}  # the query parameters of GET /forget-set
     chunks = client.forget_set(params)
+    end: dict[str, Any] = {}
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
-            n = counted(chunks, out, args.format)
+            n = counted(chunks, out, args.format, end)
     else:
-        n = counted(chunks, sys.stdout, args.format)
+        n = counted(chunks, sys.stdout, args.format, end)
         sys.stdout.flush()
+    if args.format != "jsonl" and args.policy in ("pvalue", "bh"):  # csv and tofu carry no end marker: ask jsonl's
+        counted(client.forget_set(params | {"format": "jsonl"}), io.StringIO(), "jsonl", end)
     print(f"wrote {n} record{'s' if n != 1 else ''} to {args.output or 'standard output'}", file=sys.stderr)
+    if end.get("pending"):
+        print(pending_line(end, args.policy), file=sys.stderr)
     return 0
+
+
+def pending_line(end: dict[str, Any], policy: str) -> str:
+    """What an export left out for want of a null, from its end marker: how many facts, why, and what to do."""
+    pending, by_status = end["pending"], end.get("pending_by_status") or {}
+    eta = end.get("pending_eta_seconds")
+    when = f", their null done in ≈ {duration(eta)}" if eta is not None else ""
+    why = ", ".join(f"{k} {v}" for k, v in sorted(by_status.items()))
+    todo = (
+        "run `memaudit serve` (or a worker) until their null is done"
+        if set(by_status) <= {"pending"}
+        else "submit a null audit for their configuration (kind null), or audit them again"
+    )
+    return (
+        f"{pending} fact{'s' if pending != 1 else ''} pending calibration ({why}{when}) left out by --policy {policy}:"
+        f" {todo}, or --policy lenient exports them uncalibrated"
+    )
 
 
 def _parse_fact(text: str) -> dict[str, str]:

@@ -76,7 +76,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if audit["status"] != "succeeded":
             print(f"memaudit: {name}: {failure_line(audit, client.local)}", file=sys.stderr)
             return 1
-        facts = wait_for_nulls(client, audit, args.null_wait)
+        facts = wait_for_nulls(client, audit_id, args.null_wait)
         print_table(name, facts)
         lenient += sum(f["lenient"] for f in facts["facts"])
         total += len(facts["facts"])

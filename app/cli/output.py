@@ -12,7 +12,6 @@ import logging
 import sys
 import time
 from collections import deque
-from datetime import datetime
 from typing import Any
 
 from tqdm import tqdm
@@ -165,60 +164,56 @@ def pending_nulls(facts: dict[str, Any]) -> list[dict[str, Any]]:
     return [n for n in (facts.get("calibration") or {}).get("nulls", []) if n["status"] == "pending"]
 
 
-def audit_rate(audit: dict[str, Any]) -> float | None:
-    """Sentences per second this machine scored the audit at (its model load included: an ETA from it errs long)."""
-    scored = ((audit.get("summary") or {}).get("scoring") or {}).get("scored")
-    start, end = audit.get("started_at"), audit.get("finished_at")
-    if not scored or not start or not end:
-        return None
-    seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
-    return scored / seconds if seconds > 0 else None
-
-
-def null_eta(nulls: list[dict[str, Any]], rate: float | None) -> tuple[int, int, float | None]:
+def null_eta(nulls: list[dict[str, Any]]) -> tuple[int, int, float | None]:
     """(done, total) sentences of the pending nulls (one null audit may serve several properties: counted once)
-    and the time left: the nulls' own ETA once they have run, else their sentences at ``rate``."""
+    and the time left at their measured rate (None until they have scored something)."""
     by_audit = {n["null_audit_id"]: n.get("progress") or {} for n in nulls}
     done = sum(p.get("done", 0) for p in by_audit.values())
     total = sum(p.get("total", 0) for p in by_audit.values())
     etas = [p["eta_seconds"] for p in by_audit.values() if p.get("eta_seconds") is not None]
-    if etas:
-        return done, total, max(etas)
-    return done, total, (total - done) / rate if rate and total else None
+    return done, total, max(etas) if etas else None
 
 
-def wait_for_nulls(client: Client, audit: dict[str, Any], limit: float, quiet: bool = False) -> dict[str, Any]:
-    """The audit's facts page once the nulls its p-values wait for are done, with a progress bar; said up front how
-    long that takes. When it would take longer than ``limit`` seconds (or takes longer), the page as it is: the
-    null goes on under `memaudit serve` or a worker, or in the next command, from what it has stored (a one-shot
-    command hands it back to the queue as it exits: app.queue.EmbeddedDispatcher.shutdown)."""
-    facts = client.facts(audit["id"])
+def wait_for_nulls(client: Client, audit_id: str, limit: float, quiet: bool = False) -> dict[str, Any]:
+    """The audit's facts page once the nulls its p-values wait for are done, with a progress bar. The null's rate is
+    measured on its first part, then how long it takes is said before waiting; longer than ``limit`` seconds, or
+    not done by then: the page as it is. The null goes on under `memaudit serve` or a worker, or in the next
+    command, from what it has stored (a one-shot command hands it back to the queue as it exits:
+    app.queue.EmbeddedDispatcher.shutdown)."""
+    facts = client.facts(audit_id)
     nulls = pending_nulls(facts)
     if not nulls:
         return facts
-    done, total, eta = null_eta(nulls, audit_rate(audit))
-    when = f"≈ {duration(eta)}" if eta is not None else "time unknown"
     say = (lambda _: None) if quiet else (lambda text: print(text, file=sys.stderr, flush=True))
+    done, total, eta = null_eta(nulls)
+    later = "it goes on under `memaudit serve`, a worker or the next command, from what it has stored"
     head = f"p-values need this configuration's null (fictitious people audited alike): {total - done:,} sentences"
-    if limit <= 0 or (eta is not None and eta > limit):
-        say(f"{head}, {when}; not waiting (--null-wait {duration(limit)}): it goes on under `memaudit serve` or a")
-        say("worker, or in the next command, from what it has stored")
+    if limit <= 0:
+        say(f"{head}; not waiting (--null-wait 0): {later}")
         return facts
-    say(f"{head}, {when}; waiting (at most {duration(limit)})")
-    bar = tqdm(total=total, initial=done, desc="null", file=sys.stderr, disable=quiet or not sys.stderr.isatty())
-    deadline = time.monotonic() + limit
+    say(f"{head}; measuring its rate")
+    bar = tqdm(
+        total=max(total, 1), initial=done, desc="null", file=sys.stderr, disable=quiet or not sys.stderr.isatty()
+    )
+    deadline, said = time.monotonic() + limit, False
     try:
         while nulls and time.monotonic() < deadline:
             time.sleep(POLL_SECONDS)
-            facts = client.facts(audit["id"])
+            facts = client.facts(audit_id)
             nulls = pending_nulls(facts)
-            done, total, eta = null_eta(nulls, audit_rate(audit))
+            done, total, eta = null_eta(nulls)
             bar.total, bar.n = max(total, 1), done
             bar.set_postfix_str(f"{duration(eta)} left" if eta is not None else "measuring", refresh=True)
+            if nulls and eta is not None and not said:
+                said = True
+                if eta > deadline - time.monotonic():
+                    say(f"the null takes ≈ {duration(eta)} more: longer than --null-wait; not waiting: {later}")
+                    return facts
+                say(f"the null takes ≈ {duration(eta)}: waiting")
     finally:
         bar.close()
     if nulls:
-        say(f"the null is not done after {duration(limit)}: it goes on later from what it has stored")
+        say(f"the null is not done after --null-wait {duration(limit)}: {later}")
     return facts
 
 

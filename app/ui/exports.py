@@ -62,7 +62,9 @@ class ForgetQuery:
 @router.get("/forget-set", response_class=HTMLResponse)
 def forget_set_page(request: Request, ui: Signed, query: Annotated[ForgetQuery, Depends()]) -> HTMLResponse:
     require_roles(*PREVIEWERS)(ui.principal)  # nor a data-subject token: it reads its own audit, never the forget set
-    rows = logged_export(forget_set.records(ui.principal, query.filters), ui.principal, "preview_forget_set")
+    left_out: dict[str, Any] = {}  # facts the p-value policies leave out for want of a null: said, never a silent 0
+    records = forget_set.records(ui.principal, query.filters, left_out=left_out)
+    rows = logged_export(records, ui.principal, "preview_forget_set")
     preview = list(islice(rows, PREVIEW_ROWS))
     count = len(preview) + sum(1 for _ in islice(rows, COUNT_CAP - len(preview)))
     rows.close()  # logs what was shown (the access log) now, not at garbage collection
@@ -73,6 +75,7 @@ def forget_set_page(request: Request, ui: Signed, query: Annotated[ForgetQuery, 
         rows=preview,
         count=count,
         capped=count >= COUNT_CAP,
+        pending=left_out,
         params=query.params,
         can_export=can_export,
         formats=list(SUFFIX),
