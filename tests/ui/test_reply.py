@@ -122,3 +122,14 @@ def test_the_person_reads_in_plain_words_and_only_they_and_their_auditor_can(fin
     assert own.url.endswith(f"/ui/audits/{audit['id']}/reply")
     assert own.locator("ul.found li").count() >= 1
     own.context.close()
+
+    # every read path wrote its access-log entry, by id only: the API's facts reads (the fixture's polls), the
+    # export, the dashboard's audit page and the reply (the subject's and the auditor's)
+    from sqlalchemy import select
+
+    from app.db.engine import session_scope
+    from app.db.models import AccessLog
+
+    with session_scope() as s:
+        logged = {(r.role, r.action) for r in s.scalars(select(AccessLog).where(AccessLog.audit_id == audit["id"]))}
+    assert {("auditor", "read_facts"), ("pipeline", "export_forget_set"), ("subject", "read_facts")} <= logged

@@ -72,11 +72,10 @@ def null_refs(session: Session, audit: Audit, pids: list[str], fingerprint: str 
     return refs
 
 
-def record_provenance(session: Session, audit_id: str, scorer: Scorer | None, settings: Settings) -> dict[str, Any]:
+def record_provenance(session: Session, audit: Audit, results: list, scorer: Scorer | None, settings: Settings) -> dict:
     """Write the audit's provenance block (the caller commits) and return it."""
-    audit = session.get(Audit, audit_id)
     fingerprint = getattr(scorer, "fingerprint", None) or None
-    pids = sorted({r.property_id for r in subjects.results_for_audit(session, audit_id, with_candidates=False)})
+    pids = sorted({r.property_id for r in results})
     block = provenance.provenance(
         scorer=scorer_settings(audit.model, scorer, settings) if scorer is not None else None,
         model_fingerprint=fingerprint,
@@ -88,8 +87,9 @@ def record_provenance(session: Session, audit_id: str, scorer: Scorer | None, se
 
 def record_finished(session: Session, audit_id: str, scorer: Scorer | None, settings: Settings) -> None:
     """The run ended with a final status (the caller holds the lease's release in this transaction)."""
-    block = record_provenance(session, audit_id, scorer, settings)
     audit = session.get(Audit, audit_id)
+    results = subjects.results_for_audit(session, audit_id, with_candidates=False)  # none for other kinds
+    block = record_provenance(session, audit, results, scorer, settings)
     properties = {
         r.property_id: {
             "facts": len(r.fact_ids or []),
@@ -99,7 +99,7 @@ def record_finished(session: Session, audit_id: str, scorer: Scorer | None, sett
             "lenient": r.lenient,
             "z_star": r.z_star,
         }
-        for r in subjects.results_for_audit(session, audit_id, with_candidates=False)
+        for r in results
     }
     body = {
         "audit": {"kind": audit.kind, "model": audit.model, "status": audit.status, "batch_id": audit.batch_id},
@@ -117,7 +117,7 @@ def record_finished(session: Session, audit_id: str, scorer: Scorer | None, sett
         session,
         settings,
         EntryKind.AUDIT_FINISHED,
-        principal=f"key:{audit.owner_key_id}" if audit.owner_key_id is not None else "unknown",
+        principal=f"key:{audit.owner_key_id}" if audit.owner_key_id is not None else "service",  # nulls: "service"
         body=body,
         subject_id=audit.subject_id,
         audit_id=audit_id,
