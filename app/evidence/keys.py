@@ -52,9 +52,9 @@ def _load(path: str, mtime_ns: int) -> Ed25519PrivateKey:  # mtime in the key: a
     try:
         key = serialization.load_pem_private_key(Path(path).read_bytes(), password=None)
     except (ValueError, TypeError) as exc:
-        raise KeyFileError("the evidence key file is not an unencrypted PEM private key") from exc
+        raise KeyFileError("MEMAUDIT_EVIDENCE_KEY_FILE does not hold an unencrypted PEM private key") from exc
     if not isinstance(key, Ed25519PrivateKey):
-        raise KeyFileError("the evidence key file does not hold an Ed25519 key")
+        raise KeyFileError("MEMAUDIT_EVIDENCE_KEY_FILE does not hold an Ed25519 key")
     return key
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
@@ -91,13 +91,3 @@ def about(session: Session, ref: str, audit_id: str, limit: int) -> list[Evidenc
     """Entries naming the subject (by ref) or the audit, oldest first."""
     match = or_(EvidenceEntry.subject_ref == ref, EvidenceEntry.audit_id == audit_id)
     return list(session.scalars(select(EvidenceEntry).where(match).order_by(EvidenceEntry.seq).limit(limit)))
-
-
-def count(session: Session) -> int:
-    return session.scalar(select(func.count()).select_from(EvidenceEntry)) or 0
-
-
-def last(session: Session) -> tuple[int, str]:
-    """The last entry's number and hash as the entries say (the head row may hold a claim not yet committed)."""
-    row = session.execute(select(EvidenceEntry.seq, EvidenceEntry.hash).order_by(EvidenceEntry.seq.desc())).first()
-    return (row[0], row[1]) if row else (0, chain.GENESIS)

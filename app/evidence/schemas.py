@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
@@ -11,26 +10,10 @@ from pydantic import BaseModel, Field
 class EntryKind(StrEnum):
     AUDIT_FINISHED = "audit_finished"  # a worker ended an audit (succeeded or failed)
     FORGET_SET_EXPORT = "forget_set_export"  # a forget set was delivered in full
-    VERIFICATION = "verification"  # an unlearned model was checked against a forget set (no such flow yet)
+    # an unlearned model was checked against a forget set; body {"forgotten": bool, ...}. No flow writes it yet: the
+    # person's page (app/ui/reply.py) reads it and says "no one has checked yet" until one does
+    VERIFICATION = "verification"
     ERASED = "erased"  # DELETE /subjects/{id}
-
-
-class EvidenceEntryRead(BaseModel):
-    seq: int
-    at: datetime
-    kind: str
-    subject_ref: str | None = Field(description="HMAC-SHA256 of the subject reference (no personal data)")
-    audit_id: str | None
-    payload: str = Field(description="the canonical JSON that `hash` covers; parse it for the entry's body")
-    hash: str
-    key_id: str
-    signature: str
-
-
-class EvidencePage(BaseModel):
-    items: list[EvidenceEntryRead]
-    after: int = Field(description="the sequence number this page starts after")
-    next_after: int | None = Field(description="pass as `after` for the next page; null at the chain's end")
 
 
 class PublicKey(BaseModel):

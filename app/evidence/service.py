@@ -18,7 +18,7 @@ from app.db.engine import session_scope
 from app.db.models.evidence import EvidenceEntry
 from app.evidence import chain, repository
 from app.evidence.keys import signing_key
-from app.evidence.schemas import EntryKind, EvidenceEntryRead, EvidencePage, PublicKey
+from app.evidence.schemas import EntryKind, PublicKey
 from app.settings import Settings
 
 MAX_REFS = 10_000  # subject refs and audit ids named in one export's entry (more are counted, not listed)
@@ -44,12 +44,6 @@ def export_lines(session: Session, settings: Settings) -> Iterator[str]:
         "signature": chain.sign(private, chain.end_statement(n, head)),
     }
     yield json.dumps({chain.END_KEY: end}) + "\n"
-
-
-def page(session: Session, after: int, limit: int) -> EvidencePage:
-    rows = list(repository.entries(session, after=after, limit=limit + 1))
-    items = [EvidenceEntryRead.model_validate(r, from_attributes=True) for r in rows[:limit]]
-    return EvidencePage(items=items, after=after, next_after=items[-1].seq if len(rows) > limit else None)
 
 
 def public_key(settings: Settings) -> PublicKey:
