@@ -192,7 +192,7 @@ def fact_outcome(fact: Fact, nll: dict[str, float], variant: dict[str, Any], as_
     if variant["statistic"] == "share":
         return FactStat(stat.share, stat.strict, stat.lenient, stat.z_star, stat.n_templates, stat.n_z)
     if variant["statistic"] == "rank":
-        return replace(stat, evidence=rank_evidence([(o.rank, len(candidates) - m, m) for o in outcomes]))
+        return replace(stat, statistic=rank_evidence([(o.rank, len(candidates) - m, m) for o in outcomes]))
     return stat
 
 

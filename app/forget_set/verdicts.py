@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from app.auth.keys import Principal
 from app.db.models import Audit, Canary, FactResult
 from app.forget_set.repository import ForgetFilters, count_in_scope, memorized
-from app.nulls.calibrate import Calibrator, Resolved, rate_read, result_stat
+from app.nulls.calibrate import Calibrator, Resolved, rate_read
 from core.measures.null import Rate, benjamini_hochberg
 
 P_POLICIES = ("pvalue", "bh")
@@ -38,7 +38,7 @@ class Verdicts:
     def _bh_threshold(self, session: Session, principal: Principal) -> float:
         pvalues = []
         for result, audit, _, _, canaries in memorized(session, principal, self.filters):
-            cal = self.calibrator.calibrate(audit, result.property_id, result_stat(result, canaries))
+            cal = self.calibrator.calibrate_result(audit, result, canaries)
             pvalues.append(cal.p_value if cal.p_value is not None else 1.0)
         m = max(count_in_scope(session, principal, self.filters), len(pvalues))
         return benjamini_hochberg(pvalues + [1.0] * (m - len(pvalues)), self.filters.q) if m else 0.0
@@ -46,10 +46,11 @@ class Verdicts:
     def judge(self, result: FactResult, audit: Audit, canaries: list[Canary]) -> dict[str, Any] | None:
         """The record's calibration fields, or None when the policy leaves the fact out."""
         f = self.filters
-        cal = self.calibrator.calibrate(audit, result.property_id, result_stat(result, canaries))
+        cal = self.calibrator.calibrate_result(audit, result, canaries)
         found = self.calibrator.resolve(audit, result.property_id)
         if f.policy in P_POLICIES and cal.p_value is None:
-            self.pending[found.status] = self.pending.get(found.status, 0) + 1
+            status = cal.status if cal.status == "uncalibrated" else found.status
+            self.pending[status] = self.pending.get(status, 0) + 1
             self.nulls[f"{result.property_id}|{self.calibrator.key(audit, result.property_id)}"] = found
             return None
         if f.policy in P_POLICIES and cal.p_value > self.threshold:

@@ -26,9 +26,9 @@ from app.nulls.config import (
     subject_fingerprint,
     subject_lookalikes,
 )
-from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, RateRead
+from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, NullShape, RateRead
 from app.settings import Settings, get_settings
-from core.measures.null import EmpiricalNull, FactStat, Rate
+from core.measures.null import MAX_TRUE_VALUES, STATISTIC, EmpiricalNull, FactStat, Rate
 
 DEFAULT_POLICY = "pvalue"
 DEFAULT_MAX_P = 0.01
@@ -36,12 +36,44 @@ MISSING = "no null for this model and configuration: POST a null audit (kind nul
 CHANGED = "the null was computed on another version of this model: POST a null audit (kind null) to compute it again"
 
 
+OLD_RESULT = (
+    "this result was stored before the verdict statistic existed (truth z); audit the subject again for a p-value"
+)
+OUT_OF_POOL = (
+    "a true value is not among the property's counterfactual pool values, and no null covers such values: its form"
+    " alone (a small town among capitals) can rank it first or last, so no p-value is given; the ranks and scores"
+    " are still shown"
+)
+OLD_NULL = (
+    "the null was computed before the verdict statistic existed: POST a null audit (kind null) to compute it again"
+)
+TOO_MANY = f"more than {MAX_TRUE_VALUES} true values: the null holds facts with 1 to {MAX_TRUE_VALUES}"
+
+
 def result_stat(result: FactResult, canaries: Iterable[Canary]) -> FactStat:
     """A stored result's statistics; z̄* over its rank-1 templates (contextualized canaries excluded)."""
     zs = [c.z_star for c in canaries if c.kind != "context" and c.memorized and c.z_star is not None]
     return FactStat(
-        result.share, result.strict, result.lenient, sum(zs) / len(zs) if zs else None, result.n_templates, len(zs)
+        result.share,
+        result.strict,
+        result.lenient,
+        sum(zs) / len(zs) if zs else None,
+        result.n_templates,
+        len(zs),
+        result.statistic,
+        result.n_values or 1,
     )
+
+
+def uncalibrated_reason(result: FactResult) -> str | None:
+    """Why no null covers this stored fact's shape (None where one may)."""
+    if result.statistic is None:
+        return OLD_RESULT
+    if result.in_pool is False:
+        return OUT_OF_POOL
+    if (result.n_values or 1) > MAX_TRUE_VALUES:
+        return TOO_MANY
+    return None
 
 
 def rate_read(rate: Rate) -> RateRead:
@@ -59,6 +91,7 @@ class Resolved:
     people: list[tuple[int, bool, FactStat]] = field(default_factory=list)
     rates: dict[str, Rate] = field(default_factory=dict)
     progress: NullProgress | None = None  # a pending null's
+    shapes: dict[int, EmpiricalNull] = field(default_factory=dict)  # the null facts of each shape m
     message: str | None = None  # why there is no verdict (missing)
 
     def ref(self) -> NullRef:
@@ -140,27 +173,65 @@ class Calibrator:
 
     def _load(self, pid: str, row: NullDistribution) -> Resolved:
         # A full null is the people's own values; its other candidates are kept only to measure the shortcut.
-        people = repository.fact_stats(self.session, row.id, assigned_only=row.method != "pseudo")
-        null = EmpiricalNull([s for _, _, s in people])
+        every = repository.fact_stats(self.session, row.id, assigned_only=row.method != "pseudo")
+        people = [p for p in every if p[2].n_values == 1]
+        shapes: dict[int, list[FactStat]] = {}
+        for _, _, stat in every:
+            shapes.setdefault(stat.n_values, []).append(stat)
+        nulls = {m: EmpiricalNull(stats) for m, stats in shapes.items()}
+        null = nulls.get(1) or EmpiricalNull([s for _, _, s in every])
         rates = {
             "lenient": null.rate(lambda f: f.lenient),
             "strict": null.rate(lambda f: f.strict),
             "pvalue": null.pvalue_rate(self.max_p),
         }
-        return Resolved(pid, "ready", row, null, people, rates)
+        return Resolved(pid, "ready", row, null, people, rates, shapes=nulls)
 
-    def calibrate(self, audit: Audit, pid: str, stat: FactStat) -> FactCalibration:
+    def calibrate(self, audit: Audit, pid: str, stat: FactStat, uncalibrated: str | None = None) -> FactCalibration:
+        """The verdict of one fact: its p-value against the null facts of its own shape (m true values, in pool),
+        or why there is none (``uncalibrated``: the caller's reason, e.g. :func:`uncalibrated_reason`)."""
         found = self.resolve(audit, pid)
         if found.null is None:
             return FactCalibration(
                 status=found.status, null_audit_id=found.row.audit_id if found.row else None, message=found.message
             )
-        p = found.null.p_value(stat)
-        share = found.null.rate(lambda f: f.key[0] >= stat.key[0])
-        fpr = {name: rate_read(r) for name, r in found.rates.items()} | {"share": rate_read(share)}
-        return FactCalibration(
-            status="ready", null_audit_id=found.row.audit_id, p_value=p, fpr=fpr, memorized=p <= self.max_p
+        shape_null = found.shapes.get(stat.n_values)
+        legacy = stat.statistic is None and found.null.facts[0].statistic is None  # both from before truth z
+        if not legacy and uncalibrated is None and (shape_null is None or shape_null.facts[0].statistic is None):
+            uncalibrated = OLD_NULL if shape_null is not None or stat.n_values == 1 else TOO_MANY
+        if uncalibrated is not None and not legacy:
+            return FactCalibration(
+                status="uncalibrated", null_audit_id=found.row.audit_id, message=uncalibrated, statistic=stat.statistic
+            )
+        judge = found.null if legacy else shape_null
+        p = judge.p_value(stat)
+        share = (
+            found.null.rate(lambda f: f.key[0] >= stat.key[0])
+            if legacy
+            else found.null.rate(lambda f: round(f.share, 9) >= round(stat.share, 9))
         )
+        fpr = {name: rate_read(r) for name, r in found.rates.items()} | {"share": rate_read(share)}
+        values = [f.statistic for f in judge.facts if f.statistic is not None]
+        return FactCalibration(
+            status="ready",
+            null_audit_id=found.row.audit_id,
+            p_value=p,
+            p_method=judge.p_method(stat),
+            fpr=fpr,
+            memorized=p <= self.max_p,
+            statistic=stat.statistic,
+            null_mean=sum(values) / len(values) if values else None,
+            null_shape=NullShape(
+                n_values=stat.n_values,
+                in_pool=True,
+                statistic=STATISTIC if not legacy else "share-then-z-star",
+                null_facts=len(judge),
+            ),
+        )
+
+    def calibrate_result(self, audit: Audit, result: FactResult, canaries: Iterable[Canary]) -> FactCalibration:
+        """:meth:`calibrate` of a stored result, with the reason its shape has no null where it has none."""
+        return self.calibrate(audit, result.property_id, result_stat(result, canaries), uncalibrated_reason(result))
 
     def info(self, audit: Audit, pids: Sequence[str]) -> CalibrationInfo:
         refs = [self.resolve(audit, pid).ref() for pid in dict.fromkeys(pids)]
@@ -175,7 +246,7 @@ def calibrate_results(
     if audit.status != "succeeded" or not results:
         return [None] * len(results), None  # type: ignore[list-item]
     calibrator = Calibrator(session)
-    out = [calibrator.calibrate(audit, r.property_id, result_stat(r, r.canaries)) for r in results]
+    out = [calibrator.calibrate_result(audit, r, r.canaries) for r in results]
     return out, calibrator.info(audit, [r.property_id for r in results])
 
 

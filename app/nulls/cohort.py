@@ -75,7 +75,7 @@ def cohort_of(session: Session, audits: list[Audit]) -> CohortStatsRead:
             key = f"{r.property_id}|{calibrator.key(audit, r.property_id)}"
             keys[-1].append(key)
             resolved[key] = found
-            verdict = calibrator.calibrate(audit, r.property_id, stat).memorized
+            verdict = calibrator.calibrate_result(audit, r, r.canaries).memorized
             selected.append(verdict)
             _tally(per_property[r.property_id], stat, verdict, found)
     ready = all(found.null is not None for found in resolved.values())

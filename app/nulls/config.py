@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.settings import Settings
 from app.wikidata.repository import latest_pool
 from core.catalog import load_catalog
+from core.measures.null import STATISTIC
 from core.names.fictitious import GENERATOR, NAME_HINTED
 
 METHODS = ("auto", "full", "pseudo")
@@ -68,6 +69,7 @@ def null_config(pid: str, options: Mapping[str, Any], lookalikes: str, pool: Seq
         "near_duplicate_threshold": float(options.get("near_duplicate_threshold", 0.75)),
         "method": method,
         "generator": GENERATOR,
+        "statistic": STATISTIC,
     }
 
 

@@ -51,6 +51,8 @@ def get_null(
                     "lenient": f.lenient,
                     "z_star": f.z_star,
                     "n_templates": f.n_templates,
+                    "statistic": f.statistic,
+                    "n_values": f.n_values,
                 }
                 for f in repository.facts(session, row.id, limit)
             ]

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Status = Literal["ready", "pending", "failed", "missing"]
+Status = Literal["ready", "pending", "failed", "missing", "uncalibrated"]
 
 
 class RateRead(BaseModel):
@@ -38,15 +38,36 @@ class NullRef(BaseModel):
     message: str | None = Field(default=None, description="missing: why there is no null, and how to create it")
 
 
+class NullShape(BaseModel):
+    """The shape of null facts a verdict was compared against: it must be the fact's own."""
+
+    n_values: int = Field(description="m: true values ranked together (near-duplicates merged into a truth included)")
+    in_pool: bool = Field(description="every true value is a value of the counterfactual pool")
+    statistic: str = Field(description="the verdict statistic (truth-z-1: mean truth z over templates)")
+    null_facts: int | None = Field(default=None, description="null facts of this shape")
+
+
 class FactCalibration(BaseModel):
     status: Status = Field(
         description="ready: from the matching null; pending: the null is being computed; failed: it failed;"
-        " missing: no null exists for this configuration (message says how to create one)"
+        " missing: no null exists for this configuration (message says how to create one); uncalibrated: no null"
+        " covers this fact's shape (message says why), so there is no p-value and no default verdict"
     )
     null_audit_id: str | None = None
     p_value: float | None = Field(
-        default=None, description="(1 + null facts with share, then z̄*, at least this fact's) / (1 + null facts)"
+        default=None,
+        description="(1 + null facts whose statistic is at least this fact's) / (1 + null facts), over the null"
+        " facts of this fact's shape; where fewer than 10 reach it, from a generalized Pareto tail fitted to the"
+        " null (p_method)",
     )
+    p_method: Literal["empirical", "tail"] | None = Field(default=None, description="how the p-value was computed")
+    statistic: float | None = Field(
+        default=None,
+        description="the verdict statistic: the best true value's calibrated score in counterfactual standard"
+        " deviations above their mean, averaged over templates (truth z)",
+    )
+    null_mean: float | None = Field(default=None, description="the statistic's mean over the null facts of this shape")
+    null_shape: NullShape | None = None
     fpr: dict[str, RateRead] | None = Field(
         default=None,
         description="False-positive rate on the null of each policy: lenient, strict, share (share ≥ this fact's),"

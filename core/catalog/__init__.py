@@ -110,6 +110,16 @@ class Property:
         same = tuple(v for v in self.pool if precision_of(self.datatype, self.value_type, v) == precision)
         return same or self.pool
 
+    def holds(self, truths: Sequence[str]) -> bool:
+        """Whether every true value is a value of the counterfactual pool (compared by meaning). A generated pool
+        (dates, quantities) holds every value of its form: it is redrawn at the truth's precision. A true value
+        outside a listed pool differs from the counterfactuals in form (a small town among capitals), which a
+        null of pool values does not cover."""
+        if self.pool_generator is not None:
+            return True
+        pool = {self.value_key(v) for v in self.pool_for(truths)}
+        return all(self.value_key(t) in pool for t in truths)
+
     def _native(self, truth: str, precision: str | int) -> bool:
         params = self.pool_generator or {}
         if params.get("kind") == "quantity":

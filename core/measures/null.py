@@ -12,19 +12,15 @@ and never 0). T orders facts by their share of rank-1 templates, then by z̄* (t
 templates) — the two numbers the service reports; a share with no rank-1 template has no z̄* and ranks lowest.
 The false-positive rate of a policy is the share of null facts it selects, with a Clopper–Pearson interval.
 
-The statistic (``STATISTIC``): the *rank evidence* of a fact, the mean over its templates of −ln q_t, where q_t is
-the exact rank p-value of the best true value under template t — the probability that, if the m true values and
-the n counterfactuals were scored in a random order, at most c_t counterfactuals would score at or above the best
-true value (c_t = its rank − 1; ties count against the truth):
-
-    q_t = P(C ≤ c_t) = 1 − C(n, c_t+1) / C(n+m, c_t+1)           (= (c_t + 1)/(n + 1) for one true value)
-
-It uses the whole rank of the truth in every template (a truth ranked 2nd or 5th is evidence too, unlike a share
-of rank-1 templates), and it is comparable across fact shapes: q_t is a valid p-value under exchangeable scores
-for any m and n, so a two- or three-valued fact is not favoured by its extra chances. The null still judges
-(p above), and it is matched to the fact's shape (m true values; see :func:`set_stats`), because names carry
-inference and candidates are not exchangeable for a real model. The older statistic (share, then z̄*) is kept for
-nulls computed before (``FactStat.evidence`` is None there).
+The statistic (``STATISTIC``, measured against the others in benchmarks/verdict_power.py and docs/measures.md):
+the mean over a fact's templates of the best true value's calibrated score in standard deviations of the
+counterfactuals' scores above their mean (``core.measures.wikimem.truth_z``). It uses the truth's margin at every
+rank (a truth ranked 2nd is evidence too, and a truth first by far is told apart from one first by chance), and it
+is continuous, so p-values can be resolved finely. The best of m true values leads by chance more often than one
+does, so the null is matched to the fact's shape (m true values; :func:`set_stats`); nulls computed before the
+statistic existed keep the older statistic (share of rank-1 templates, then z̄*; ``FactStat.statistic`` is None).
+The exact rank p-value of the best true value (:func:`rank_p_value`, :func:`rank_evidence`) was measured as an
+alternative and found blind where it matters: every rank-1 fact ties with the null's chance rank-1s.
 
 p-values finer than 1/(N+1): where fewer than ``TAIL_EXCEEDANCES`` null facts reach the observed statistic, the
 p-value comes from a generalized Pareto tail fitted to the null's largest values (Knijnenburg et al. 2009,
@@ -42,7 +38,7 @@ from typing import Protocol
 from core.measures.wikimem import margins, truth_z
 
 SHARE_DIGITS = 9  # shares are k/T; rounding makes equal shares compare equal whatever their float path
-STATISTIC = "rank-evidence-1"  # enters the null's configuration key: bump when the statistic changes
+STATISTIC = "truth-z-1"  # enters the null's configuration key: bump when the statistic changes
 MAX_TRUE_VALUES = 3  # nulls hold facts with 1..3 true values; a fact with more says `uncalibrated`
 TAIL_EXCEEDANCES = 10  # below this many null facts ≥ the observed one, the fitted tail gives the p-value
 
@@ -64,14 +60,14 @@ class FactStat:
     z_star: float | None
     n_templates: int
     n_z: int = 0
-    evidence: float | None = None  # the rank evidence (mean −ln q_t); None for results from before it existed
+    statistic: float | None = None  # the verdict statistic (mean truth z); None for results from before it
     n_values: int = 1  # m: the true values ranked together (near-duplicates merged into the truth included)
 
     @property
     def key(self) -> tuple[float, float]:
-        """The test statistic, ordered: the rank evidence where it exists, else (share, z̄*) with no z̄* below any."""
-        if self.evidence is not None:
-            return (round(self.evidence, SHARE_DIGITS), 0.0)
+        """The test statistic, ordered: the verdict statistic where it exists, else (share, z̄*) with no z̄* below any."""
+        if self.statistic is not None:
+            return (round(self.statistic, SHARE_DIGITS), 0.0)
         return (round(self.share, SHARE_DIGITS), -math.inf if self.z_star is None else self.z_star)
 
 
@@ -112,7 +108,7 @@ def fact_stat(templates: Sequence[_Template], n_values: int | None = None) -> Fa
         z_star=sum(zs) / len(zs) if zs else None,
         n_templates=len(hits),
         n_z=len(zs),
-        evidence=statistic,
+        statistic=statistic,
         n_values=n_values or 1,
     )
 
@@ -125,8 +121,8 @@ class EmpiricalNull:
             raise ValueError("a null distribution needs at least one null fact")
         self.facts = list(facts)
         self._keys = sorted(f.key for f in facts)
-        values = [f.evidence for f in self.facts]
-        self._evidence = sorted(values) if all(v is not None for v in values) else None  # type: ignore[type-var]
+        values = [f.statistic for f in self.facts]
+        self._values = sorted(values) if all(v is not None for v in values) else None  # type: ignore[type-var]
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -137,10 +133,10 @@ class EmpiricalNull:
 
     def p_value(self, stat: FactStat) -> float:
         """The empirical p-value; where fewer than TAIL_EXCEEDANCES null facts reach the statistic (and the null has
-        a rank evidence to fit), the fitted generalized Pareto tail's (:func:`tail_p_value`)."""
+        a statistic to fit), the fitted generalized Pareto tail's (:func:`tail_p_value`)."""
         k = self.at_least(stat)
-        if k < TAIL_EXCEEDANCES and stat.evidence is not None and self._evidence is not None:
-            tail = tail_p_value(self._evidence, stat.evidence)
+        if k < TAIL_EXCEEDANCES and stat.statistic is not None and self._values is not None:
+            tail = tail_p_value(self._values, stat.statistic)
             if tail is not None:
                 return tail
         return (1 + k) / (1 + len(self._keys))
@@ -148,8 +144,8 @@ class EmpiricalNull:
     def p_method(self, stat: FactStat) -> str:
         """How :meth:`p_value` got its number: ``empirical`` or ``tail`` (the fitted tail)."""
         k = self.at_least(stat)
-        fitted = stat.evidence is not None and self._evidence is not None
-        if k < TAIL_EXCEEDANCES and fitted and tail_p_value(self._evidence, stat.evidence) is not None:  # type: ignore[arg-type]
+        fitted = stat.statistic is not None and self._values is not None
+        if k < TAIL_EXCEEDANCES and fitted and tail_p_value(self._values, stat.statistic) is not None:  # type: ignore[arg-type]
             return "tail"
         return "empirical"
 
@@ -161,10 +157,10 @@ class EmpiricalNull:
         for f in self.facts:
             k = self.at_least(f) - 1
             p = (1 + k) / n
-            if k < TAIL_EXCEEDANCES and f.evidence is not None and self._evidence is not None:
-                others = list(self._evidence)
-                others.remove(f.evidence)
-                tail = tail_p_value(others, f.evidence)
+            if k < TAIL_EXCEEDANCES and f.statistic is not None and self._values is not None:
+                others = list(self._values)
+                others.remove(f.statistic)
+                tail = tail_p_value(others, f.statistic)
                 p = tail if tail is not None else p
             out.append(p)
         return out
@@ -304,7 +300,7 @@ def set_stats(score_rows: Sequence[Sequence[float]], truth_sets: Sequence[Sequen
     """Null facts of any shape from one fictitious subject's calibrated scores (``score_rows[t][i]``: template t,
     candidate i): each set of candidate indices is taken as the fact's true values (m = its size), every other
     candidate as a counterfactual, exactly as a subject audit ranks them (ties count against the truth). Gives
-    share, strict, lenient, z̄* (z* of the best truth where it ranks first) and the rank evidence."""
+    share, strict, lenient, z̄* (z* of the best truth where it ranks first) and the verdict statistic."""
     if not score_rows:
         raise ValueError("need at least one template's scores")
     n = len(score_rows[0])

@@ -27,8 +27,8 @@ from app.nulls.config import effective_pool, sentences_per_person
 from app.settings import get_settings
 from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import counterfactuals, load_catalog
-from core.measures.null import EmpiricalNull, FactStat, fact_stat, pseudo_truth_stats
-from core.measures.wikimem import calibrated_scores, generic_subject, template_outcome
+from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat, set_stats
+from core.measures.wikimem import calibrated_scores, generic_subject
 from core.names.fictitious import FictitiousPerson, cohort
 from core.names.lookalikes import lookalike_names
 from workers.jobs.common import JobContext, JobError, NextStep, run_audit_job
@@ -110,16 +110,32 @@ def _score_rows(item: NullPlan, nll: dict[str, float]) -> Iterator[list[list[flo
 
 
 def _stats(item: NullPlan, nll: dict[str, float]) -> list[tuple[str, bool, FactStat]]:
-    """(value, assigned, statistics) of one person's null facts for one property: the person's own value first
-    (assigned), then every other candidate as a pseudo-truth. A full null uses only the first; the others are kept
-    to measure what the shortcut would have estimated (they cost no extra scoring)."""
+    """(value, assigned, statistics) of one person's null facts for one property, in every shape a subject's fact
+    may have (m = 1 .. MAX_TRUE_VALUES true values: ``FactStat.n_values``).
+
+    Full null: the person's own value (with the near-duplicates the audit's rule merges into it) is the truth
+    (assigned); the shapes m > 1 add the first m − 1 other counterfactuals to the truths (the person's own value
+    stays among them, so what the name implies is in every shape). Then every candidate alone, and disjoint sets of
+    m candidates, stand in as pseudo-truths: a pseudo null uses them all; a full null keeps them to measure what the
+    shortcut would have estimated (they cost no extra scoring)."""
     alpha = float(item.spec.config["alpha"])
-    rows = list(_score_rows(item, nll))
-    stats = pseudo_truth_stats([calibrated_scores(r[0], r[1], r[2:], alpha) for r in rows])
+    scores = [calibrated_scores(r[0], r[1], r[2:], alpha) for r in _score_rows(item, nll)]
+    values = item.plan.candidates
+    out: list[tuple[str, bool, FactStat]] = []
     if item.spec.config["method"] == "full":  # the audit's own truth mask (near-duplicates merged into the truth)
-        truth = item.plan.truth_mask
-        stats[0] = fact_stat([template_outcome(r[0], r[1], r[2:], truth, alpha) for r in rows])
-    return [(value, i == 0, stats[i]) for i, value in enumerate(item.plan.candidates)]
+        own = [i for i, t in enumerate(item.plan.truth_mask) if t]
+        others = [i for i, t in enumerate(item.plan.truth_mask) if not t]
+        sets = [
+            own + others[: m - len(own)] for m in range(len(own), MAX_TRUE_VALUES + 1) if m - len(own) < len(others)
+        ]
+        out += [(values[0], True, st) for st in set_stats(scores, sets or [own])]
+    for m in range(1, MAX_TRUE_VALUES + 1):
+        groups = [list(range(i, i + m)) for i in range(0, len(values) - m + 1, m)]
+        out += [
+            (values[g[0]], g[0] == 0 and item.spec.config["method"] != "full", st)
+            for g, st in zip(groups, set_stats(scores, groups), strict=True)
+        ]
+    return out
 
 
 def _relax(items: list[NullPlan]) -> None:
@@ -212,6 +228,8 @@ def _row(item: NullPlan, value: str, assigned: bool, st: FactStat) -> dict[str, 
         "z_star": st.z_star,
         "n_templates": st.n_templates,
         "n_z": st.n_z,
+        "statistic": st.statistic,
+        "n_values": st.n_values,
     }
 
 
@@ -229,16 +247,39 @@ def _rates(stats: list[FactStat]) -> dict[str, Any]:
 
 
 def _stat(r: dict[str, Any]) -> FactStat:
-    return FactStat(r["share"], r["strict"], r["lenient"], r["z_star"], r["n_templates"], r["n_z"])
+    return FactStat(
+        r["share"],
+        r["strict"],
+        r["lenient"],
+        r["z_star"],
+        r["n_templates"],
+        r["n_z"],
+        r.get("statistic"),
+        r.get("n_values") or 1,
+    )
+
+
+def used_rows(rows: list[dict[str, Any]], method: str, n_values: int = 1) -> list[dict[str, Any]]:
+    """The null facts of one shape that judge a subject's fact: the people's own values for a full null, every
+    pseudo-truth set for a pseudo null."""
+    return [r for r in rows if (r.get("n_values") or 1) == n_values and (r["assigned"] or method == "pseudo")]
 
 
 def _summary(rows: list[dict[str, Any]], method: str) -> dict[str, Any]:
-    """The null's rates (own values for a full null, every candidate for pseudo-truths), and the other estimate
-    beside them: what pseudo-truths would say of a full null's property, and the people's own values alone."""
-    own = [_stat(r) for r in rows if r["assigned"]]
-    every = [_stat(r) for r in rows]
+    """The null's rates for single-valued facts (own values for a full null, every candidate for pseudo-truths),
+    the other estimate beside them (what pseudo-truths would say of a full null's property, and the people's own
+    values alone), and the p <= 0.01 rate of each shape m."""
+    single = [r for r in rows if (r.get("n_values") or 1) == 1]
+    own = [_stat(r) for r in single if r["assigned"]]
+    every = [_stat(r) for r in single]
     used, other, label = (own, every, "pseudo_truths") if method == "full" else (every, own, "own_values")
-    return _rates(used) | {label: _rates(other)}
+    shapes = {}
+    for m in range(1, MAX_TRUE_VALUES + 1):
+        stats = [_stat(r) for r in used_rows(rows, method, m)]
+        if stats:
+            r = EmpiricalNull(stats).pvalue_rate(MAX_P_REPORTED)
+            shapes[str(m)] = {"null_facts": len(stats), "pvalue_0.01": {"rate": r.rate, "k": r.k, "n": r.n}}
+    return _rates(used) | {label: _rates(other), "shapes": shapes}
 
 
 def _store(
@@ -282,7 +323,7 @@ def _summarize(audit_id: str, specs: list[Spec]) -> dict[str, Any]:
             rows = [{c: getattr(f, c) for c in columns} for f in s.scalars(stmt)]
             method = spec.config["method"]
             row = s.get(NullDistribution, spec.distribution_id)
-            row.n_facts = len(rows) if method == "pseudo" else sum(r["assigned"] for r in rows)
+            row.n_facts = len(used_rows(rows, method))
             row.summary = _summary(rows, method) | {"people": spec.people, "method": method}
             summary["properties"][spec.pid] = row.summary
             total += row.n_facts

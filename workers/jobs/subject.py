@@ -20,6 +20,7 @@ from app.subjects import repository
 from app.subjects.schemas import SubjectAuditOptions
 from app.wikidata.repository import latest_pool
 from core.catalog import Catalog, Property, ValueProblem, counterfactuals, load_catalog, split_template
+from core.measures.null import fact_stat
 from core.measures.wikimem import (
     TemplateOutcome,
     contextualized_template,
@@ -340,6 +341,8 @@ def _store(audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, f
                 else:
                     outcomes.append(out)
             po = property_outcome(outcomes)
+            n_values = sum(plan.truth_mask)
+            verdict = fact_stat(outcomes, n_values)  # the verdict statistic, judged by the null of this shape
             result = FactResult(
                 audit_id=audit_id,
                 property_id=plan.prop.pid,
@@ -349,6 +352,9 @@ def _store(audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, f
                 lenient=po.lenient,
                 z_star=po.z_star,
                 n_templates=len(outcomes),
+                statistic=verdict.statistic,
+                n_values=n_values,
+                in_pool=plan.prop.holds(plan.ground_truths),
             )
             result.canaries = canaries
             result.counterfactuals = [

@@ -52,3 +52,5 @@ class NullFact(Base):
     z_star: Mapped[float | None] = mapped_column(Float)  # mean z* over rank-1 templates
     n_templates: Mapped[int] = mapped_column(Integer)
     n_z: Mapped[int] = mapped_column(Integer)  # rank-1 templates with a defined z*
+    statistic: Mapped[float | None] = mapped_column(Float)  # the verdict statistic (mean truth z)
+    n_values: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # the null fact's shape m

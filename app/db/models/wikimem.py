@@ -24,6 +24,11 @@ class FactResult(Base):
     lenient: Mapped[bool] = mapped_column(Boolean)  # some template rank 1
     z_star: Mapped[float | None] = mapped_column(Float)  # z̄*: mean z* over rank-1 templates (null: none)
     n_templates: Mapped[int] = mapped_column(Integer)
+    # the verdict statistic (mean truth z over templates) and the fact's shape, which its null must match;
+    # null on results stored before they existed (their verdict says `uncalibrated`)
+    statistic: Mapped[float | None] = mapped_column(Float)
+    n_values: Mapped[int | None] = mapped_column(Integer)  # m: true values ranked together (merged included)
+    in_pool: Mapped[bool | None] = mapped_column(Boolean)  # every true value is a value of the counterfactual pool
 
     canaries: Mapped[list[Canary]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, order_by="Canary.id"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.settings import get_settings
+from core.measures.null import TAIL_EXCEEDANCES, tail_p_value
 from tests.conftest import wait_for
 
 MANIFEST = Path(__file__).resolve().parents[3] / "workers" / "groundtruth" / "manifest.json"
@@ -43,14 +44,28 @@ def audit(api, person: dict) -> str:
     return r.json()["id"]
 
 
-def key(share: float, z: float | None) -> tuple[float, float]:
-    return round(share, 9), -math.inf if z is None else z
+def by_hand_p(statistic: float, null_facts: list[dict]) -> float:
+    """(1 + null facts whose statistic is at least this fact's) / (1 + N), or the fitted tail where fewer than 10
+    reach it (core.measures.null.tail_p_value, checked by hand in tests/core/measures)."""
+    values = [n["statistic"] for n in null_facts]
+    k = sum(v >= statistic for v in values)
+    if k < TAIL_EXCEEDANCES:
+        tail = tail_p_value(values, statistic)
+        if tail is not None:
+            return tail
+    return (1 + k) / (1 + len(values))
 
 
-def by_hand_p(fact: dict, null_facts: list[dict]) -> float:
-    """(1 + null facts with a larger share, or the same share and z̄* at least as large) / (1 + N)."""
-    observed = key(fact["share"], fact["z"])
-    return (1 + sum(key(n["share"], n["z_star"]) >= observed for n in null_facts)) / (1 + len(null_facts))
+def by_hand_statistic(fact: dict) -> float:
+    """Mean over templates of (best truth's score − mean counterfactual score) / their population std."""
+    zs = []
+    for c in (c for c in fact["canaries"] if c["kind"] != "context"):
+        truths = [x["score"] for x in c["candidates"] if x["is_ground_truth"]]
+        others = [x["score"] for x in c["candidates"] if not x["is_ground_truth"]]
+        mean = sum(others) / len(others)
+        std = math.sqrt(sum((o - mean) ** 2 for o in others) / len(others))
+        zs.append((max(truths) - mean) / std)
+    return sum(zs) / len(zs)
 
 
 def rank1_z(fact: dict) -> float | None:
@@ -74,18 +89,29 @@ def test_facts_are_pending_then_calibrated_and_the_null_is_reused(small_nulls, a
 
     null = admin.get(f"/audits/{null_id}/null", params={"detail": "facts", "limit": 5000}).json()
     dists = {d["property"]: d for d in null["distributions"]}
-    # a full null is the people's own values; its other candidates are listed too (what pseudo-truths would say)
-    assert len(dists["P27"]["facts"]) == 30 * 21 and "pseudo_truths" in dists["P27"]["summary"]
-    dists["P27"]["facts"] = [f for f in dists["P27"]["facts"] if f["assigned"]]
-    assert dists["P27"]["method"] == "full" and dists["P27"]["people"] == 30 and dists["P27"]["null_facts"] == 30
+    # a full null is the people's own values, in every shape (1, 2, 3 true values: the own value and the first
+    # counterfactuals); every candidate alone and disjoint sets of 2 and 3 are listed too (what pseudo-truths say)
+    per_person = 3 + 21 + 21 // 2 + 21 // 3
+    assert len(dists["P27"]["facts"]) == 30 * per_person and "pseudo_truths" in dists["P27"]["summary"]
+    assert set(dists["P27"]["summary"]["shapes"]) == {"1", "2", "3"}
     # pseudo-truths: max(3 people, ⌈30 / 21 candidates⌉) = 3 people x 21 candidates
     assert dists["P106"]["method"] == "pseudo" and dists["P106"]["null_facts"] == 3 * 21
+    for d in dists.values():  # the null facts that judge a one-valued fact
+        d["facts"] = [f for f in d["facts"] if f["n_values"] == 1 and (f["assigned"] or d["method"] == "pseudo")]
+    assert dists["P27"]["method"] == "full" and dists["P27"]["people"] == 30 and dists["P27"]["null_facts"] == 30
+    assert len(dists["P27"]["facts"]) == 30 and len(dists["P106"]["facts"]) == 3 * 21
     page = auditor.get(f"/audits/{first}/facts").json()
+    detailed = {
+        f["property"]: f for f in auditor.get(f"/audits/{first}/facts", params={"detail": "candidates"}).json()["facts"]
+    }
     assert {n["status"] for n in page["calibration"]["nulls"]} == {"ready"}
     assert page["calibration"]["policy"] == "pvalue" and page["calibration"]["max_p"] == 0.01
     for fact in page["facts"]:
         cal = fact["calibration"]
-        expected = by_hand_p({"share": fact["share"], "z": rank1_z(fact)}, dists[fact["property"]]["facts"])
+        shape = {"n_values": 1, "in_pool": True, "statistic": "truth-z-1"}
+        assert cal["null_shape"] == shape | {"null_facts": len(dists[fact["property"]]["facts"])}
+        assert cal["statistic"] == pytest.approx(by_hand_statistic(detailed[fact["property"]]))
+        expected = by_hand_p(cal["statistic"], dists[fact["property"]]["facts"])
         assert cal["p_value"] == pytest.approx(expected), fact["property"]
         assert cal["memorized"] == (cal["p_value"] <= 0.01) and cal["null_audit_id"] == null_id
         null_facts = dists[fact["property"]]["facts"]

@@ -91,7 +91,7 @@ def test_a_single_value_null_is_not_valid_for_several_values(n_values: int):
 def test_a_constant_scorer_retrieves_nothing():
     rows = [[0.0] * (N_COUNTERFACTUALS + 2) for _ in range(TEMPLATES)]
     stat = set_stats(rows, [[0, 1]])[0]
-    assert stat.evidence == 0.0 and not stat.lenient
+    assert stat.statistic == 0.0 and not stat.lenient
     assert _null(random.Random(5), 100, 2).p_value(stat) > 0.5  # judged by a random null: nowhere near
     constant_null = EmpiricalNull([set_stats(rows, [[0, 1]])[0] for _ in range(100)])
     assert constant_null.p_value(stat) == 1.0  # judged by its own null: every null fact ties with it
