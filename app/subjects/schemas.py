@@ -182,6 +182,10 @@ class FactsPage(BaseModel):
         description="The default policy and which null (audit id, K people, look-alikes) produced the"
         " verdicts; null until the audit has succeeded",
     )
+    provenance: dict[str, Any] | None = Field(
+        default=None,
+        description="What produced these results (schema memaudit.provenance/1), as on GET /audits/{id}",
+    )
 
 
 class SubjectRead(BaseModel):

@@ -254,7 +254,14 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
     calibrations, info = calibrate_results(session, audit, results)
     for fact, calibration in zip(out, calibrations, strict=True):
         fact.calibration = calibration
-    return FactsPage(audit_id=audit_id, subject_id=audit.subject_id, detail=detail, facts=out, calibration=info)
+    return FactsPage(
+        audit_id=audit_id,
+        subject_id=audit.subject_id,
+        detail=detail,
+        facts=out,
+        calibration=info,
+        provenance=audit.provenance,
+    )
 
 
 def _sentence_hashes(session: Session, subject: Subject) -> set[str]:

@@ -106,6 +106,7 @@ def test_audit_and_export_records_carry_provenance(evidence_pg, api_factory):
     assert audit["status"] == "succeeded"
     block = audit["provenance"]
     check_versions(block)
+    assert auditor.get(f"/audits/{created['id']}/facts").json()["provenance"] == block, "the result page shows it"
     assert block["model_fingerprint"] == audit["summary"]["scoring"]["fingerprint"]
     assert block["scorer"]["backend"] == "hf" and block["scorer"]["implementation"] == "HFScorer"
     assert block["scorer"]["dtype"] == "float32"
