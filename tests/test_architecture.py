@@ -33,8 +33,8 @@ CORE_MAY_IMPORT = {"numpy", "core", "faker"}  # faker: a data package (name list
 WORKERS_MAY_IMPORT_FROM_APP = re.compile(
     r"^app\.(db(\..*)?|settings|\w+\.repository|\w+\.schemas|\w+\.config|coverage\.formats|reliability\.leases)$"
 )
-# beyond the data layers: the worker's entry point, and the jobs' shared runner (a background job asks the queue
-# whether a single audit waits, and hands its audit back: workers/jobs/common.py)
+# beyond the data layers: the worker's entry point, and the jobs' shared runner (a job that works in steps, or timed
+# out, hands its audit back and sends its next job: workers/jobs/common.py)
 MAY_ALSO_IMPORT = {
     "workers/worker.py": {"app.kinds", "app.queue", "app.reliability.reconciler"},
     "workers/jobs/common.py": {"app.queue"},

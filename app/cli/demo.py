@@ -46,7 +46,7 @@ def write_forget_set(client: Client, audit_ids: list[str], out: Path) -> int:
     n = 0
     with out.open("w", encoding="utf-8") as fh:
         for audit_id in audit_ids:
-            # lenient: p-values need the model's null, computed in the background on first need (docs/measures.md)
+            # lenient: p-values need the model's null, created with the first audit of its configuration (measures.md)
             text = "".join(client.forget_set({"format": "jsonl", "audit_id": audit_id, "policy": "lenient"}))
             for line in text.splitlines(keepends=True):
                 if line.strip() and not line.startswith(f'{{"{END_KEY}"'):  # one end marker per export

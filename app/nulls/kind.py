@@ -26,6 +26,6 @@ KIND = AuditKind(
     max_body_bytes=64 * 1024,  # 64 property ids and the options
     routers=(router,),
     links=links,
-    background=True,  # triggered by reads of subject audits: never ahead of someone's audit in the queue
+    background=True,  # created by submissions that need it: on a batch lane, never ahead of a single audit
     page=KindPage(page.build, "kinds/null.html", about=page.ABOUT),
 )

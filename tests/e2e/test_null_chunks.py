@@ -116,3 +116,26 @@ def test_a_burst_worker_runs_a_whole_null_and_exits(rq_worker_later, api_factory
     body = admin.get(f"/audits/{null.json()['id']}").json()
     assert body["status"] == "succeeded" and body["summary"]["null_facts"] == 20, body
     assert "Traceback" not in worker_log.read_text()
+
+
+def test_a_burst_worker_stops_on_sigterm_after_its_chunk_and_the_null_goes_on_later(
+    rq_worker_later, api_factory, worker_log
+):
+    """SIGTERM to `memaudit worker --burst` mid-chunk: the chunk ends and is stored (RQ's warm shutdown), its
+    follow-up job waits in the queue, and the worker exits 0 without taking it; a later worker finishes the null."""
+    import signal
+
+    admin = api_factory("admin")
+    null = admin.post("/audits", json=NULL)
+    assert null.status_code == 202, null.text
+    null_id = null.json()["id"]
+    worker = rq_worker_later("--burst")
+    chunk_seconds(null_id)  # a few chunks stored: the model is loaded and the null runs
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=300) == 0
+    assert "Traceback" not in worker_log.read_text()
+    body = admin.get(f"/audits/{null_id}").json()
+    assert body["status"] == "queued" and 0 < stored_people(null_id) < 150, body
+    rq_worker_later("--burst").wait(timeout=900)
+    body = admin.get(f"/audits/{null_id}").json()
+    assert body["status"] == "succeeded" and stored_people(null_id) == 150, body

@@ -1,4 +1,4 @@
-"""`memaudit worker` and the signals that stop it, outside the middle of a job (tests/e2e/test_null_makes_way.py
+"""`memaudit worker` and the signals that stop it, outside the middle of a job (tests/e2e/test_null_chunks.py
 sends one mid-job to a real burst worker). RQ's own handlers hold only inside its loop; a SIGTERM before it
 (while RQ starts), after it (RQ's teardown) or while a loop fails on Redis must stop the worker too, without a
 traceback and without taking another job. The worker runs in this process, on real Redis and Postgres; the
