@@ -81,7 +81,7 @@ class Verification:
 
 def _check_signature(
     result: Verification, keys: Mapping[str, Ed25519PublicKey], kid: Any, sig: Any, h: str, where: str
-):  # noqa: ANN202
+) -> None:
     key = keys.get(kid) if isinstance(kid, str) else None
     if key is None:
         result.fail(f"{where}: signed with key {kid!s:.16} that none of the given public keys matches")
@@ -117,7 +117,8 @@ def verify(lines: Iterable[str], public_keys: Iterable[Ed25519PublicKey]) -> Ver
             end = row[END_KEY] if isinstance(row[END_KEY], dict) else {}
             ended = True
             if end.get("entries") != seq or end.get("head") != prev:
-                result.fail(f"{where}: the end line states {end.get('entries')} entries, the file holds {seq}")
+                stated = f"{end.get('entries')!s:.20} entries"
+                result.fail(f"{where}: the end line states {stated} and a last hash; the file's {seq} entries differ")
             _check_signature(result, keys, end.get("key_id"), end.get("signature"), end_statement(seq, prev), where)
             continue
         payload = row.get("payload")
