@@ -24,6 +24,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.db.models import Audit
+from app.db.models.audit import ACTIVE_STATUSES
 from app.errors import TooManyRequests
 from app.settings import Settings
 
@@ -123,7 +124,7 @@ def check_active_audits(session: Session, settings: Settings, key_id: int | None
         return
     active = session.scalar(
         select(func.count()).where(
-            Audit.owner_key_id == key_id, Audit.status.in_(("queued", "running")), Audit.batch_id.is_(None)
+            Audit.owner_key_id == key_id, Audit.status.in_(ACTIVE_STATUSES), Audit.batch_id.is_(None)
         )
     )
     if (active or 0) >= limit:
@@ -152,7 +153,7 @@ def check_active_batch_audits(session: Session, settings: Settings, key_id: int 
         return
     active = session.scalar(
         select(func.count()).where(
-            Audit.owner_key_id == key_id, Audit.status.in_(("queued", "running")), Audit.batch_id.is_not(None)
+            Audit.owner_key_id == key_id, Audit.status.in_(ACTIVE_STATUSES), Audit.batch_id.is_not(None)
         )
     )
     if (active or 0) + adding > limit:

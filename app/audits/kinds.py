@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from app.db.models import Audit
+from app.queue import batch_lane
 from app.settings import Settings
 
 Prepare = Callable[[Session, Any, Audit, Settings], None]
@@ -73,6 +74,14 @@ class AuditKind:
     max_body_bytes: int | None = None
     # Its results' section of the dashboard's audit page (none: the page shows status, progress and options only).
     page: KindPage | None = None
+
+    def lane(self, settings: Settings, batch_id: str | None = None, owner_key_id: int | None = None) -> int | None:
+        """Where an audit of this kind waits (app.queue: fair scheduling), decided here only: a batch's audit on its
+        key's batch lane, a background kind's (the service's nulls) on a batch lane too, any other audit on its
+        key's interactive lane (None: the dispatcher picks it from the owner key)."""
+        if batch_id is not None:
+            return batch_lane(settings, owner_key_id)
+        return batch_lane(settings, None) if self.background else None
 
 
 class KindRegistry(Mapping[str, AuditKind]):

@@ -27,7 +27,7 @@ from app.db.models.audit import AuditStatus
 from app.db.models.batch import Batch
 from app.errors import Conflict, InvalidInput, NotFound
 from app.limits import check_active_batch_audits, check_batch_size
-from app.queue import batch_lane, enqueue_many_after_commit
+from app.queue import enqueue_many_after_commit
 from app.settings import Settings
 from app.subjects.kind import KIND as SUBJECT
 from app.subjects.schemas import SubjectAuditOptions
@@ -116,7 +116,7 @@ def create_batch(
         winner = repository.find_idempotent(session, principal.id, idempotency_key)
         return _replay(session, winner.id, winner.request_hash, spec.request_hash), None
     ids = add_subject_audits(session, roster.people, spec.models, spec.options, principal.key_id, batch.id, settings)
-    enqueue_many_after_commit(session, SUBJECT.job, ids, lane=batch_lane(settings, principal.key_id))
+    enqueue_many_after_commit(session, SUBJECT.job, ids, lane=SUBJECT.lane(settings, batch.id, principal.key_id))
     return batch, roster
 
 

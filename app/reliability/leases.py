@@ -22,8 +22,9 @@ from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.models import Audit
+from app.db.models.audit import AuditStatus
 
-RUNNING, QUEUED = "running", "queued"
+RUNNING, QUEUED = AuditStatus.RUNNING, AuditStatus.QUEUED
 
 
 class LeaseLost(Exception):

@@ -29,8 +29,9 @@ from app.audits.kinds import AuditKind, KindRegistry
 from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Audit
+from app.db.models.audit import AuditStatus
 from app.privacy.retention import purge
-from app.queue import Dispatcher, batch_lane
+from app.queue import Dispatcher
 from app.reliability import leases
 from app.settings import Settings, get_settings
 
@@ -57,7 +58,9 @@ def _recover_expired(settings: Settings, dispatcher: Dispatcher, report: Report,
                     f"the worker running this audit stopped {attempts} times (crash, out of memory, or lost "
                     "host); not retried again — check the worker logs, then submit it again"
                 )
-                if leases.take_over_expired(s, audit_id, status="failed", finished_at=utcnow(), error=message):
+                if leases.take_over_expired(
+                    s, audit_id, status=AuditStatus.FAILED, finished_at=utcnow(), error=message
+                ):
                     report.given_up.append(audit_id)
                 continue
             if not leases.take_over_expired(s, audit_id, status=leases.QUEUED):
@@ -100,9 +103,7 @@ def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report,
 def lane(settings: Settings, kind: AuditKind, batch_id: str | None, owner_key_id: int | None) -> int | None:
     """Where a re-enqueued audit waits (app.queue: fair scheduling): a batch audit on its key's batch lane, a
     background kind's (the service's nulls) on a lane too, any other audit on the interactive queue (None)."""
-    if batch_id is not None:
-        return batch_lane(settings, owner_key_id)
-    return batch_lane(settings, None) if kind.background else None
+    return kind.lane(settings, batch_id, owner_key_id)  # decided once, on the kind (app/audits/kinds.py)
 
 
 def _lane_of(settings: Settings, kinds: KindRegistry, audit_id: str) -> int | None:

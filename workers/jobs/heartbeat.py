@@ -16,6 +16,7 @@ import threading
 import time
 
 from app.db.engine import session_scope
+from app.db.models.audit import AuditStatus
 from app.reliability import leases
 from app.settings import Settings
 
@@ -62,7 +63,7 @@ class Heartbeat:
                         last_renewed = now
                         continue
                     status = leases.status_of(s, self.audit_id)
-                self.stop_reason = CANCELLED if status == "cancelled" else LEASE_LOST
+                self.stop_reason = CANCELLED if status == AuditStatus.CANCELLED else LEASE_LOST
             except Exception as exc:  # the database is unreachable: our lease runs out while we cannot renew it
                 log.warning("audit %s: cannot renew the lease (%s)", self.audit_id, type(exc).__name__)
                 if now - last_renewed < self.ttl:
