@@ -197,6 +197,7 @@ class EmbeddedDispatcher:
         self._lock = threading.Lock()
         self._held: set[str] = set()  # audits sent and not yet finished in this process
         self._again: set[str] = set()  # running audits with a follow-up: sent again when their job returns
+        self._closed = False  # shut down (the process exits)
 
     def send(self, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
         self._ensure_thread()
@@ -238,6 +239,7 @@ class EmbeddedDispatcher:
         from app.db.engine import session_scope
         from app.reliability.leases import hand_back_process
 
+        self._closed = True  # the thread takes no further job while the interpreter shuts down
         try:
             with session_scope() as s:
                 held = hand_back_process(s)
@@ -250,6 +252,8 @@ class EmbeddedDispatcher:
     def _loop(self) -> None:
         while True:
             lane_flag, _, job_path, audit_id = self._jobs.get()
+            if self._closed:
+                return
             try:
                 import_path(job_path)(audit_id)
             except Exception:  # the job records its own failure; never let the thread die
