@@ -88,7 +88,7 @@ class _Frame:
         self.left = 12 + (LINE + 6 if y_title else 0) + max(_width(t) for t in y_labels) + 8
         self.right = WIDTH - 16
         self.legend_rows = self._legend_rows(legend)
-        self.top = 10 + self.legend_rows * LINE + (6 if legend else 0)
+        self.top = 10 + self.legend_rows * LINE + (6 if legend else 0) + FONT // 2  # room for the top label
         self.bottom = HEIGHT - (8 + x_lines * LINE + (LINE + 4 if x_title else 0))
 
     def _legend_rows(self, names: list[str]) -> int:

@@ -62,7 +62,7 @@ def counts_for(session: Session, audits: Iterable[Audit]) -> dict[str, Counts]:
         counts = out[audit.id] = Counts()
         for result in results_for_audit(session, audit.id, with_candidates=False):
             counts.total += 1
-            cal = _calibrate(calibrator, audit, result)
+            cal = calibrator.calibrate_result(audit, result, result.canaries)
             status, memorized = fact_status(cal)
             if memorized is True:
                 counts.memorized += 1
@@ -72,15 +72,6 @@ def counts_for(session: Session, audits: Iterable[Audit]) -> dict[str, Counts]:
                 counts.other[status] = counts.other.get(status, 0) + 1
             counts.null_audit_id = counts.null_audit_id or getattr(cal, "null_audit_id", None)
     return out
-
-
-def _calibrate(calibrator: calibrate.Calibrator, audit: Audit, result: Any) -> Any:
-    """One stored result's calibration. The verdict statistic is being reworked in parallel: the new entry point
-    (calibrate_result: the calibrator picks the statistic) where it exists, else the old one (a FactStat)."""
-    new = getattr(calibrator, "calibrate_result", None)
-    if new is not None:
-        return new(audit, result, result.canaries)
-    return calibrator.calibrate(audit, result.property_id, calibrate.result_stat(result, result.canaries))
 
 
 def eta_seconds(audit: Audit | None, now: datetime | None = None) -> float | None:

@@ -83,7 +83,10 @@ def test_every_page_kind_renders_with_its_numbers(stack: Stack, browser, subject
             prompt = page.locator("#coverage-records details").first
             prompt.locator("summary").click()
             assert prompt.locator("pre.prompt").inner_text().count("\n") >= 3  # k example lines, then the id
+            page.set_viewport_size({"width": 1280, "height": 1500})  # the chart and an open prompt in one shot
+            page.locator("h1").scroll_into_view_if_needed()
         shoot(page, stack, kind)
+        page.set_viewport_size({"width": 1280, "height": 800})
     page.goto("/ui/audits")
     assert page.locator("#audit-rows tr").count() >= 4 and page.locator("#audit-rows progress").count() >= 4
     page.select_option("select[name=kind]", "subject")

@@ -70,7 +70,7 @@ def cohort(stack: Stack, browser) -> Iterator[dict]:  # noqa: ANN001
     names = dict(zip(ids, [p["name"] for p in people], strict=True))  # roster order
     names[single["id"]] = single_person["name"]
     first = ids[0]
-    assert None in verdicts(admin, first)  # this first read queues the nulls: the verdicts wait for them
+    assert None in verdicts(admin, first)  # the nulls run behind the audits: the verdicts wait for them
     page = sign_in(browser, stack, stack.keys["admin"], f"/ui/audits/{first}")  # while they run
     pending = {
         "cells": page.locator("td.verdict .pending").count(),
@@ -78,7 +78,7 @@ def cohort(stack: Stack, browser) -> Iterator[dict]:  # noqa: ANN001
         "text": page.locator("td.verdict").first.inner_text(),
     }
     page.context.close()
-    while any(v is None for audit_id in names for v in verdicts(admin, audit_id)):
+    while any(v is None for audit_id in names for v in verdicts(admin, audit_id)):  # until every null has run
         assert time.monotonic() < deadline + 900, "the nulls did not finish"
         time.sleep(2)
     memorized = {a for a in names if any(verdicts(admin, a))}
@@ -158,6 +158,7 @@ def test_the_batch_page_reports_the_cohort_and_each_persons_verdict(stack: Stack
         assert row.locator(".subject-name").inner_text() == cohort["names"][audit_id]
         want = sum(v is True for v in verdicts(admin, audit_id))
         assert row.locator(".verdict-counts strong").inner_text() == str(want)
+    page.set_viewport_size({"width": 1280, "height": 1500})  # progress, the cohort table and its chart in one shot
     shoot(page, stack, "batch")
     page.locator("#batch-people a").first.click()  # each person links to their audit
     assert "/ui/audits/" in page.url and page.locator("td.verdict").count() >= 1
