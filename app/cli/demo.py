@@ -36,9 +36,16 @@ NULL_NOTE = (
 )
 
 
+NULL_MISSING_NOTE = (
+    "p (null) is `missing`: no null exists for this model and configuration on the weights these audits ran on "
+    "(cancelled, or the model changed); the next run creates it, or POST /audits with kind `null` (docs/measures.md)."
+)
+
+
 def calibration_notes(statuses: Mapping[str, int]) -> list[str]:
     """What the table's `p (null)` column needs said, from how many facts had each calibration status."""
-    return [note for status, note in (("pending", NULL_NOTE), ("failed", NULL_FAILED_NOTE)) if statuses.get(status)]
+    notes = (("pending", NULL_NOTE), ("failed", NULL_FAILED_NOTE), ("missing", NULL_MISSING_NOTE))
+    return [note for status, note in notes if statuses.get(status)]
 
 
 def write_forget_set(client: Client, audit_ids: list[str], out: Path) -> int:

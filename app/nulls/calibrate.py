@@ -33,7 +33,10 @@ from core.measures.null import MAX_TRUE_VALUES, STATISTIC, EmpiricalNull, FactSt
 DEFAULT_POLICY = "pvalue"
 DEFAULT_MAX_P = 0.01
 MISSING = "no null for this model and configuration: POST a null audit (kind null) for it, or submit the audit again"
-CHANGED = "the null was computed on another version of this model: POST a null audit (kind null) to compute it again"
+CHANGED = (
+    "the null was computed on other weights of this model: the next audit of this configuration creates a new one "
+    "(or POST a null audit, kind null)"
+)
 
 
 OLD_RESULT = (

@@ -20,6 +20,18 @@ def distributions(session: Session, model: str, key: str) -> list[tuple[NullDist
     return [(d, status) for d, status in session.execute(stmt)]
 
 
+def latest_fingerprint(session: Session, model: str) -> str | None:
+    """The model fingerprint the newest succeeded subject audit of ``model`` ran on (None before any)."""
+    stmt = (
+        select(Audit.summary)
+        .where(Audit.kind == "subject", Audit.model == model, Audit.status == "succeeded")
+        .order_by(Audit.finished_at.desc().nulls_last(), Audit.id.desc())
+        .limit(1)
+    )
+    summary = session.scalar(stmt) or {}
+    return (summary.get("scoring") or {}).get("fingerprint")
+
+
 def of_audit(session: Session, audit_id: str) -> list[NullDistribution]:
     stmt = select(NullDistribution).where(NullDistribution.audit_id == audit_id).order_by(NullDistribution.id)
     return list(session.scalars(stmt))

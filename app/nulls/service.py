@@ -112,13 +112,22 @@ def ensure_nulls(
     settings: Settings,
 ) -> str | None:
     """At a subject audit's (or a batch's) submission: queue one null audit for those of ``pids`` that no null of
-    this model and configuration covers yet (queued, running, succeeded, or failed: a failed null is retried by
-    POSTing a null audit, never automatically). ``options`` are the subject audit's stored options. Returns the
-    null audit's id, or None when every property is covered."""
+    this model and configuration covers yet (queued, running, failed — a failed null is retried by POSTing a null
+    audit, never automatically — or succeeded on the weights the model's latest subject audit ran on: new weights
+    get a new null). ``options`` are the subject audit's stored options. Returns the null audit's id, or None when
+    every property is covered."""
+    current = repository.latest_fingerprint(session, model)
     missing = []
     for pid in sorted(set(pids), key=lambda p: int(p[1:])):
         pool = effective_pool(session, pid, options)
         config = null_config(pid, options, lookalikes, pool, resolve_method("auto", pid, options))
-        if not any(status != "cancelled" for _, status in repository.distributions(session, model, config_key(config))):
+        rows = repository.distributions(session, model, config_key(config))
+        if not any(_covers(d, status, current) for d, status in rows):
             missing.append(pid)
     return trigger(session, model, options, lookalikes, missing, settings) if missing else None
+
+
+def _covers(row: NullDistribution, status: str, fingerprint: str | None) -> bool:
+    if status == "succeeded":
+        return fingerprint is None or row.fingerprint in (None, fingerprint)
+    return status in ("queued", "running", "failed")
