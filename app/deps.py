@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.keys import MISSING_KEY, Principal
 from app.db.engine import session_scope
+from app.db.models.auth import Role
 from app.errors import DomainError, Forbidden, Unauthorized
 from app.settings import Settings, get_settings
 
@@ -52,5 +53,5 @@ def require_roles(*roles: str) -> Callable[[Principal], Principal]:
 
 
 # Who may submit, cancel and erase (audits, datasets, subjects): admins and auditors.
-SUBMITTERS = ("admin", "auditor")
+SUBMITTERS = (Role.ADMIN, Role.AUDITOR)
 Submitter = Annotated[Principal, Depends(require_roles(*SUBMITTERS))]

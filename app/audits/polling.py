@@ -22,6 +22,7 @@ from app.audits import repository, service
 from app.auth.keys import Principal, still_valid
 from app.db.engine import session_scope
 from app.db.models.audit import FINAL_STATUSES
+from app.db.models.auth import Role
 from app.errors import ServiceUnavailable
 from app.settings import get_settings
 
@@ -93,7 +94,7 @@ def open_stream(principal: Principal, audit_id: str, request: Request, busy: str
         raise ServiceUnavailable(
             f"this key or token already has {MAX_STREAMS_PER_PRINCIPAL} event streams open; close one first"
         )
-    cap = MAX_STREAMS if principal.role == "admin" else MAX_STREAMS - ADMIN_RESERVED_STREAMS
+    cap = MAX_STREAMS if principal.role == Role.ADMIN else MAX_STREAMS - ADMIN_RESERVED_STREAMS
     if _open_streams >= cap:
         raise ServiceUnavailable(busy)
     _open_streams += 1

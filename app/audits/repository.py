@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from app.auth.keys import Principal
 from app.db.models import Audit, IdempotencyKey
 from app.db.models.audit import ACTIVE_STATUSES
+from app.db.models.auth import Role
 
 
 def visible(stmt: Select, principal: Principal) -> Select:
@@ -18,7 +19,7 @@ def visible(stmt: Select, principal: Principal) -> Select:
         return stmt
     if principal.audit_scope is not None:
         return stmt.where(Audit.id == principal.audit_scope)
-    if principal.role == "auditor":
+    if principal.role == Role.AUDITOR:
         return stmt.where(Audit.owner_key_id == principal.key_id)
     return stmt.where(false())
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import ApiKey, DashboardSession, RevokedSubjectToken
-from app.db.models.auth import ROLES
+from app.db.models.auth import ROLES, Role
 from app.errors import InvalidInput, Unauthorized
 from app.settings import Settings
 
@@ -42,7 +42,7 @@ class Principal:
 
     @property
     def sees_everything(self) -> bool:
-        return self.role in ("admin", "regulator")
+        return self.role in (Role.ADMIN, Role.REGULATOR)
 
 
 def _hash(secret: str, settings: Settings) -> str:
@@ -69,7 +69,7 @@ def ensure_cli_key(session: Session) -> int:
         return found
     try:
         with session.begin_nested():
-            key = ApiKey(prefix=CLI_KEY_PREFIX, secret_hash="", role="admin", name=CLI_KEY_NAME)
+            key = ApiKey(prefix=CLI_KEY_PREFIX, secret_hash="", role=Role.ADMIN, name=CLI_KEY_NAME)
             session.add(key)
         return key.id
     except IntegrityError:  # another `memaudit` process created it at the same moment
@@ -79,7 +79,7 @@ def ensure_cli_key(session: Session) -> int:
 def cli_principal(session: Session) -> Principal:
     """The command line's key as the API authenticates it (``authenticate`` with ``in_process_token``)."""
     key_id = ensure_cli_key(session)
-    return Principal(id=f"key:{key_id}", role="admin", key_id=key_id)
+    return Principal(id=f"key:{key_id}", role=Role.ADMIN, key_id=key_id)
 
 
 def in_process_token() -> str:

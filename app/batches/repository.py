@@ -13,13 +13,14 @@ from app.auth.keys import Principal
 from app.db.base import utcnow
 from app.db.models import Audit, FactResult
 from app.db.models.audit import AuditStatus
+from app.db.models.auth import Role
 from app.db.models.batch import Batch
 
 
 def _visible(stmt: Select, principal: Principal) -> Select:
     if principal.sees_everything:
         return stmt
-    if principal.role == "auditor":
+    if principal.role == Role.AUDITOR:
         return stmt.where(Batch.owner_key_id == principal.key_id)
     return stmt.where(false())
 

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
 from app.db.models import Audit, CoverageAudit, CoverageResult, Dataset, DatasetFile, DatasetRecord
+from app.db.models.auth import Role
 
 INSERT_BATCH = 2000
 
@@ -21,7 +22,7 @@ INSERT_BATCH = 2000
 def visible(stmt: Select, principal: Principal) -> Select:
     if principal.sees_everything:
         return stmt
-    if principal.role == "auditor" and principal.audit_scope is None:
+    if principal.role == Role.AUDITOR and principal.audit_scope is None:
         return stmt.where(Dataset.owner_key_id == principal.key_id)
     return stmt.where(false())
 

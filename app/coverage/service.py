@@ -26,6 +26,7 @@ from app.coverage.schemas import (
 )
 from app.db.engine import session_factory
 from app.db.models import ApiKey, Audit, CoverageAudit, Dataset, DatasetFile
+from app.db.models.auth import Role
 from app.errors import InvalidInput, NotFound, PayloadTooLarge
 from app.settings import Settings
 from core.measures.coverage import few_shot_prefix, query_of
@@ -203,7 +204,7 @@ def delete(session: Session, principal: Principal, dataset_id: str) -> int:
 def _owner(session: Session, audit: Audit) -> Principal:
     """The principal who submitted the audit (the CLI's local admin has no key)."""
     if audit.owner_key_id is None:
-        return Principal(id="local", role="admin")
+        return Principal(id="local", role=Role.ADMIN)
     key = session.get(ApiKey, audit.owner_key_id)
     role = key.role if key is not None else "none"
     return Principal(id=f"key:{audit.owner_key_id}", role=role, key_id=audit.owner_key_id)

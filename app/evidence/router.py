@@ -11,6 +11,7 @@ from fastapi.responses import StreamingResponse
 
 from app.auth.keys import Principal
 from app.db.engine import session_factory
+from app.db.models.auth import Role
 from app.deps import SettingsDep, require_roles
 from app.evidence import service
 from app.evidence.schemas import PublicKey
@@ -18,8 +19,8 @@ from app.settings import Settings
 from app.streaming import MEDIA_TYPES, download
 
 router = APIRouter(prefix="/evidence", tags=["evidence"])
-READERS = ("admin", "regulator")
-KEY_READERS = ("admin", "regulator", "auditor", "pipeline")
+READERS = (Role.ADMIN, Role.REGULATOR)
+KEY_READERS = tuple(Role)
 
 
 def _stream(settings: Settings) -> Iterator[str]:

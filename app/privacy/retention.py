@@ -16,13 +16,14 @@ from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Audit
 from app.db.models.audit import FINAL_STATUSES
+from app.db.models.auth import Role
 from app.errors import NotFound
 from app.privacy import erasure
 from app.queue import Dispatcher
 from app.settings import Settings
 
 log = logging.getLogger("memaudit.retention")
-RETENTION = Principal(id="retention", role="admin")
+RETENTION = Principal(id="retention", role=Role.ADMIN)
 BATCH = 200
 
 

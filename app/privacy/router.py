@@ -7,13 +7,14 @@ from datetime import datetime
 from fastapi import APIRouter, Response, status
 from pydantic import BaseModel
 
+from app.db.models.auth import Role
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep
 from app.errors import Forbidden
 from app.privacy import access_log, tokens
 from app.validation import IdFilter, Page, PageSize
 
 router = APIRouter(tags=["privacy"])
-LOG_READERS = ("admin", "regulator")
+LOG_READERS = (Role.ADMIN, Role.REGULATOR)
 
 
 class AccessLogEntry(BaseModel):

@@ -9,10 +9,11 @@ from sqlalchemy.orm import Session
 from app.audits.repository import get_visible
 from app.auth.keys import Principal
 from app.db.models import DashboardSession, RevokedSubjectToken
+from app.db.models.auth import Role
 from app.errors import Forbidden, NotFound
 from app.privacy import access_log
 
-REVOKERS = ("admin", "auditor")
+REVOKERS = (Role.ADMIN, Role.AUDITOR)
 
 
 def revoke(session: Session, principal: Principal, audit_id: str) -> None:

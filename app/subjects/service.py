@@ -13,6 +13,7 @@ from app.auth.keys import Principal
 from app.db.base import utcnow
 from app.db.models import Audit, Fact, Subject
 from app.db.models.audit import AuditStatus, new_audit_id
+from app.db.models.auth import Role
 from app.errors import InvalidInput, NotFound
 from app.nll_cache import repository as cache
 from app.nulls.calibrate import calibrate_results
@@ -282,7 +283,7 @@ def erase_subject(session: Session, principal: Principal, subject_id: int) -> di
     """Delete the subject, its facts, its audits and all results, and the cached NLLs of sentences naming them.
     Generic-subject sentences ("This person …") name nobody and stay cached."""
     subject = repository.get_subject(session, subject_id)
-    if subject is None or (principal.role == "auditor" and subject.owner_key_id != principal.key_id):
+    if subject is None or (principal.role == Role.AUDITOR and subject.owner_key_id != principal.key_id):
         raise NotFound("no subject with this id (among those you may erase)")
     n_audits = len(repository.audits_of_subject(session, subject_id))
     removed = cache.forget(session, _sentence_hashes(session, subject))
