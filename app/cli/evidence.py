@@ -17,7 +17,6 @@ from typing import TextIO
 
 from app.cli.client import add_client_arguments, raise_for
 from app.errors import DomainError
-from app.settings import get_settings
 
 
 def _remote_lines(url: str, key: str | None, path: str) -> Iterator[str]:
@@ -37,6 +36,7 @@ def _local_lines() -> Iterator[str]:
     from app.cli.client import open_local_database
     from app.db.engine import session_scope
     from app.evidence import service
+    from app.settings import get_settings
 
     open_local_database()
     with session_scope() as s:
@@ -44,6 +44,8 @@ def _local_lines() -> Iterator[str]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from app.settings import get_settings  # the settings (pydantic) only when the command runs
+
     settings = get_settings()
     url = args.api_url or settings.api_url
     lines = _remote_lines(url, args.api_key or settings.api_key, "/evidence") if url else _local_lines()
@@ -57,6 +59,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_public_key(args: argparse.Namespace) -> int:
+    from app.settings import get_settings
+
     settings = get_settings()
     url = args.api_url or settings.api_url
     if url:
