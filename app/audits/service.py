@@ -20,7 +20,7 @@ from app.db.models import Audit, IdempotencyKey
 from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
 from app.errors import Conflict, InvalidInput, NotFound
 from app.limits import check_active_audits
-from app.queue import batch_lane, enqueue_after_commit, get_dispatcher
+from app.queue import enqueue_after_commit, get_dispatcher
 from app.settings import Settings
 from app.validation import idempotency_digest
 from core.models import ModelName, ModelNameError, parse_model_name
@@ -80,8 +80,8 @@ def create_audit(
         session.rollback()
         winner = repository.find_idempotency(session, principal.id, idempotency_key)
         return _replay(session, winner.audit_id, winner.request_hash, digest), True
-    # a background kind (a null) waits on a batch lane, behind every single audit, as the reconciler re-queues it
-    enqueue_after_commit(session, kind.job, audit.id, lane=batch_lane(settings, None) if kind.background else None)
+    # where it waits is the kind's to say (a null: on a batch lane), as when the reconciler re-queues it
+    enqueue_after_commit(session, kind.job, audit.id, lane=kind.lane(settings))
     return audit, False
 
 
