@@ -18,11 +18,12 @@ class ModelSpec(BaseModel):
     """One entry of the model registry (``MEMAUDIT_MODELS``): where a model's weights are, or where it is served.
     Each field's description says what it holds (docs/configuration.md lists them)."""
 
-    backend: Literal["hf", "vllm", "openai"] = Field(
+    backend: Literal["hf", "vllm", "openai", "knowledge-free"] = Field(
         default="hf",
         description=(
-            "`hf` (transformers, CPU/GPU), `vllm` (GPU workers only) or `openai` (a model served elsewhere "
-            "behind an OpenAI-compatible `/v1/completions`: vLLM's or llama-cpp-python's server)"
+            "`hf` (transformers, CPU/GPU), `vllm` (GPU workers only), `openai` (a model served elsewhere "
+            "behind an OpenAI-compatible `/v1/completions`: vLLM's or llama-cpp-python's server) or "
+            "`knowledge-free` (the negative control: NLLs from a seeded hash of the sentence; `path` is the seed)"
         ),
     )
     path: str | None = Field(
@@ -95,6 +96,12 @@ def default_models() -> dict[str, ModelSpec]:
             path=str(GROUNDTRUTH_DIR),
             description="memaudit's own tiny LM trained on fictitious people; its training membership is known",
         ),
+        "knowledge-free": ModelSpec(
+            backend="knowledge-free",
+            path="0",
+            description="the negative control: NLLs from a seeded hash of the sentence, no weights; every fact it"
+            " 'retrieves' is chance, so its verdicts measure a configuration's false-positive rate",
+        ),
     }
 
 
@@ -164,6 +171,13 @@ class Settings(BaseSettings):
     )
     batch_lanes: int = Field(
         default=8, ge=1, le=64, description="batch queues workers rotate through (app/queue.py: fair scheduling)"
+    )
+    interactive_lanes: int = Field(
+        default=8,
+        ge=1,
+        le=64,
+        description="interactive queues workers rotate through, before the batch lanes: API keys on different"
+        " lanes take turns (app/queue.py: fair scheduling)",
     )
     key_touch_seconds: int = Field(
         default=60, description="`api_keys.last_used_at` is updated at most this often per key"

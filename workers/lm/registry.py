@@ -31,9 +31,10 @@ BACKENDS: dict[str, str] = {
     "hf": "workers.lm.hf:HFScorer",
     "vllm": "workers.lm.vllm:VLLMScorer",
     "openai": "workers.lm.served:ServedScorer",  # a model served elsewhere (OpenAI-compatible /v1/completions)
+    "knowledge-free": "workers.lm.knowledge_free:KnowledgeFreeScorer",  # the negative control: no weights
 }
 log = logging.getLogger("memaudit.models")
-SERVED_BACKENDS = frozenset({"openai"})  # no local weights to resolve
+SERVED_BACKENDS = frozenset({"openai", "knowledge-free"})  # no local weights to resolve
 
 
 @dataclass(frozen=True)

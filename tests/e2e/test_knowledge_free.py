@@ -1,0 +1,89 @@
+"""The negative control through the service: the registered model `knowledge-free` (NLLs from a seeded hash of the
+sentence) is audited like any model. Its facts — one, two and three true values; items, dates, quantities, strings;
+in and out of the pool — are judged by a null of their own shape, and the default verdict (p <= 0.01) flags them at
+chance. Also: a fact outside the pool and one with four values say `uncalibrated`, with the reason."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from app.settings import get_settings
+from core.catalog import load_catalog
+from core.measures.null import Rate
+from core.names.fictitious import cohort
+from tests.conftest import wait_for
+
+PIDS = ("P106", "P27", "P569", "P2048", "P742", "P1412")  # item (pseudo), item (name-hinted), time, quantity, string
+OPTIONS = {"paraphrases": 2, "counterfactuals": 20, "lookalikes": "same_origin"}
+SUBJECTS = 40
+
+
+@pytest.fixture
+def nulls_of_300(sqlite_env, monkeypatch):
+    monkeypatch.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", "300")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def roster(n: int) -> list[dict]:
+    """Fictitious people (a seed the null does not use) with 1-3 values per fact, from the catalog's pools."""
+    catalog, rng = load_catalog(), random.Random(11)
+    people = []
+    for person in cohort(n, PIDS, catalog, seed=977):
+        facts = []
+        for pid in PIDS:
+            m = 1 + person.index % 3 if pid in ("P106", "P1412") else 1
+            values = [person.facts[pid], *rng.sample(catalog.get(pid).pool, 4)]
+            facts += [{"property": pid, "value": v} for v in list(dict.fromkeys(values))[:m]]
+        people.append({"name": person.name, "facts": facts})
+    return people
+
+
+def submit(api, subject: dict) -> str:
+    r = api.post("/audits", json={"kind": "subject", "model": "knowledge-free", "options": OPTIONS, "subject": subject})
+    assert r.status_code == 202, r.text
+    return r.json()["id"]
+
+
+@pytest.mark.slow
+def test_the_knowledge_free_model_is_flagged_at_chance_for_every_shape(nulls_of_300, api_factory):
+    api = api_factory("auditor")
+    people = roster(SUBJECTS)
+    ids = [submit(api, s) for s in people]
+    odd = submit(  # a birthplace outside the pool, and an occupation with four values
+        api,
+        {
+            "name": "Ilse Brandauer",
+            "facts": [{"property": "P19", "value": "Kleinwelsbach"}]
+            + [{"property": "P106", "value": v} for v in ("painter", "chemist", "lawyer", "physicist")],
+        },
+    )
+    for audit_id in [*ids, odd]:
+        assert wait_for(api, audit_id, timeout=900)["status"] == "succeeded"
+    calibrations = []
+    for audit_id, person in zip(ids, people, strict=True):
+        page = api.get(f"/audits/{audit_id}/facts").json()
+        for fact in page["facts"]:
+            cal = fact["calibration"]
+            if cal["status"] == "pending":  # the null of this configuration is still running
+                null = cal["null_audit_id"]
+                assert wait_for(api_factory("admin"), null, timeout=900)["status"] == "succeeded"
+                cal = api.get(f"/audits/{audit_id}/facts").json()["facts"][page["facts"].index(fact)]["calibration"]
+            assert cal["status"] == "ready", cal
+            m = sum(f["property"] == fact["property"] for f in person["facts"])
+            assert cal["null_shape"]["n_values"] == m and cal["null_shape"]["in_pool"], cal
+            calibrations.append((fact["property"], m, cal))
+    by_shape = {m: [c for _, mm, c in calibrations if mm == m] for m in (1, 2, 3)}
+    assert all(by_shape.values()), {m: len(v) for m, v in by_shape.items()}
+    flagged = sum(c["p_value"] <= 0.01 for _, _, c in calibrations)
+    rate = Rate.of(flagged, len(calibrations))
+    detail = {m: sum(c["p_value"] <= 0.01 for c in v) for m, v in by_shape.items()}
+    assert rate.low <= 0.01 and flagged <= 4, f"{flagged}/{len(calibrations)} flagged at p <= 0.01 ({detail} by m)"
+
+    odd_facts = {f["property"]: f["calibration"] for f in api.get(f"/audits/{odd}/facts").json()["facts"]}
+    assert odd_facts["P19"]["status"] == "uncalibrated" and "pool" in odd_facts["P19"]["message"]
+    assert odd_facts["P106"]["status"] == "uncalibrated" and "more than 3" in odd_facts["P106"]["message"]
+    assert odd_facts["P19"]["p_value"] is None and odd_facts["P19"]["memorized"] is None
