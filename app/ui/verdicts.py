@@ -25,7 +25,7 @@ VERDICT_SCAN = 500  # a verdict filter reads at most this many newest finished s
 
 
 @dataclass
-class Counts:
+class VerdictCounts:
     """Facts of one audit: memorized under the default policy, total, pending (null not ready), other statuses."""
 
     memorized: int = 0
@@ -52,14 +52,14 @@ def fact_status(cal: Any) -> tuple[str, bool | None]:
     return status, memorized if isinstance(memorized, bool) else None
 
 
-def counts_for(session: Session, audits: Iterable[Audit]) -> dict[str, Counts]:
+def counts_for(session: Session, audits: Iterable[Audit]) -> dict[str, VerdictCounts]:
     """Verdict counts of each succeeded subject audit (others get none); nothing is queued."""
-    out: dict[str, Counts] = {}
+    out: dict[str, VerdictCounts] = {}
     calibrator = calibrate.Calibrator(session)
     for audit in audits:
         if audit.kind != "subject" or audit.status != AuditStatus.SUCCEEDED:
             continue
-        counts = out[audit.id] = Counts()
+        counts = out[audit.id] = VerdictCounts()
         for result in results_for_audit(session, audit.id, with_candidates=False):
             counts.total += 1
             cal = calibrator.calibrate_result(audit, result, result.canaries)
