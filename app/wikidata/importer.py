@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Fact, PoolValue, Subject, WikidataImport, WikidataProperty
+from app.db.models.wikidata import ImportStatus
 from app.subjects.repository import ensure_properties
 from app.wikidata.dump import MIN_HUMANS_FOR_POOL, DumpHuman, DumpReader, resolve
 from app.wikidata.snaks import ItemRef, Value
@@ -58,7 +59,7 @@ def _open_import(path: Path) -> tuple[int, int]:
     with session_scope() as s:
         running = s.scalars(
             select(WikidataImport)
-            .where(WikidataImport.fingerprint == fp, WikidataImport.status == "running")
+            .where(WikidataImport.fingerprint == fp, WikidataImport.status == ImportStatus.RUNNING)
             .order_by(WikidataImport.id.desc())
             .limit(1)
         ).first()
@@ -67,7 +68,7 @@ def _open_import(path: Path) -> tuple[int, int]:
         row = WikidataImport(
             path=str(path)[:1000],
             fingerprint=fp,
-            status="running",
+            status=ImportStatus.RUNNING,
             last_line=0,
             humans=0,
             facts=0,
@@ -174,7 +175,7 @@ def _finish(
                 for i, v in enumerate(values)
             )
         imp = s.get(WikidataImport, import_id)
-        imp.status, imp.finished_at = "succeeded", utcnow()
+        imp.status, imp.finished_at = ImportStatus.SUCCEEDED, utcnow()
         imp.bad_lines, imp.bad_line_numbers = scan.report.bad_lines, list(scan.report.bad_line_numbers)
         imp.truncated = scan.report.truncated
         return ImportReport(

@@ -6,6 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import PoolValue, WikidataImport
+from app.db.models.wikidata import ImportStatus
 
 
 def latest_pool(session: Session, pid: str) -> list[str]:
@@ -13,7 +14,7 @@ def latest_pool(session: Session, pid: str) -> list[str]:
     latest = session.scalar(
         select(PoolValue.import_id)
         .join(WikidataImport, WikidataImport.id == PoolValue.import_id)
-        .where(PoolValue.property_id == pid, WikidataImport.status == "succeeded")
+        .where(PoolValue.property_id == pid, WikidataImport.status == ImportStatus.SUCCEEDED)
         .order_by(PoolValue.import_id.desc())
         .limit(1)
     )

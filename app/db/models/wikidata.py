@@ -4,12 +4,20 @@ counterfactual pools built from the dump (every distinct value of each property 
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Boolean, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, CreatedAtMixin, JSONType
+
+
+class ImportStatus(StrEnum):
+    """A dump import's life (not an audit's: see AuditStatus): running until its last batch commits."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
 
 
 class WikidataImport(CreatedAtMixin, Base):
@@ -21,7 +29,7 @@ class WikidataImport(CreatedAtMixin, Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     path: Mapped[str] = mapped_column(String(1000))
     fingerprint: Mapped[str] = mapped_column(String(64), index=True)  # file name, size and mtime
-    status: Mapped[str] = mapped_column(String(16), default="running")  # running | succeeded
+    status: Mapped[str] = mapped_column(String(16), default=ImportStatus.RUNNING)
     last_line: Mapped[int] = mapped_column(Integer, default=0)
     humans: Mapped[int] = mapped_column(Integer, default=0)
     facts: Mapped[int] = mapped_column(Integer, default=0)
