@@ -2,6 +2,10 @@
 # virtualenv (.ci/run does, in a fresh one); DEMO_ARGS are passed to `memaudit demo` (e.g. --quick).
 PYTHON ?= python3
 DEMO_ARGS ?=
+# pytest-xdist processes for `make test`: each test file runs whole in one of them (its module fixtures once); each
+# process starts its own PostgreSQL and Redis. Most of the suite waits on subprocesses (workers, APIs), so 2 suit a
+# 2-core machine.
+TEST_PROCESSES ?= 2
 PIP = $(PYTHON) -m pip
 # A CPU build of torch lies on these machines' disk; an unpinned torch would pull a multi-GB CUDA build.
 TORCH ?= torch==2.13.0
@@ -45,7 +49,7 @@ demo: install
 test: install-test system-deps
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n $(TEST_PROCESSES) --dist loadfile
 
 openapi:
 	$(PYTHON) -m app.openapi_export openapi/openapi.json

@@ -48,11 +48,22 @@ def migrated_database(postgres: Postgres, prefix: str) -> str:
     """A new, migrated database on the test server. A live stack (API + worker processes) that must not see what
     earlier tests left behind takes its own: a worker's reconciler enqueues every queued audit in its database and
     recovers every expired lease there, whichever test's queue they came from (one database is one deployment)."""
-    from app.migrate import migrate
+    return postgres.create_database(f"{prefix}_{uuid.uuid4().hex[:8]}", template=_migrated_template(postgres))
 
-    url = postgres.create_database(f"{prefix}_{uuid.uuid4().hex[:8]}")
-    migrate(url)
-    return url
+
+TEMPLATE_DATABASE = "memaudit_template"
+
+
+def _migrated_template(postgres: Postgres) -> str:
+    """One database per test server migrated to the latest schema, copied by every ``migrated_database`` (CREATE
+    DATABASE … TEMPLATE: a file copy instead of every migration again). It is migrated under another name and renamed
+    when complete; nothing connects to it afterwards (Alembic's connection is not pooled), as a template requires."""
+    if not postgres.has_database(TEMPLATE_DATABASE):
+        from app.migrate import migrate
+
+        migrate(postgres.create_database(f"{TEMPLATE_DATABASE}_partial"))
+        postgres.rename_database(f"{TEMPLATE_DATABASE}_partial", TEMPLATE_DATABASE)
+    return TEMPLATE_DATABASE
 
 
 @pytest.fixture(scope="session")
@@ -176,31 +187,65 @@ def rq_worker_later(
 
     def start(*args: str) -> subprocess.Popen:
         """``args``: more `memaudit worker` arguments (``"--burst"``)."""
-        with worker_log.open("a") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "worker", *args],
-                env={**os.environ, **pg_env},
-                cwd=REPO,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        started.append(proc)
-        return proc
+        started.append(start_worker(pg_env, worker_log, *args))
+        return started[-1]
 
     yield start
     for proc in started:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_worker(proc)
+
+
+def start_worker(env: dict[str, str], log_file: Path, *args: str) -> subprocess.Popen:
+    """A real `memaudit worker` process with ``env`` over ours, its output appended to ``log_file``."""
+    with log_file.open("a") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "worker", *args],
+            env={**os.environ, **env},
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+
+def stop_worker(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 @pytest.fixture
 def rq_worker(rq_worker_later) -> subprocess.Popen:  # noqa: ANN001
     """A real `memaudit worker` process, started before the test (see ``rq_worker_later``)."""
     return rq_worker_later()
+
+
+@pytest.fixture(scope="module")
+def module_worker(postgres: Postgres, redis_server: Redis, worker_log: Path) -> Iterator[dict[str, str]]:
+    """One database, queue and real `memaudit worker` process shared by the tests of a module (one torch import and
+    model load instead of one per test), for tests that need no deployment of their own: they submit their own
+    audits and read only those. Use it through ``shared_worker``."""
+    env = {
+        "MEMAUDIT_DATABASE_URL": migrated_database(postgres, "module"),
+        "MEMAUDIT_REDIS_URL": redis_server.url,
+        "MEMAUDIT_QUEUE_NAME": f"test-{uuid.uuid4().hex[:6]}",
+        "MEMAUDIT_ENV": "test",
+    }
+    proc = start_worker(env, worker_log)
+    yield env
+    stop_worker(proc)
+
+
+@pytest.fixture
+def shared_worker(module_worker: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """The test runs against its module's shared worker, database and queue (``module_worker``)."""
+    for k, v in module_worker.items():
+        monkeypatch.setenv(k, v)
+    _reset_caches()
+    yield module_worker
+    _reset_caches()
 
 
 @pytest.fixture

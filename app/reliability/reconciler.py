@@ -117,7 +117,10 @@ def reconcile_once(settings: Settings, dispatcher: Dispatcher, kinds: KindRegist
     _recover_expired(settings, dispatcher, report, kinds)
     _enqueue_missing(settings, dispatcher, report, kinds)
     if report.recovered or report.enqueued or report.given_up:
-        log.warning(
+        # queued work it enqueued (an embedded process or a command starting up with what an earlier one left) is
+        # routine; a dead worker's audit, or one given up, is worth a warning
+        log.log(
+            logging.WARNING if report.recovered or report.given_up else logging.INFO,
             "reconciler: re-enqueued %d audits whose worker died, enqueued %d queued audits the queue did "
             "not hold, failed %d after %d attempts",
             len(report.recovered),

@@ -48,6 +48,8 @@ def local_audit(tmp_path_factory: pytest.TempPathFactory) -> LocalAudit:
         *fact_args(person),
         "--paraphrases",
         "2",
+        "--null-wait",  # the facts read once (the access-log test counts it); waiting polls them
+        "0",
         "--json",
     )
     assert run.returncode == 0, run.stderr[-2000:]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.demo import NULL_FAILED_NOTE, NULL_NOTE, calibration_notes
+from app.cli.demo import NULL_FAILED_NOTE, NULL_MISSING_NOTE, NULL_NOTE, calibration_notes
 from app.cli.output import AuditProgress
 from tests.support.cli import memaudit
 
@@ -35,7 +35,9 @@ def count(db: Path, table: str, where: str = "1 = 1") -> int:
 
 def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Path) -> None:
     out = tmp_path / "forget.jsonl"
-    first = memaudit(cli_env, "demo", "--people", "1", *TINY, "--output", str(out))
+    db = tmp_path / "cli.sqlite3"
+    cli_env = {**cli_env, "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "20", "MEMAUDIT_NULL_MIN_PEOPLE": "3"}  # a small null
+    first = memaudit(cli_env, "demo", "--people", "1", *TINY, "--output", str(out), "--null-wait", "0")
     assert first.returncode == 0, first.stderr[-3000:]
     scored = int(re.search(r"Scored ([\d,]+) new sentences", first.stdout).group(1).replace(",", ""))
     assert scored > 0, first.stdout
@@ -43,16 +45,22 @@ def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Pa
     assert "baseline + 0 paraphrases" in first.stdout and "Albert Einstein" in first.stdout
     n = int(re.search(r"wrote (\d+) records? to", first.stdout).group(1))
     assert n == len(out.read_text().splitlines())
-    # the model's null was queued by this run and is not computed yet: every p (null) cell says so, and why
+    # the model's null was created by this run's submission and not waited for: every p (null) cell says so, and why
     assert "pending" in first.stdout and NULL_NOTE in first.stdout, first.stdout
-    assert NULL_FAILED_NOTE not in first.stdout
+    assert NULL_FAILED_NOTE not in first.stdout and "not waiting (--null-wait 0)" in first.stderr
+    assert count(db, "audits", "status = 'running'") == 0, "the exiting command left an audit running"
+    assert count(db, "audits", "kind = 'null'") == 1
 
     second = memaudit(cli_env, "demo", "--people", "1", *TINY, "--output", str(out))
     assert second.returncode == 0, second.stderr[-3000:]
     assert re.search(r"Scored 0 new sentences, [\d,]+ read from the NLL cache", second.stdout), second.stdout
-    db = tmp_path / "cli.sqlite3"
+    # it measured the null's rate, said how long, waited, and shows p-values
+    assert re.search(r"the null takes ≈ .*: waiting", second.stderr), second.stderr[-3000:]
+    assert "pending" not in second.stdout and NULL_NOTE not in second.stdout, second.stdout
     assert count(db, "subjects") == 1 and count(db, "facts") == 4, "the second demo stored a copy of its subject"
-    assert count(db, "audits", "kind = 'subject'") == 2, "one subject audit per run (reading facts may queue a null)"
+    assert count(db, "audits", "kind = 'subject'") == 2, "one subject audit per run"
+    assert count(db, "audits", "kind = 'null'") == 1, "a second null for the same configuration"
+    assert count(db, "audits", "status = 'running'") == 0
 
 
 def test_the_demo_explains_pending_and_failed_p_values_only_when_it_shows_them() -> None:
@@ -60,12 +68,23 @@ def test_the_demo_explains_pending_and_failed_p_values_only_when_it_shows_them()
     assert calibration_notes({"pending": 2, "ready": 1}) == [NULL_NOTE]
     assert calibration_notes({"failed": 3}) == [NULL_FAILED_NOTE]
     assert calibration_notes({"pending": 1, "failed": 1}) == [NULL_NOTE, NULL_FAILED_NOTE]
+    assert calibration_notes({"missing": 2, "ready": 1}) == [NULL_MISSING_NOTE]
     assert calibration_notes({"none": 4}) == []  # audits of kinds without calibration say nothing of nulls
 
 
 def test_export_says_how_many_records_it_wrote_and_where(cli_env, tmp_path: Path) -> None:
     run = memaudit(
-        cli_env, "audit", "--name", "Yselda Calderwick", "--fact", "P27=Ghana", "--fact", "P106=statistician", *TINY
+        cli_env,
+        "audit",
+        "--name",
+        "Yselda Calderwick",
+        "--fact",
+        "P27=Ghana",
+        "--fact",
+        "P106=statistician",
+        *TINY,
+        "--null-wait",
+        "0",
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "baseline + 0 paraphrases" in run.stderr and "templates)" in run.stdout  # shares say what they count
@@ -80,6 +99,15 @@ def test_export_says_how_many_records_it_wrote_and_where(cli_env, tmp_path: Path
     to_stdout = memaudit(cli_env, "export", "--policy", "strict")
     n = len(to_stdout.stdout.splitlines()) - 1  # jsonl ends with its marker line
     assert to_stdout.stderr.strip() == f"wrote {plural(n)} to standard output"
+    # the default policy needs the null, not done yet: the export says what it left out, never a silent 0
+    for fmt in ("jsonl", "tofu"):
+        default = memaudit(cli_env, "export", "--format", fmt)
+        assert default.returncode == 0, default.stderr
+        said = default.stderr.strip().splitlines()
+        assert said[0] == "wrote 0 records to standard output", default.stderr
+        # (the lenient ones: a fact no template retrieves has p = 1 against any null)
+        assert re.match(r"\d+ facts? pending calibration \(pending \d+(, their null done in ≈ .*)?\) left out", said[1])
+        assert said[1].endswith("or --policy lenient exports them uncalibrated"), said[1]
 
 
 def test_cli_audits_are_visible_to_admin_and_regulator_keys(sqlite_env, api_factory, capsys) -> None:

@@ -1,6 +1,7 @@
 """End to end: HTTP API → Postgres → Redis → a real RQ worker process → stored results → forget set,
 on the project's ground-truth model (whose training membership is known); and the same flow on the
-embedded default (SQLite + in-process worker)."""
+embedded default (SQLite + in-process worker). The RQ tests share one worker process and database (each audits
+its own people): ``shared_worker``."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def run_audits(api, persons: list[dict]) -> list[str]:
     return ids
 
 
-def test_trained_subjects_are_memorized_far_above_held_out_ones(rq_worker, api_factory):
+def test_trained_subjects_are_memorized_far_above_held_out_ones(shared_worker, api_factory):
     api = api_factory("auditor")
     # A job whose model cannot load fails with a readable error, and the worker keeps serving.
     bad = api.post("/audits", json={**payload(people("trained", 1)[0]), "model": "hf:/nonexistent/model-dir"})
@@ -58,7 +59,7 @@ def test_trained_subjects_are_memorized_far_above_held_out_ones(rq_worker, api_f
     print(f"\nlenient memorization on groundtruth-tiny: trained {rate_trained:.2f}, held-out {rate_held:.2f}")
 
 
-def test_results_can_be_recomputed_and_reaudits_are_free(rq_worker, api_factory):
+def test_results_can_be_recomputed_and_reaudits_are_free(shared_worker, api_factory):
     from core.measures.wikimem import calibrated_scores, ranks
 
     api = api_factory("auditor")
@@ -79,7 +80,7 @@ def test_results_can_be_recomputed_and_reaudits_are_free(rq_worker, api_factory)
     assert scoring["scored"] == 0 and scoring["cached"] == scoring["sentences"] > 0, scoring
 
 
-def test_forget_set_and_erasure(rq_worker, api_factory):
+def test_forget_set_and_erasure(shared_worker, api_factory):
     api = api_factory("auditor")
     person = people("trained", 8)[7]
     aid = run_audits(api, [person])[0]
@@ -108,7 +109,7 @@ def test_embedded_default_runs_the_same_flow(sqlite_env, api_factory):
     assert rate_trained >= 0.8 and rate_trained > rate_held, (rate_trained, rate_held)
 
 
-def test_no_personal_data_in_redis_or_worker_logs(rq_worker, api_factory, redis_server, worker_log):
+def test_no_personal_data_in_redis_or_worker_logs(shared_worker, api_factory, redis_server, worker_log):
     import redis
 
     api = api_factory("auditor")

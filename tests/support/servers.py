@@ -59,12 +59,23 @@ class Postgres:
     def url(self, db: str) -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{db}"
 
-    def create_database(self, name: str) -> str:
+    def _admin(self, sql: str, *params: str) -> list[tuple]:
         import psycopg
 
         with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", autocommit=True) as c:
-            c.execute(f'CREATE DATABASE "{name}"')
+            cursor = c.execute(sql, params or None)
+            return cursor.fetchall() if cursor.description else []
+
+    def create_database(self, name: str, template: str | None = None) -> str:
+        """A new database, empty or a copy of ``template`` (which nobody may be connected to meanwhile)."""
+        self._admin(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
         return self.url(name)
+
+    def has_database(self, name: str) -> bool:
+        return bool(self._admin("SELECT 1 FROM pg_database WHERE datname = %s", name))
+
+    def rename_database(self, old: str, new: str) -> None:
+        self._admin(f'ALTER DATABASE "{old}" RENAME TO "{new}"')
 
     def start(self) -> None:
         opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
