@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Any
 
+from app.db.vocabulary import Role
 from app.errors import DomainError
 
 # Every command: what `memaudit --help` says of it, and the function that adds its parser ("module:function", called
@@ -143,7 +144,7 @@ def _core_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("keys")
     ks = p.add_subparsers(dest="keys_command", required=True)
     c = ks.add_parser("create", help="create a key (printed once)")
-    c.add_argument("--role", required=True, choices=["admin", "auditor", "regulator", "pipeline"])
+    c.add_argument("--role", required=True, choices=[role.value for role in Role])
     c.add_argument("--name", default="")
     ks.add_parser("list", help="list keys (never the secrets)")
     r = ks.add_parser("revoke", help="revoke a key")

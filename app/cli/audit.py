@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from app.cli.client import add_client_arguments, make_client
 from app.cli.output import NULL_WAIT_SECONDS, duration, failure_line, wait, wait_for_nulls
+from app.db.vocabulary import AuditStatus
 from app.errors import DomainError, InvalidInput
 from app.settings import get_settings
 from app.streaming import END_KEY
@@ -113,7 +114,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(plan_line(what, model, options), file=sys.stderr, flush=True)
     audit_id = client.submit(payload)
     audit = wait(client, audit_id, label, quiet=args.json)
-    if audit["status"] != "succeeded":
+    if audit["status"] != AuditStatus.SUCCEEDED:
         print(f"memaudit: {failure_line(audit, client.local)}", file=sys.stderr)
         return 1
     facts = wait_for_nulls(client, audit_id, args.null_wait, quiet=args.json)

@@ -15,6 +15,7 @@ from tqdm import tqdm
 from app.cli.audit import add_audit_options, audit_options
 from app.cli.client import ApiRefused, Client, add_client_arguments, make_client
 from app.cli.output import POLL_SECONDS, duration
+from app.db.vocabulary import FINAL_STATUSES, AuditStatus
 from app.settings import get_settings
 
 BATCH_BAR = "{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} audits{postfix}"
@@ -57,7 +58,7 @@ def cmd_batch_submit(args: argparse.Namespace) -> int:
         )
         return 130
     print(json.dumps(client.batch(batch["id"], "report") if args.report else batch))
-    return 0 if batch["progress"]["failed"] == 0 else 1
+    return 0 if batch["progress"][AuditStatus.FAILED] == 0 else 1
 
 
 def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
@@ -74,7 +75,7 @@ def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
     try:
         while True:
             p = batch["progress"]
-            bar.n = p["succeeded"] + p["failed"] + p["cancelled"]
+            bar.n = sum(p[status] for status in FINAL_STATUSES)
             eta = f", {duration(batch['eta_seconds'])} left" if batch.get("eta_seconds") else ""
             bar.set_postfix_str(f"{p['running']} running, {p['failed']} failed{eta}", refresh=True)
             if batch["status"] in ("finished", "cancelled"):
@@ -118,7 +119,7 @@ def report_text(batch: dict[str, Any], report: dict[str, Any]) -> str:
     """What the dashboard's batch page shows, as text: progress, per model the cohort beside the null and the same
     per property, the model comparison and the report's notes."""
     p = batch["progress"]
-    done = p["succeeded"] + p["failed"] + p["cancelled"]
+    done = sum(p[status] for status in FINAL_STATUSES)
     eta = f", {duration(batch['eta_seconds'])} left" if batch.get("eta_seconds") else ""
     out = [
         f"batch {batch['id']}: {batch['people']} people on {', '.join(batch['models'])}, {batch['status']}",

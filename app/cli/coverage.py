@@ -13,6 +13,7 @@ from typing import Any
 from app.cli.client import DatasetUpload, add_client_arguments, make_client
 from app.cli.output import failure_line, wait
 from app.coverage.formats import FORMATS, TARGETS
+from app.db.vocabulary import AuditStatus
 from app.errors import InvalidInput
 
 
@@ -78,11 +79,11 @@ def cmd_probe(args: argparse.Namespace) -> int:
     audit = wait(client, audit_id, f"coverage {args.target}", quiet=args.json)
     if args.json:
         print(json.dumps(audit, indent=1))
-    elif audit["status"] != "succeeded":
+    elif audit["status"] != AuditStatus.SUCCEEDED:
         print(f"memaudit: {failure_line(audit, client.local)}", file=sys.stderr)
     else:
         print_coverage(audit)
-    return 0 if audit["status"] == "succeeded" else 1
+    return 0 if audit["status"] == AuditStatus.SUCCEEDED else 1
 
 
 def print_coverage(audit: dict[str, Any], out: Any = None) -> None:

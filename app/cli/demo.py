@@ -16,6 +16,7 @@ from typing import Any
 from app.cli.audit import SHARE_NOTE, add_audit_options, audit_options, plan_line, print_table
 from app.cli.client import Client, add_client_arguments, make_client
 from app.cli.output import duration, failure_line, wait, wait_for_nulls
+from app.db.vocabulary import AuditStatus
 from app.settings import get_settings
 from app.streaming import END_KEY
 
@@ -80,7 +81,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     calibration: Counter[str] = Counter()  # facts by calibration status: ready | pending | failed
     for name, audit_id in audits:
         audit = wait(client, audit_id, name)
-        if audit["status"] != "succeeded":
+        if audit["status"] != AuditStatus.SUCCEEDED:
             print(f"memaudit: {name}: {failure_line(audit, client.local)}", file=sys.stderr)
             return 1
         facts = wait_for_nulls(client, audit_id, args.null_wait)

@@ -17,9 +17,9 @@ from typing import Any
 from tqdm import tqdm
 
 from app.cli.client import Client
+from app.db.vocabulary import FINAL_STATUSES, AuditStatus
 from app.errors import DomainError
 
-FINAL = ("succeeded", "failed", "cancelled")
 POLL_SECONDS = 0.5
 RATE_WINDOW_SECONDS = 20.0  # the rate is measured over this recent window, not since the start
 PLAIN_EVERY_SECONDS = 10.0  # without a terminal (CI logs): one progress line this often
@@ -104,7 +104,7 @@ class AuditProgress:
 
     def update(self, audit: dict[str, Any], now: float | None = None) -> None:
         done, total = audit["progress"]["done"], audit["progress"]["total"]
-        if self.quiet or not total or audit["status"] != "running":
+        if self.quiet or not total or audit["status"] != AuditStatus.RUNNING:
             return
         now = time.monotonic() if now is None else now
         if self.bar is None:
@@ -128,7 +128,7 @@ class AuditProgress:
     def close(self, audit: dict[str, Any]) -> None:
         if self.bar is None:
             return
-        if audit["status"] == "succeeded":
+        if audit["status"] == AuditStatus.SUCCEEDED:
             self.bar.n = self.bar.total
             self.bar.set_postfix_str("done", refresh=True)
             self.bar.close()
@@ -140,16 +140,16 @@ class AuditProgress:
 def wait(client: Client, audit_id: str, label: str, quiet: bool = False) -> dict[str, Any]:
     """Poll until the audit ends, showing its progress. Ctrl-C cancels the audit and re-raises."""
     progress = AuditProgress(label, quiet)
-    audit: dict[str, Any] = {"status": "running"}
+    audit: dict[str, Any] = {"status": AuditStatus.RUNNING}
     try:
         while True:
             audit = client.audit(audit_id)
-            if audit["status"] in FINAL:
+            if audit["status"] in FINAL_STATUSES:
                 return audit
             progress.update(audit)
             time.sleep(POLL_SECONDS)
     except KeyboardInterrupt:
-        audit = {"status": "cancelled"}
+        audit = {"status": AuditStatus.CANCELLED}
         with contextlib.suppress(DomainError):  # it may have ended meanwhile
             client.cancel(audit_id)
         raise

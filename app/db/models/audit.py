@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 from uuid import uuid4
 
@@ -11,20 +10,9 @@ from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstrain
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, CreatedAtMixin, JSONType
-
-
-class AuditStatus(StrEnum):
-    """An audit's life: queued -> running -> succeeded | failed; cancelled from queued or running."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-
-ACTIVE_STATUSES = (AuditStatus.QUEUED, AuditStatus.RUNNING)
-FINAL_STATUSES = (AuditStatus.SUCCEEDED, AuditStatus.FAILED, AuditStatus.CANCELLED)
+from app.db.vocabulary import ACTIVE_STATUSES as ACTIVE_STATUSES  # re-exported
+from app.db.vocabulary import FINAL_STATUSES as FINAL_STATUSES
+from app.db.vocabulary import AuditStatus
 
 
 def new_audit_id() -> str:

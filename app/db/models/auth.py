@@ -1,24 +1,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 
 from sqlalchemy import Boolean, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, CreatedAtMixin
-
-
-class Role(StrEnum):
-    """What an API key may do: the one list of roles (the API, the command line and the dashboard read it)."""
-
-    ADMIN = "admin"  # everything
-    AUDITOR = "auditor"  # submits audits, reads its own
-    REGULATOR = "regulator"  # reads every audit, exports nothing
-    PIPELINE = "pipeline"  # exports forget sets only
-
-
-ROLES = tuple(Role)
+from app.db.vocabulary import ROLES as ROLES  # re-exported
+from app.db.vocabulary import Role as Role
 
 
 class ApiKey(CreatedAtMixin, Base):

@@ -4,20 +4,13 @@ counterfactual pools built from the dump (every distinct value of each property 
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Boolean, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, CreatedAtMixin, JSONType
-
-
-class ImportStatus(StrEnum):
-    """A dump import's life (not an audit's: see AuditStatus): running until its last batch commits."""
-
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
+from app.db.vocabulary import ImportStatus
 
 
 class WikidataImport(CreatedAtMixin, Base):

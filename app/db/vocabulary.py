@@ -1,0 +1,40 @@
+"""The closed vocabularies the database stores, one module for each list: audit statuses, key roles, dump import
+statuses. Standard library only, so that the command line and the dashboard's templates read them without loading
+the database layer (the models in app/db/models re-export them)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class AuditStatus(StrEnum):
+    """An audit's life: queued -> running -> succeeded | failed; cancelled from queued or running."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_STATUSES = (AuditStatus.QUEUED, AuditStatus.RUNNING)
+FINAL_STATUSES = (AuditStatus.SUCCEEDED, AuditStatus.FAILED, AuditStatus.CANCELLED)
+
+
+class Role(StrEnum):
+    """What an API key may do: the one list of roles (the API, the command line and the dashboard read it)."""
+
+    ADMIN = "admin"  # everything
+    AUDITOR = "auditor"  # submits audits, reads its own
+    REGULATOR = "regulator"  # reads every audit, exports nothing
+    PIPELINE = "pipeline"  # exports forget sets only
+
+
+ROLES = tuple(Role)
+
+
+class ImportStatus(StrEnum):
+    """A dump import's life (not an audit's: see AuditStatus): running until its last batch commits."""
+
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
