@@ -28,6 +28,7 @@ from app.capacity.schemas import (
 from app.db.models import Audit
 from app.db.models.audit import AuditStatus
 from app.db.models.capacity import CapacityCell, CapacityText
+from app.db.vocabulary import CellStatus
 from app.errors import InvalidInput
 from app.settings import Settings
 from core.measures import capacity as cap
@@ -142,7 +143,7 @@ def _cells(audit_id: str, grid: CapacityGrid, steps: int) -> list[CapacityCell]:
                 params=cap.gpt2_param_count(arch.n_layer, arch.d_model, grid.vocab_size, context),
                 entropy_bits=cap.dataset_entropy_bits(n, grid.seq_len, grid.vocab_size),
                 steps_total=steps,
-                status="pending",
+                status=CellStatus.PENDING,
                 steps_done=0,
                 seconds=0.0,
                 curve=[],

@@ -1,6 +1,6 @@
-"""The closed vocabularies the database stores, one module for each list: audit statuses, key roles, dump import
-statuses. Standard library only, so that the command line and the dashboard's templates read them without loading
-the database layer (the models in app/db/models re-export them)."""
+"""The closed vocabularies the database stores, one class for each list: audit statuses, key roles, capacity cell
+and dump import statuses. Standard library only, so that the command line and the dashboard's templates read them
+without loading the database layer (the models in app/db/models re-export them)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,14 @@ class Role(StrEnum):
 
 
 ROLES = tuple(Role)
+
+
+class CellStatus(StrEnum):
+    """A capacity grid cell's life (not its audit's): pending until a job trains it, done once measured."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
 
 
 class ImportStatus(StrEnum):

@@ -24,6 +24,7 @@ from app.capacity import repository
 from app.capacity.schemas import CapacityAuditOptions
 from app.db.engine import session_scope
 from app.db.models.capacity import CapacityCell
+from app.db.vocabulary import CellStatus
 from app.settings import get_settings
 from core.measures import capacity as cap
 from workers.jobs.common import JobContext, JobError, run_audit_job
@@ -52,9 +53,9 @@ def _audit(ctx: JobContext[CapacityAuditOptions]) -> dict[str, Any]:
     if not plan:
         raise JobError("the audit has no cells (was it created by another version?)")
     total = sum(steps for _, steps, _, _ in plan)
-    done_before = {pos: (steps if status == "done" else done) for pos, steps, done, status in plan}
+    done_before = {pos: (steps if status == CellStatus.DONE else done) for pos, steps, done, status in plan}
     for position, _, _, status in plan:
-        if status == "done":
+        if status == CellStatus.DONE:
             continue
         base = sum(v for p, v in done_before.items() if p != position)
         _train_cell(ctx, position, options, lambda step, base=base: ctx.progress(base + step, total))
@@ -80,7 +81,7 @@ def _train_cell(ctx: JobContext, position: int, options: CapacityAuditOptions, r
         c = repository.cell(s, ctx.audit_id, position)
         cfg, n, seed, precision = _cell_config(c, context), c.n_samples, c.seed, c.precision
         checkpoint, curve = c.checkpoint, list(c.curve or [])
-        c.status = "running"
+        c.status = CellStatus.RUNNING
     device = _device()
     tokens = uniform_tokens(n, cfg.seq_len, cfg.vocab_size, seed=_data_seed(seed, n)).to(device)
     shards = torch.get_num_threads() if device.type == "cpu" else 1
@@ -163,7 +164,7 @@ def _store_results(
     measures = measure_cell(trainer.model, tokens, held, prefix, mia_seed=_data_seed(cell_seed, n))
     curve.append([trainer.step, trainer.seconds, measures["memorized_bits"]])
     values = dict(
-        status="done",
+        status=CellStatus.DONE,
         steps_done=trainer.step,
         seconds=trainer.seconds,
         **measures,

@@ -15,6 +15,7 @@ from sqlalchemy import BigInteger, Float, ForeignKey, Integer, LargeBinary, Stri
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, JSONType, utcnow
+from app.db.vocabulary import CellStatus
 
 
 class CapacityCell(Base):
@@ -36,7 +37,7 @@ class CapacityCell(Base):
     params: Mapped[int] = mapped_column(BigInteger)
     entropy_bits: Mapped[float] = mapped_column(Float)
     # state and results
-    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | running | done
+    status: Mapped[str] = mapped_column(String(16), default=CellStatus.PENDING)
     steps_done: Mapped[int] = mapped_column(Integer, default=0)
     steps_total: Mapped[int] = mapped_column(Integer)
     seconds: Mapped[float] = mapped_column(Float, default=0.0)
