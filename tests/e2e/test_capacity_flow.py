@@ -1,6 +1,7 @@
 """Capacity audits end to end over the API with real Postgres, Redis and an RQ worker process: a small grid
 of tiny models trained from scratch, every cell stored with its numbers, and the share of each dataset the
-model memorizes falling once N outgrows what it can hold (Morris et al. 2025)."""
+model memorizes falling once N outgrows what it can hold (Morris et al. 2025). Both tests submit their own audit
+to one shared worker process (``shared_worker``)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def submit(api, grid=GRID, options=OPTIONS) -> str:
     return r.json()["id"]
 
 
-def test_capacity_grid_end_to_end(rq_worker, api_factory, tmp_path, capsys):
+def test_capacity_grid_end_to_end(shared_worker, api_factory, tmp_path, capsys):
     api = api_factory("auditor")
     audit_id = submit(api)
     done = wait_for(api, audit_id, timeout=600)
@@ -82,7 +83,7 @@ def test_capacity_grid_end_to_end(rq_worker, api_factory, tmp_path, capsys):
     print("\n" + message)  # after the CLI output was read, so -s / -rP show it
 
 
-def test_cancel_a_running_capacity_audit(rq_worker, api_factory):
+def test_cancel_a_running_capacity_audit(shared_worker, api_factory):
     api = api_factory("auditor")
     audit_id = submit(api, grid={**GRID, "dataset_sizes": [4096]}, options={**OPTIONS, "steps": 100_000})
     for _ in range(600):
