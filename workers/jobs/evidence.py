@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.db.models import Audit
+from app.db.vocabulary import ACTIVE_STATUSES, AuditStatus
 from app.evidence import repository as evidence
 from app.evidence.schemas import EntryKind
 from app.nulls import repository as nulls
@@ -63,8 +64,10 @@ def null_refs(session: Session, audit: Audit, pids: list[str], fingerprint: str 
         pool = effective_pool(session, pid, options)
         key = config_key(null_config(pid, options, scheme, pool, resolve_method("auto", pid, options)))
         rows = nulls.distributions(session, audit.model, key)
-        ready = [d for d, st in rows if st == "succeeded" and d.n_facts and fingerprint in (None, d.fingerprint)]
-        pending = [d for d, st in rows if st in ("queued", "running")]
+        ready = [
+            d for d, st in rows if st == AuditStatus.SUCCEEDED and d.n_facts and fingerprint in (None, d.fingerprint)
+        ]
+        pending = [d for d, st in rows if st in ACTIVE_STATUSES]
         found, status = (ready[0], "ready") if ready else (pending[0], "pending") if pending else (None, "missing")
         refs.append(
             {"property": pid, "null_audit_id": found.audit_id if found else None, "config_key": key, "status": status}
