@@ -131,7 +131,7 @@ class RQDispatcher:
             queue.enqueue_many([self._data(job_path, a) for a in audit_ids[i : i + 1000]])
 
     def follow_up(self, audit_id: str) -> None:
-        current = get_current_job(connection=self.redis)
+        current = get_current_job()
         if current is None or current.id not in job_ids(audit_id):  # not inside this audit's RQ job
             log.warning("audit %s: no running job to follow; the reconciler enqueues it", audit_id)
             return
