@@ -74,7 +74,9 @@ def test_limits_and_models_follow_the_settings(monkeypatch, tmp_path):
         monkeypatch, env="production", key_pepper="a-long-random-production-secret", model_roots="null"
     )
     model = production["components"]["schemas"]["SubjectAuditCreate"]["properties"]["model"]
-    assert "anyOf" not in model and model["enum"] == ["groundtruth-tiny", "knowledge-free", "smollm2-135m"], "no hf: in production"
+    assert "anyOf" not in model and model["enum"] == ["groundtruth-tiny", "knowledge-free", "smollm2-135m"], (
+        "no hf: in production"
+    )
 
 
 def test_integers_are_bounded_in_the_document():
