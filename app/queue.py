@@ -10,7 +10,12 @@ Fair scheduling: audits of a batch (app/batches) go to one of ``batch_lanes`` lo
 listens to the interactive queue first, then to the lanes in turn (``queue_names``; workers/worker.py rotates the
 lanes after each job): a single audit submitted while a 100,000-person batch runs waits for at most one batch
 audit per worker, never for the batch, and the batches of keys on different lanes share the workers job by job.
-The embedded runner serves single audits first, then batch audits in the order sent. Background work (nulls)
+Single audits take turns across keys the same way: the interactive queue is ``interactive_lanes`` queues,
+``<queue_name>`` and ``<queue_name>-key-<lane>``, an audit on the lane of the API key that submitted it (key id
+modulo the lanes), and workers serve them in turn (rotated past the lane just served), always before the batch
+lanes: a key that queued 70 audits holds up another key's single audit by at most one of its own per worker.
+The embedded runner (one process, one user) serves single audits first, then batch audits, in the order sent.
+Background work (nulls)
 waits on a lane too, as small jobs: a null scores a few people per job and then sends its next job to the tail of
 its lane (``follow_up``), so a single audit waits for at most one such chunk, and no job ever stops for another.
 """
@@ -41,15 +46,35 @@ from app.settings import Settings, get_settings
 
 log = logging.getLogger("memaudit.queue")
 PENDING = "memaudit_pending_jobs"
+FORGET = "memaudit_forget_jobs"
 BATCH_QUEUE_SUFFIX = "-batch-"
+INTERACTIVE_QUEUE_SUFFIX = "-key-"
+
+
+def interactive_queue_names(settings: Settings) -> list[str]:
+    """The interactive lanes: ``<queue_name>`` (lane 0), then ``<queue_name>-key-<lane>``."""
+    return [
+        settings.queue_name,
+        *(f"{settings.queue_name}{INTERACTIVE_QUEUE_SUFFIX}{i}" for i in range(1, settings.interactive_lanes)),
+    ]
 
 
 def queue_names(settings: Settings) -> list[str]:
-    """The RQ queues a worker serves: interactive first, then the batch lanes (rotated by the worker)."""
+    """The RQ queues a worker serves: the interactive lanes first, then the batch lanes (each group rotated by the
+    worker)."""
     return [
-        settings.queue_name,
+        *interactive_queue_names(settings),
         *(f"{settings.queue_name}{BATCH_QUEUE_SUFFIX}{i}" for i in range(settings.batch_lanes)),
     ]
+
+
+def is_batch_queue(name: str) -> bool:
+    return BATCH_QUEUE_SUFFIX in name
+
+
+def interactive_lane(settings: Settings, owner_key_id: int | None) -> int:
+    """The interactive queue of an API key's single audits: consecutive keys get different lanes."""
+    return (owner_key_id or 0) % settings.interactive_lanes
 
 
 def batch_lane(settings: Settings, owner_key_id: int | None) -> int:
@@ -58,11 +83,13 @@ def batch_lane(settings: Settings, owner_key_id: int | None) -> int:
 
 
 class Dispatcher(Protocol):
-    def send(self, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
-        """Enqueue one job: on the interactive queue, or with ``lane`` on that batch queue."""
+    def send(self, job_path: str, audit_id: str, *, lane: int | None = None, key: int | None = None) -> None:
+        """Enqueue one job: with ``lane`` on that batch queue, else on the interactive lane of API key ``key``."""
         ...
 
-    def send_many(self, job_path: str, audit_ids: list[str], *, lane: int | None = None) -> None: ...
+    def send_many(
+        self, job_path: str, audit_ids: list[str], *, lane: int | None = None, key: int | None = None
+    ) -> None: ...
     def cancel(self, audit_id: str) -> None: ...
     def missing(self, audit_ids: list[str]) -> list[str]:
         """Those of ``audit_ids`` that no job will run (never enqueued, lost, or ended)."""
@@ -75,6 +102,11 @@ class Dispatcher(Protocol):
     def follow_up(self, audit_id: str) -> None:
         """Called by the running job of this audit, which has handed it back to `queued`: run the audit's job
         again, at the tail of the queue that job came from (a null's next chunk; a run that timed out)."""
+        ...
+
+    def forget(self, audit_ids: list[str]) -> int:
+        """Delete the queued job records of audits that will never run (a cancelled batch's), in bulk; returns
+        how many existed."""
         ...
 
 
@@ -102,9 +134,13 @@ class RQDispatcher:
         self.redis = Redis.from_url(
             settings.redis_url, socket_connect_timeout=timeout, socket_timeout=timeout, retry=RedisRetry(NoBackoff(), 1)
         )
-        self.queue, *self.lanes = (
-            Queue(name, connection=self.redis, serializer=JSONSerializer) for name in queue_names(settings)
-        )
+        self.interactive = [
+            Queue(name, connection=self.redis, serializer=JSONSerializer) for name in interactive_queue_names(settings)
+        ]
+        self.lanes = [
+            Queue(name, connection=self.redis, serializer=JSONSerializer)
+            for name in queue_names(settings)[len(self.interactive) :]
+        ]
 
     def _data(self, job_path: str, audit_id: str, rq_id: str | None = None):  # noqa: ANN202 (rq's EnqueueData)
         # No RQ retry: a job never raises (workers/jobs/common.py records every failure), and a run that dies or
@@ -120,13 +156,18 @@ class RQDispatcher:
             description=f"{job_path}({audit_id})",
         )
 
-    def send(self, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
-        self.send_many(job_path, [audit_id], lane=lane)
+    def send(self, job_path: str, audit_id: str, *, lane: int | None = None, key: int | None = None) -> None:
+        self.send_many(job_path, [audit_id], lane=lane, key=key)
         log.info("enqueued %s for audit %s", job_path, audit_id)
 
-    def send_many(self, job_path: str, audit_ids: list[str], *, lane: int | None = None) -> None:
+    def send_many(
+        self, job_path: str, audit_ids: list[str], *, lane: int | None = None, key: int | None = None
+    ) -> None:
         """One pipelined round trip per 1,000 jobs (a batch's 100,000 are enqueued in seconds)."""
-        queue = self.queue if lane is None else self.lanes[lane % len(self.lanes)]
+        if lane is None:
+            queue = self.interactive[interactive_lane(self.settings, key)]
+        else:
+            queue = self.lanes[lane % len(self.lanes)]
         for i in range(0, len(audit_ids), 1000):
             queue.enqueue_many([self._data(job_path, a) for a in audit_ids[i : i + 1000]])
 
@@ -174,6 +215,19 @@ class RQDispatcher:
 
         return [a for i, a in enumerate(audit_ids) if not (will_run(*rows[2 * i]) or will_run(*rows[2 * i + 1]))]
 
+    def forget(self, audit_ids: list[str]) -> int:
+        """The job hashes only, 2,000 deletions a round trip (a cancelled 100,000-person batch: seconds). Their ids
+        stay in the lane's list until a worker pops them, which RQ skips when the job's hash is gone; removing
+        each from the list (``Job.delete``) would scan the list once per job."""
+        keys = [Job.key_for(rq_id) for a in audit_ids for rq_id in job_ids(a)]
+        deleted = 0
+        for i in range(0, len(keys), 2000):
+            with self.redis.pipeline(transaction=False) as pipe:
+                for key in keys[i : i + 2000]:
+                    pipe.delete(key)
+                deleted += sum(pipe.execute())
+        return deleted
+
     def discard(self, audit_ids: list[str]) -> int:
         from rq.job import Job
         from rq.serializers import JSONSerializer
@@ -188,7 +242,8 @@ class RQDispatcher:
 
 class EmbeddedDispatcher:
     """One daemon thread runs queued jobs in this process (models stay loaded): single audits in the order sent,
-    then batch audits (the same order as the RQ workers' queues)."""
+    then batch audits (the same order as the RQ workers' queues). One process serves one user's dashboard and
+    command line here: there are no keys to take turns between."""
 
     def __init__(self) -> None:
         self._jobs: stdlib_queue.PriorityQueue[tuple[int, int, str, str]] = stdlib_queue.PriorityQueue()
@@ -199,7 +254,7 @@ class EmbeddedDispatcher:
         self._again: set[str] = set()  # running audits with a follow-up: sent again when their job returns
         self._closed = False  # shut down (the process exits)
 
-    def send(self, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
+    def send(self, job_path: str, audit_id: str, *, lane: int | None = None, key: int | None = None) -> None:
         self._ensure_thread()
         with self._lock:
             if audit_id in self._held:
@@ -207,7 +262,9 @@ class EmbeddedDispatcher:
             self._held.add(audit_id)
         self._jobs.put((int(lane is not None), next(self._sent), job_path, audit_id))
 
-    def send_many(self, job_path: str, audit_ids: list[str], *, lane: int | None = None) -> None:
+    def send_many(
+        self, job_path: str, audit_ids: list[str], *, lane: int | None = None, key: int | None = None
+    ) -> None:
         for audit_id in audit_ids:
             self.send(job_path, audit_id, lane=lane)
 
@@ -220,6 +277,9 @@ class EmbeddedDispatcher:
 
     def discard(self, audit_ids: list[str]) -> int:
         return 0  # nothing is recorded outside the database
+
+    def forget(self, audit_ids: list[str]) -> int:
+        return 0  # a cancelled audit's job ends at once when the runner takes it: nothing is kept elsewhere
 
     def follow_up(self, audit_id: str) -> None:
         with self._lock:
@@ -282,25 +342,33 @@ def get_dispatcher() -> Dispatcher:
     return _dispatcher_for(get_settings().redis_url)
 
 
-def enqueue_after_commit(session: Session, job_path: str, audit_id: str, *, lane: int | None = None) -> None:
-    """One audit, sent after the commit: to the interactive queue, or with ``lane`` to that batch queue."""
-    session.info.setdefault(PENDING, []).append((job_path, [audit_id], lane))
+def enqueue_after_commit(
+    session: Session, job_path: str, audit_id: str, *, lane: int | None = None, key: int | None = None
+) -> None:
+    """One audit, sent after the commit: with ``lane`` to that batch queue, else to the interactive lane of API
+    key ``key`` (the audit's owner)."""
+    session.info.setdefault(PENDING, []).append((job_path, [audit_id], lane, key))
+
+
+def forget_after_commit(session: Session, audit_ids: list[str]) -> None:
+    """Audits cancelled before they ran: their job records are deleted once the cancellation is committed."""
+    session.info.setdefault(FORGET, []).extend(audit_ids)
 
 
 def enqueue_many_after_commit(session: Session, job_path: str, audit_ids: list[str], *, lane: int) -> None:
     """A batch's audits: sent in bulk after the commit, to batch queue ``lane``."""
-    session.info.setdefault(PENDING, []).append((job_path, list(audit_ids), lane))
+    session.info.setdefault(PENDING, []).append((job_path, list(audit_ids), lane, None))
 
 
 @event.listens_for(Session, "after_commit")
 def _send_pending(session: Session) -> None:
     pending = session.info.pop(PENDING, [])
-    for job_path, audit_ids, lane in pending:
+    for job_path, audit_ids, lane, key in pending:
         try:
             if len(audit_ids) == 1:
-                get_dispatcher().send(job_path, audit_ids[0], lane=lane)
+                get_dispatcher().send(job_path, audit_ids[0], lane=lane, key=key)
             else:
-                get_dispatcher().send_many(job_path, audit_ids, lane=lane)
+                get_dispatcher().send_many(job_path, audit_ids, lane=lane, key=key)
         except Exception as exc:  # the audits are committed: queued durably, the reconciler enqueues them
             log.warning(
                 "%d audits (first %s) are stored but not enqueued (%s); the reconciler will enqueue them",
@@ -310,6 +378,18 @@ def _send_pending(session: Session) -> None:
             )
 
 
+@event.listens_for(Session, "after_commit")
+def _forget_cancelled(session: Session) -> None:
+    forget = session.info.pop(FORGET, [])
+    if not forget:
+        return
+    try:
+        get_dispatcher().forget(forget)
+    except Exception as exc:  # the audits are cancelled: a job that is left ends at once when a worker takes it
+        log.warning("%d cancelled audits' job records are left in the queue (%s)", len(forget), type(exc).__name__)
+
+
 @event.listens_for(Session, "after_soft_rollback")
 def _drop_pending(session: Session, _previous_transaction: object) -> None:
     session.info.pop(PENDING, None)
+    session.info.pop(FORGET, None)

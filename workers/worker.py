@@ -21,7 +21,7 @@ from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
 from rq.utils import now as rq_now
 
 from app.kinds import KINDS
-from app.queue import get_dispatcher, queue_names
+from app.queue import get_dispatcher, is_batch_queue, queue_names
 from app.reliability.reconciler import Reconciler, reconcile_once
 from app.settings import Settings, get_settings
 from workers.jobs.common import JobTimedOut
@@ -57,10 +57,20 @@ class TimeoutPenalty(UnixSignalDeathPenalty):
         super().__init__(timeout, JobTimedOut if exception is JobTimeoutException else exception, **kwargs)
 
 
+def _past(queues: list[Queue], served: str) -> list[Queue]:
+    """``queues`` rotated so that the one after ``served`` comes first (unchanged if ``served`` is not among them)."""
+    names = [q.name for q in queues]
+    if served not in names:
+        return queues
+    pos = names.index(served)
+    return [*queues[pos + 1 :], *queues[: pos + 1]]
+
+
 class FairWorker(SimpleWorker):
-    """RQ takes the next job from the first of the worker's queues that holds one. The interactive queue stays
-    first; the batch lanes after it rotate past the lane just served, so that the batches of several keys take
-    turns job by job (RQ's own round robin would rotate the interactive queue too).
+    """RQ takes the next job from the first of the worker's queues that holds one. The interactive lanes stay
+    before the batch lanes; within each group the lanes rotate past the lane just served, so that the single
+    audits of several keys, and their batches, take turns job by job (RQ's own round robin would rotate the
+    interactive lanes behind the batch lanes).
 
     Signals: RQ's handlers (warm shutdown, then cold) hold only from the start of its loop until its teardown.
     Before, ``stop`` (memaudit's handlers) catches them and RQ's loop stops before taking a job; from the
@@ -73,11 +83,9 @@ class FairWorker(SimpleWorker):
         self.stop = stop if stop is not None else threading.Event()  # (RQ's find_by_key builds workers too)
 
     def reorder_queues(self, reference_queue: Queue) -> None:
-        first, lanes = self._ordered_queues[0], self._ordered_queues[1:]
-        names = [q.name for q in lanes]
-        if reference_queue.name in names:
-            pos = names.index(reference_queue.name)
-            self._ordered_queues = [first, *lanes[pos + 1 :], *lanes[: pos + 1]]
+        interactive = [q for q in self._ordered_queues if not is_batch_queue(q.name)]
+        lanes = [q for q in self._ordered_queues if is_batch_queue(q.name)]
+        self._ordered_queues = [*_past(interactive, reference_queue.name), *_past(lanes, reference_queue.name)]
 
     def _install_signal_handlers(self) -> None:
         super()._install_signal_handlers()
@@ -111,7 +119,7 @@ def _work(stop: threading.Event, *, burst: bool) -> bool:
     _catch_signals(stop)  # until RQ's loop installs its own (FairWorker)
     settings = get_settings()
     redis = Redis.from_url(settings.redis_url)
-    # Interactive audits first, then the batch lanes in turn (app.queue.queue_names; FairWorker rotates them).
+    # The interactive lanes first, then the batch lanes, each in turn (app.queue.queue_names; FairWorker rotates).
     queues = [Queue(name, connection=redis, serializer=JSONSerializer) for name in queue_names(settings)]
     worker = FairWorker(queues, connection=redis, serializer=JSONSerializer, stop=stop)
     try:

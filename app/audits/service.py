@@ -81,7 +81,8 @@ def create_audit(
         winner = repository.find_idempotency(session, principal.id, idempotency_key)
         return _replay(session, winner.audit_id, winner.request_hash, digest), True
     # where it waits is the kind's to say (a null: on a batch lane), as when the reconciler re-queues it
-    enqueue_after_commit(session, kind.job, audit.id, lane=kind.lane(settings))
+    lane = kind.lane(settings)
+    enqueue_after_commit(session, kind.job, audit.id, lane=lane, key=principal.key_id)
     return audit, False
 
 

@@ -27,7 +27,7 @@ from app.db.models.audit import AuditStatus
 from app.db.models.batch import Batch
 from app.errors import Conflict, InvalidInput, NotFound
 from app.limits import check_active_batch_audits, check_batch_size
-from app.queue import enqueue_many_after_commit
+from app.queue import enqueue_many_after_commit, forget_after_commit
 from app.settings import Settings
 from app.subjects.kind import KIND as SUBJECT
 from app.subjects.schemas import SubjectAuditOptions
@@ -196,12 +196,12 @@ def page_audits(
 
 
 def cancel_batch(session: Session, principal: Principal, batch_id: str) -> Batch:
-    """Cancel what has not run. The queued jobs stay in Redis and end at once when a worker takes them (a job
-    never runs a cancelled audit), so cancelling 100,000 audits is one UPDATE."""
+    """Cancel what has not run: one UPDATE, then, once committed, their queued job records are deleted from
+    Redis in bulk (a job that is still taken ends at once: a job never runs a cancelled audit)."""
     batch = get_batch(session, principal, batch_id)
     if batch.cancelled_at is not None:
         raise Conflict("this batch is already cancelled")
-    repository.cancel_queued(session, batch.id)
+    forget_after_commit(session, repository.cancel_queued(session, batch.id))
     session.refresh(batch)
     return batch
 

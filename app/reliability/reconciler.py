@@ -66,7 +66,8 @@ def _recover_expired(settings: Settings, dispatcher: Dispatcher, report: Report,
             if not leases.take_over_expired(s, audit_id, status=leases.QUEUED):
                 continue  # renewed meanwhile, or another reconciler was first
         dispatcher.discard([audit_id])  # the dead run's job record
-        dispatcher.send(kinds[kind].job, audit_id, lane=_lane_of(settings, kinds, audit_id))
+        lane_, key = _route_of(settings, kinds, audit_id)
+        dispatcher.send(kinds[kind].job, audit_id, lane=lane_, key=key)
         report.recovered.append(audit_id)
 
 
@@ -89,27 +90,32 @@ def _enqueue_missing(settings: Settings, dispatcher: Dispatcher, report: Report,
         if not rows:
             return
         kind_of = {audit_id: kind for audit_id, kind, _, _ in rows if kind in kinds}
+        keys = {audit_id: key for audit_id, _, _, key in rows}
         lanes = {
             audit_id: lane(settings, kinds[kind], batch_id, key)
             for audit_id, kind, batch_id, key in rows
             if kind in kinds
         }
         for audit_id in dispatcher.missing(list(kind_of)):
-            dispatcher.send(kinds[kind_of[audit_id]].job, audit_id, lane=lanes.get(audit_id))
+            dispatcher.send(kinds[kind_of[audit_id]].job, audit_id, lane=lanes.get(audit_id), key=keys.get(audit_id))
             report.enqueued.append(audit_id)
         last = rows[-1][0]
 
 
 def lane(settings: Settings, kind: AuditKind, batch_id: str | None, owner_key_id: int | None) -> int | None:
     """Where a re-enqueued audit waits (app.queue: fair scheduling): a batch audit on its key's batch lane, a
-    background kind's (the service's nulls) on a lane too, any other audit on the interactive queue (None)."""
+    background kind's (the service's nulls) on a lane too, any other audit on its key's interactive lane (None:
+    the dispatcher picks it from the owner key)."""
     return kind.lane(settings, batch_id, owner_key_id)  # decided once, on the kind (app/audits/kinds.py)
 
 
-def _lane_of(settings: Settings, kinds: KindRegistry, audit_id: str) -> int | None:
+def _route_of(settings: Settings, kinds: KindRegistry, audit_id: str) -> tuple[int | None, int | None]:
+    """(batch lane or None, owner key) of an audit to enqueue again."""
     with session_scope() as s:
         row = s.execute(select(Audit.kind, Audit.batch_id, Audit.owner_key_id).where(Audit.id == audit_id)).first()
-    return None if row is None else lane(settings, kinds[row.kind], row.batch_id, row.owner_key_id)
+    if row is None:
+        return None, None
+    return lane(settings, kinds[row.kind], row.batch_id, row.owner_key_id), row.owner_key_id
 
 
 def reconcile_once(settings: Settings, dispatcher: Dispatcher, kinds: KindRegistry) -> Report:

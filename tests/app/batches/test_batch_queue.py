@@ -11,7 +11,7 @@ from rq import Queue
 from rq.serializers import JSONSerializer
 
 from app.kinds import KINDS
-from app.queue import get_dispatcher, job_id, queue_names
+from app.queue import get_dispatcher, is_batch_queue, job_id, queue_names
 from app.reliability.reconciler import reconcile_once
 from app.settings import get_settings
 
@@ -27,12 +27,17 @@ def api(pg_env, api_factory, monkeypatch):
 
 
 def queued_ids() -> tuple[list[str], list[str]]:
-    """(interactive queue, every batch lane) job ids; the batch jobs must all sit on one lane, the batch's key's."""
+    """(every interactive lane, every batch lane) job ids; the batch jobs must all sit on one lane, the batch's
+    key's, and the single audits of one key on one interactive lane."""
     redis = Redis.from_url(get_settings().redis_url)
-    interactive, *lanes = (Queue(n, connection=redis, serializer=JSONSerializer) for n in queue_names(get_settings()))
+    queues = [Queue(n, connection=redis, serializer=JSONSerializer) for n in queue_names(get_settings())]
+    interactive = [q for q in queues if not is_batch_queue(q.name)]
+    lanes = [q for q in queues if is_batch_queue(q.name)]
     used = [q.job_ids for q in lanes if q.job_ids]
     assert len(used) <= 1, "one batch, one lane"
-    return interactive.job_ids, used[0] if used else []
+    singles = [q.job_ids for q in interactive if q.job_ids]
+    assert len(singles) <= 1, "one key, one interactive lane"
+    return singles[0] if singles else [], used[0] if used else []
 
 
 def test_batch_audits_go_to_the_batch_queue_and_come_back_there(api):
