@@ -91,7 +91,8 @@ def count_in_scope(session: Session, principal: Principal, f: ForgetFilters) -> 
 
 def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Iterator[tuple]:
     """Yields (FactResult, Audit, Subject, [Fact], [retrieving Canary]) without loading the whole table.
-    The p-value policies prefilter on lenient: a fact no template retrieves has p = 1 against any null."""
+    Every policy prefilters on what the model retrieves (lenient: some template ranks a true value first): a fact no
+    template ranks first yields nothing to forget, whatever its p-value (the verdict's statistic uses every rank)."""
     stmt = (
         select(FactResult, Audit, Subject)
         .join(Audit, Audit.id == FactResult.audit_id)
@@ -127,6 +128,20 @@ def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Itera
             )
         )
         yield result, audit, subject, facts, canaries
+
+
+def retrieved_values(session: Session, canaries: list[Canary]) -> set[str]:
+    """The true values ranked first under some retrieving canary (a merged near-duplicate counts as its truth)."""
+    if not canaries:
+        return set()
+    rows = session.execute(
+        select(CandidateScore.value, CandidateScore.extra).where(
+            CandidateScore.canary_id.in_([c.id for c in canaries]),
+            CandidateScore.rank == 1,
+            CandidateScore.is_ground_truth.is_(True),
+        )
+    )
+    return {(extra or {}).get("near_duplicate_of") or value for value, extra in rows}
 
 
 def top_counterfactuals(session: Session, fact_result_id: int, n: int) -> list[str]:

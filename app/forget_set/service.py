@@ -1,4 +1,5 @@
-"""Forget-set export: one record per memorized (subject, property, value), as JSON lines or CSV."""
+"""Forget-set export: one record per memorized (subject, property, value) — a true value the model retrieves (ranks
+first under some template) of a fact the policy selects — as JSON lines, CSV or TOFU."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from app.auth.keys import Principal
 from app.db.engine import session_factory
 from app.db.models import Audit
 from app.evidence.service import ExportWitness
-from app.forget_set.repository import ForgetFilters, memorized, top_counterfactuals
+from app.forget_set.repository import ForgetFilters, memorized, retrieved_values, top_counterfactuals
 from app.forget_set.verdicts import Verdicts
 from app.nulls.config import subject_fingerprint
 from app.privacy.access_log import logged_export
@@ -63,7 +64,8 @@ def records(
             prop = catalog.get(result.property_id) if result.property_id in catalog else None
             retrieved = [_open_value(c.template, subject.name) for c in canaries]
             extra = {"perturbed_values": top_counterfactuals(session, result.id, perturbed)} if perturbed else {}
-            for fact in facts:
+            values = retrieved_values(session, canaries)  # a record per value retrieved, not per true value
+            for fact in (f for f in facts if f.value in values or not values):
                 yield {
                     "subject_id": subject.id,
                     "subject": subject.name,
