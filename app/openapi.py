@@ -43,7 +43,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     404: _error("No such resource among those this key may see, or no such path"),
     405: _error("Method not allowed on this path", Allow="The methods the path takes"),
     409: _error("Conflicts with the resource's state or with an earlier request (Idempotency-Key)"),
-    413: _error("The body is larger than the server's limit (MEMAUDIT_MAX_REQUEST_BYTES)"),
+    408: _error("The body did not arrive within MEMAUDIT_BODY_TIMEOUT_SECONDS; send it at once"),
+    413: _error(
+        "The body is larger than the server's limit (MEMAUDIT_MAX_REQUEST_BYTES), or than its audit kind needs"
+    ),
     422: _error("A field is invalid: `field` names it, `message` says how to fix it"),
     429: _error("A rate limit or quota of this key is reached", **{"Retry-After": "Seconds to wait"}),
     500: _error("An internal error; the answer names no value and the server's log holds the details"),
