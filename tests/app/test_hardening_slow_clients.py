@@ -159,3 +159,37 @@ def test_the_kind_limit_holds_wherever_the_body_names_its_kind():
     with pytest.raises(TooLarge, match="JSON values"):
         parse(json.dumps(many).encode(), KINDS)
     assert parse(b'{"kind": "subject", "model": "m"}', KINDS) == {"kind": "subject", "model": "m"}
+
+
+def test_hung_wikidata_lookups_do_not_hold_up_health(live_api):
+    """The probe: 24 hung Wikidata lookups (every admission slot taken by a submission waiting on Wikidata) held
+    /health for 34 s. /health takes no admission slot and has threads and a connection of its own."""
+    from tests.app.wikidata.fake_server import FakeWikidata
+
+    fake = FakeWikidata().start()
+    fake.delay = 8.0  # hung, as far as /health is concerned (the API gives up on Wikidata after 5 s a call)
+    try:
+        api = live_api(MEMAUDIT_WIKIDATA_API_URL=fake.url, MEMAUDIT_SUBMIT_RATE_PER_MINUTE="0")
+        key = make_key("auditor")
+        body = {"kind": "subject", "model": "groundtruth-tiny", "subject": {"wikidata_id": "Q42"}}
+
+        def post() -> None:
+            with api.client(key, timeout=120) as c:
+                c.post("/audits", json=body)
+
+        posts = [threading.Thread(target=post) for _ in range(24)]
+        for t in posts:
+            t.start()
+        deadline = time.monotonic() + 20
+        while len(fake.requests) < 10 and time.monotonic() < deadline:  # every admission slot is in a lookup
+            time.sleep(0.05)
+        assert len(fake.requests) >= 10
+        latencies = _health_latencies(api.url, 3.0)
+        worst = max(seconds for _, seconds in latencies)
+        print(f"\n/health with 24 hung Wikidata lookups: {len(latencies)} answers, worst {worst * 1000:.0f} ms")
+        assert all(status == 200 for status, _ in latencies) and worst < 1.0, latencies
+    finally:
+        fake.delay = 0.0
+        for t in posts:
+            t.join()
+        fake.stop()
