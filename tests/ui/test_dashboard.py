@@ -130,6 +130,12 @@ def test_forget_set_preview_and_download_follow_the_roles(stack: Stack, browser,
         auditor.click(".downloads a:text('csv')")
     text = Path(info.value.path()).read_text(encoding="utf-8")
     assert text.startswith("subject_id,subject,") and subject["person"]["name"] in text
+    # the default policy (p-values): records, or the facts it leaves out for want of a null said above the table
+    auditor.goto("/ui/forget-set")
+    pending = auditor.locator("#pending")
+    assert auditor.locator("#record-count").inner_text() != "0" or pending.count() == 1, auditor.content()
+    if pending.count():
+        assert "pending calibration" in pending.inner_text() and "lenient" in pending.inner_text()
     auditor.context.close()
 
 
