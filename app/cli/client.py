@@ -4,18 +4,17 @@ By default the API runs in this process: ``Client.in_process()`` sends the reque
 in-process transport (Starlette's ``TestClient``, an ``httpx.Client`` whose transport calls the ASGI app), so a local
 command passes through the same authentication, roles, access log, errors and limits as any API client. With the
 embedded default the audits it submits run on this process's worker thread (app/queue.py ``EmbeddedDispatcher``,
-started by the first job sent), as they did before; with MEMAUDIT_REDIS_URL set an RQ worker picks them up. The
-app's lifespan (the embedded reconciler of `memaudit serve`) is not run: a one-shot command would take up earlier
-audits and leave them to their lease when it exits. ``Client.remote()`` sends the same requests to a running API
-(``--api-url``/``--api-key``, or MEMAUDIT_API_URL / MEMAUDIT_API_KEY). A refused request raises ``ApiRefused`` (a
-``DomainError``) with the API's field and message.
+started by the first job sent), and so do the audits earlier commands left queued (``resume_pending``, what the
+app's startup does under `memaudit serve`; a ``TestClient`` outside ``with`` skips the lifespan); the runner hands
+back what it holds when the process exits. With MEMAUDIT_REDIS_URL set an RQ worker picks them up.
+``Client.remote()`` sends the same requests to a running API (``--api-url``/``--api-key``, or MEMAUDIT_API_URL /
+MEMAUDIT_API_KEY). A refused request raises ``ApiRefused`` (a ``DomainError``) with the API's field and message.
 
 Who owns what the command line makes locally: the API key ``cli``, a real row of ``api_keys`` (role admin, name
 ``cli``); its token is valid in this process only (app/auth/keys.py ``in_process_token``). Admin and regulator keys
 see CLI-made audits, subjects and datasets through the API like any other; an auditor key sees only its own.
 
-Imports stay light here (the web app, the database and httpx are imported when a client is made): `memaudit --help`
-loads every command module.
+Imports stay light here (the web app, the database and httpx are imported when a client is made).
 """
 
 from __future__ import annotations
