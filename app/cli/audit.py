@@ -20,7 +20,7 @@ from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import load_catalog
 
 DEFAULTS = SubjectAuditOptions()
-CLI_PARAPHRASES = 2  # the command line's default: baseline + 2 paraphrases (the API's default is every template)
+CLI_PARAPHRASES = 2  # baseline + 2 paraphrases, as the API's default (SubjectAuditOptions)
 
 
 def template_range() -> str:
@@ -45,41 +45,58 @@ def plan_line(what: str, model: str, options: dict[str, Any]) -> str:
 
 
 def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> None:
+    """The verdict first: memorized (the default policy, p <= 0.01 against a null of fictitious people) and the
+    p-value; then how the truth ranked (the share of templates that rank it first) and its statistic beside the
+    null's mean (what chance gives)."""
     rows = facts["facts"]
     # property labels are never cut (a regulator reads them); values are cut at 24 characters with an ellipsis
     width = max([len("property")] + [len(f["label"]) for f in rows])
     print(f"\n{name}", file=out)
-    head = "rank-1 share (templates)"
     print(
-        f"  {'property':<{width}} {'value':<24} {head:>24} {'strict':>6} {'lenient':>7} {'z*':>6} {'p (null)':>9}",
+        f"  {'property':<{width}} {'value':<24} {'memorized':>9} {'p':>8} {'ranked 1st':>14} {'z (null mean)':>14}",
         file=out,
     )
     for f in rows:
-        z = f"{f['z_star']:.2f}" if f["z_star"] is not None else "-"
+        cal = f.get("calibration") or {}
         values = ", ".join(f["values"])
         values = values if len(values) <= 24 else values[:23] + "…"
         hits = round(f["share"] * f["n_templates"])
-        share = f"{f['share']:.2f} ({hits}/{f['n_templates']} templates)"
+        share = f"{hits}/{f['n_templates']} templates"
         print(
-            f"  {f['label']:<{width}} {values:<24} {share:>24} {'yes' if f['strict'] else 'no':>6} "
-            f"{'yes' if f['lenient'] else 'no':>7} {z:>6} {_p_cell(f.get('calibration')):>9}",
+            f"  {f['label']:<{width}} {values:<24} {_verdict_cell(cal):>9} {_p_cell(cal):>8} {share:>14}"
+            f" {_z_cell(cal):>14}",
             file=out,
         )
 
 
+def _verdict_cell(calibration: dict) -> str:
+    """yes / no under the default policy, or why there is no verdict (pending, uncalibrated, ...)."""
+    if calibration.get("p_value") is None:
+        return calibration.get("status") or "-"
+    return "yes" if calibration.get("memorized") else "no"
+
+
 def _p_cell(calibration: dict | None) -> str:
-    """The fact's p-value against the null (``*`` when the default policy, p <= 0.01, selects it), or its null's
-    status while that is being computed."""
-    if not calibration:
+    """The fact's p-value against the null of its shape, or '-' while there is none."""
+    if not calibration or calibration.get("p_value") is None:
         return "-"
-    if calibration["p_value"] is None:
-        return calibration["status"]
-    return f"{calibration['p_value']:.3f}" + ("*" if calibration["memorized"] else " ")
+    p = calibration["p_value"]
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.0e}"
+
+
+def _z_cell(calibration: dict) -> str:
+    """The verdict statistic (truth z) with the null's mean beside it: a statistic is read against chance."""
+    z, mean = calibration.get("statistic"), calibration.get("null_mean")
+    if z is None:
+        return "-"
+    return f"{z:.2f} ({mean:.2f})" if mean is not None else f"{z:.2f}"
 
 
 SHARE_NOTE = (
-    "share: the templates (baseline and paraphrases) under which a true value ranks first, out of those "
-    "probed for that property"
+    "memorized: p <= 0.01, i.e. at most 1 % of facts about fictitious people (the null: audited the same way on the"
+    " same model) look at least as known; ranked 1st: the templates (baseline and paraphrases) under which a true"
+    " value ranks first; z: the true value's calibrated score in standard deviations above the counterfactuals',"
+    " averaged over templates, with the null's mean beside it"
 )
 
 

@@ -25,37 +25,50 @@ QUICK_PEOPLE = 2  # --quick (CI): the same run on the first two people
 
 
 NULL_FAILED_NOTE = (
-    "p (null) is `failed`: this model's null audit (fictitious people audited the same way) failed, "
+    "memorized is `failed`: this model's null audit (fictitious people audited the same way) failed, "
     "so these facts have no p-value; it is not retried on its own: POST /audits with kind `null` "
     "runs it again (docs/measures.md). This forget set is by the lenient policy."
 )
 NULL_NOTE = (
-    "p (null) is not computed yet: p-values need this model's null (fictitious people audited the same "
-    "way), created with the first audit of this configuration; it goes on under `memaudit serve`, a worker, or "
-    "the next run (--null-wait), from what it has stored, and later audits and exports use it. This forget set "
-    "is by the lenient policy."
+    "memorized is `pending`: the p-value is not computed yet: p-values need this model's null (fictitious people"
+    " audited the same way), created with the first audit of this configuration; it goes on under `memaudit serve`,"
+    " a worker, or the next run (--null-wait), from what it has stored, and later audits and exports use it. This"
+    " forget set is by the lenient policy."
 )
 
 
 NULL_MISSING_NOTE = (
-    "p (null) is `missing`: no null exists for this model and configuration on the weights these audits ran on "
+    "memorized is `missing`: no null exists for this model and configuration on the weights these audits ran on "
     "(cancelled, or the model changed); the next run creates it, or POST /audits with kind `null` (docs/measures.md)."
 )
 
 
+UNCALIBRATED_NOTE = (
+    "memorized is `uncalibrated`: no null covers that fact's shape (a true value outside the property's pool of"
+    " counterfactual values, or more than 3 true values), so it gets no p-value (docs/measures.md); its ranks are"
+    " shown."
+)
+
+
 def calibration_notes(statuses: Mapping[str, int]) -> list[str]:
-    """What the table's `p (null)` column needs said, from how many facts had each calibration status."""
-    notes = (("pending", NULL_NOTE), ("failed", NULL_FAILED_NOTE), ("missing", NULL_MISSING_NOTE))
+    """What the table's `memorized` column needs said, from how many facts had each calibration status."""
+    notes = (
+        ("pending", NULL_NOTE),
+        ("failed", NULL_FAILED_NOTE),
+        ("missing", NULL_MISSING_NOTE),
+        ("uncalibrated", UNCALIBRATED_NOTE),
+    )
     return [note for status, note in notes if statuses.get(status)]
 
 
-def write_forget_set(client: Client, audit_ids: list[str], out: Path) -> int:
+def write_forget_set(client: Client, audit_ids: list[str], out: Path, policy: str = "pvalue") -> int:
+    """The audits' forget set under ``policy``: the default (p <= 0.01) where every fact has its p-value; the demo
+    falls back to lenient (and says so) where the null is not ready."""
     out.parent.mkdir(parents=True, exist_ok=True)
     n = 0
     with out.open("w", encoding="utf-8") as fh:
         for audit_id in audit_ids:
-            # lenient: p-values need the model's null, created with the first audit of its configuration (measures.md)
-            text = "".join(client.forget_set({"format": "jsonl", "audit_id": audit_id, "policy": "lenient"}))
+            text = "".join(client.forget_set({"format": "jsonl", "audit_id": audit_id, "policy": policy}))
             for line in text.splitlines(keepends=True):
                 if line.strip() and not line.startswith(f'{{"{END_KEY}"'):  # one end marker per export
                     fh.write(line)
@@ -78,6 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for p in people
     ]
     lenient = total = scored = cached = 0
+    all_facts: list[dict[str, Any]] = []
     calibration: Counter[str] = Counter()  # facts by calibration status: ready | pending | failed
     for name, audit_id in audits:
         audit = wait(client, audit_id, name)
@@ -86,19 +100,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
             return 1
         facts = wait_for_nulls(client, audit_id, args.null_wait)
         print_table(name, facts)
+        all_facts += facts["facts"]
         lenient += sum(f["lenient"] for f in facts["facts"])
         total += len(facts["facts"])
         calibration.update((f.get("calibration") or {}).get("status", "none") for f in facts["facts"])
         stats = (audit.get("summary") or {}).get("scoring") or {}
         scored, cached = scored + stats.get("scored", 0), cached + stats.get("cached", 0)
-    n = write_forget_set(client, [a for _, a in audits], Path(args.output))
+    calibrated = not (calibration.keys() & {"pending", "failed", "missing"})
+    policy = "pvalue" if calibrated else "lenient"
+    n = write_forget_set(client, [a for _, a in audits], Path(args.output), policy)
     print(f"\n{SHARE_NOTE}.")
-    print(f"{lenient}/{total} facts memorized (lenient: a true value ranks first under at least one template).")
+    memorized = sum(bool((f.get("calibration") or {}).get("memorized")) for f in all_facts)
+    print(
+        f"{memorized}/{total} facts memorized (p <= 0.01 against the model's null); {lenient}/{total} have a true"
+        " value ranked first under at least one template (what chance alone also gives, see the null's rates)."
+    )
     print(f"Scored {scored:,} new sentences, {cached:,} read from the NLL cache.")
     for note in calibration_notes(calibration):
         print(note)
     records = f"{n} record{'' if n == 1 else 's'}"
-    print(f"Forget set: wrote {records} to {args.output}  ({duration(time.monotonic() - started)} in all)")
+    rule = "p <= 0.01" if calibrated else "lenient: the null is not ready"
+    print(f"Forget set ({rule}): wrote {records} to {args.output}  ({duration(time.monotonic() - started)} in all)")
     return 0
 
 

@@ -96,10 +96,11 @@ def people_needed(
 
 def sentences_per_person(config: Mapping[str, Any], pool_size: int) -> int:
     """Sentences one fictitious person costs a null for one property: templates x candidates (truth and drawn
-    counterfactuals) x [subject, generic subject, look-alikes]. The unit of a null's progress (and its ETA before it
-    has run), known without drawing anyone's counterfactuals."""
+    counterfactuals) x [subject, generic subject unless it cancels (α = 1), look-alikes]. The unit of a null's
+    progress (and its ETA before it has run), known without drawing anyone's counterfactuals."""
     candidates = 1 + min(int(config["counterfactuals"]), max(pool_size - 1, 0))
-    return len(config["templates"]) * candidates * (2 + int(config["similar_names"]))
+    generic = 0 if float(config["alpha"]) == 1.0 else 1  # at α = 1 the generic subject cancels and is not scored
+    return len(config["templates"]) * candidates * (1 + generic + int(config["similar_names"]))
 
 
 def subject_lookalikes(summary: Mapping[str, Any] | None, options: Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.demo import NULL_FAILED_NOTE, NULL_MISSING_NOTE, NULL_NOTE, calibration_notes
+from app.cli.demo import NULL_FAILED_NOTE, NULL_MISSING_NOTE, NULL_NOTE, UNCALIBRATED_NOTE, calibration_notes
 from app.cli.output import AuditProgress
 from tests.support.cli import memaudit
 
@@ -45,7 +45,7 @@ def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Pa
     assert "baseline + 0 paraphrases" in first.stdout and "Albert Einstein" in first.stdout
     n = int(re.search(r"wrote (\d+) records? to", first.stdout).group(1))
     assert n == len(out.read_text().splitlines())
-    # the model's null was created by this run's submission and not waited for: every p (null) cell says so, and why
+    # the model's null was created by this run's submission and not waited for: every verdict cell says so, and why
     assert "pending" in first.stdout and NULL_NOTE in first.stdout, first.stdout
     assert NULL_FAILED_NOTE not in first.stdout and "not waiting (--null-wait 0)" in first.stderr
     assert count(db, "audits", "status = 'running'") == 0, "the exiting command left an audit running"
@@ -69,6 +69,7 @@ def test_the_demo_explains_pending_and_failed_p_values_only_when_it_shows_them()
     assert calibration_notes({"failed": 3}) == [NULL_FAILED_NOTE]
     assert calibration_notes({"pending": 1, "failed": 1}) == [NULL_NOTE, NULL_FAILED_NOTE]
     assert calibration_notes({"missing": 2, "ready": 1}) == [NULL_MISSING_NOTE]
+    assert calibration_notes({"uncalibrated": 1, "ready": 3}) == [UNCALIBRATED_NOTE]
     assert calibration_notes({"none": 4}) == []  # audits of kinds without calibration say nothing of nulls
 
 
@@ -87,7 +88,8 @@ def test_export_says_how_many_records_it_wrote_and_where(cli_env, tmp_path: Path
         "0",
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "baseline + 0 paraphrases" in run.stderr and "templates)" in run.stdout  # shares say what they count
+    assert "baseline + 0 paraphrases" in run.stderr and "/1 templates" in run.stdout  # shares say what they count
+    assert "memorized" in run.stdout.splitlines()[2] and "pending" in run.stdout  # the verdict leads the table
     for fmt in ("jsonl", "csv", "tofu"):
         path = tmp_path / f"forget.{fmt}"
         exported = memaudit(cli_env, "export", "--format", fmt, "-o", str(path), "--policy", "lenient")
@@ -105,7 +107,7 @@ def test_export_says_how_many_records_it_wrote_and_where(cli_env, tmp_path: Path
         assert default.returncode == 0, default.stderr
         said = default.stderr.strip().splitlines()
         assert said[0] == "wrote 0 records to standard output", default.stderr
-        # (the lenient ones: a fact no template retrieves has p = 1 against any null)
+        # (the retrieved ones: the export holds values the model ranks first)
         assert re.match(r"\d+ facts? pending calibration \(pending \d+(, their null done in ≈ .*)?\) left out", said[1])
         assert said[1].endswith("or --policy lenient exports them uncalibrated"), said[1]
 

@@ -28,7 +28,7 @@ from app.settings import get_settings
 from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import counterfactuals, load_catalog
 from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat, set_stats
-from core.measures.wikimem import calibrated_scores, generic_subject
+from core.measures.wikimem import calibrated_scores, generic_cancels, generic_subject
 from core.names.fictitious import FictitiousPerson, cohort
 from core.names.lookalikes import lookalike_names
 from workers.jobs.common import JobContext, JobError, NextStep, run_audit_job
@@ -97,16 +97,22 @@ def _plan(spec: Spec, person: FictitiousPerson, seed: int) -> PropertyPlan:
     drawn = counterfactuals(prop, [truth], int(config["counterfactuals"]), seed * 1_000_003 + person.index + 1)
     plan = PropertyPlan(prop, [], [truth], drawn)
     similar, _ = lookalike_names(person.name, int(config["similar_names"]), str(config["lookalikes"]))
+    with_generic = not generic_cancels(float(config["alpha"]), len(similar))  # at α = 1 NLL(h0, v) cancels: unscored
     for idx, template in enumerate(config["templates"]):
         kind = "baseline" if idx == 0 else "paraphrase"
-        plan.canaries.append(CanaryPlan(idx, template, kind, generic_subject(template), similar))
+        plan.canaries.append(CanaryPlan(idx, template, kind, generic_subject(template), similar, with_generic))
     return plan
 
 
-def _score_rows(item: NullPlan, nll: dict[str, float]) -> Iterator[list[list[float]]]:
-    """Per template: NLL rows for [subject, generic, *look-alikes] x candidates."""
+def _score_rows(item: NullPlan, nll: dict[str, float]) -> Iterator[list[list[float] | None]]:
+    """Per template: NLL rows for [subject, generic (None where it cancels), *look-alikes] x candidates."""
     for canary in item.plan.canaries:
-        yield [[nll[a + b] for a, b in variant] for variant in _pairs(item.plan, canary, item.person.name)]
+        rows: list[list[float] | None] = [
+            [nll[a + b] for a, b in variant] for variant in _pairs(item.plan, canary, item.person.name)
+        ]
+        if not canary.score_generic:
+            rows.insert(1, None)
+        yield rows
 
 
 def _stats(item: NullPlan, nll: dict[str, float]) -> list[tuple[str, bool, FactStat]]:
@@ -154,7 +160,8 @@ def _by_rule(items: list[NullPlan]) -> dict[tuple[float, str], list[NullPlan]]:
 
 
 def _sentences(item: NullPlan) -> int:
-    return len(item.plan.canaries) * len(item.plan.candidates) * (2 + len(item.plan.canaries[0].similar))
+    canary = item.plan.canaries[0]
+    return len(item.plan.canaries) * len(item.plan.candidates) * (1 + canary.score_generic + len(canary.similar))
 
 
 def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
