@@ -98,10 +98,10 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     app.add_exception_handler(DomainError, domain_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.state.kinds = kinds
-    app.add_middleware(RequestGuard)  # limits, authentication and rate limits before the body is read
     # Innermost of the three: bounds whatever holds threads and database connections (app/reliability/admission),
     # and is entered only once RequestGuard has authenticated the request and read its whole body (in time).
     app.add_middleware(Admission, limit=get_settings().max_concurrent_requests)
+    app.add_middleware(RequestGuard)  # limits, authentication and rate limits before the body is read
     app.add_middleware(ErrorScrubber)  # outermost: no exception message (maybe personal data) reaches the log
     app.include_router(meta_router)
     app.include_router(submit_router(kinds))

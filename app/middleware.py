@@ -127,7 +127,8 @@ class RequestGuard:
             return
         with_body = scope["method"] in BODY_METHODS
         # the health check is public and must answer when the database does not: no authentication
-        token = None if scope["path"] in UNAUTHENTICATED else bearer_token(_header(scope, b"authorization"))
+        public = scope["path"] in UNAUTHENTICATED and scope["method"] in ("GET", "HEAD")
+        token = None if public else bearer_token(_header(scope, b"authorization"))
         state = scope.setdefault("state", {})
         # The dashboard's forms (app/ui) authenticate with its session cookie and a CSRF token instead.
         if token is None and with_body and not scope["path"].startswith("/ui/"):

@@ -23,11 +23,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _reset_caches() -> None:
+    from app.limits import _limiter_for
     from app.queue import _dispatcher_for
     from app.settings import get_settings
 
     get_settings.cache_clear()
     _dispatcher_for.cache_clear()
+    # the in-process rate limiter belongs to one embedded service: each test's database numbers its keys from 1,
+    # and key:1's requests of one test must not count against key:1 of the next
+    _limiter_for.cache_clear()
 
 
 @pytest.fixture(scope="session")
