@@ -90,7 +90,9 @@ def test_two_workers_run_a_batch_once_and_share_generic_sentences(two_workers, a
                 own.update(c["generic_sentence"] for c in canary["candidates"])
         generic |= own
         needed += len(own)
-    assert scored == len(generic) > 0, "each generic-subject sentence scored once across both workers"
+    # the batch's null (created with it, run beside it) scores some of the same generic sentences under the same
+    # shared lock: the audits score the rest, none twice
+    assert 0 < scored <= len(generic), "each generic-subject sentence scored at most once across both workers"
     assert needed > 2 * scored, "the audits of a batch reuse each other's generic sentences"
     hashes = [text_hash(g) for g in generic]
     with session_scope() as s:

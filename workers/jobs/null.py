@@ -192,7 +192,12 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     started = time.monotonic()
     _relax(items)
     pairs = [p for i in items for c in i.plan.canaries for rows in _pairs(i.plan, c, i.person.name) for p in rows]
-    nll, stats = _score_all(progress, pairs)  # type: ignore[arg-type]  # duck-typed context
+    # the generic subject's sentences ("This person's occupation is …") are the subject audits' too: scored under the
+    # NLL cache's shared lock, so that no sentence is scored twice by a null and an audit running side by side
+    shared = {
+        a + b for i in items for c in i.plan.canaries if c.score_generic for a, b in _pairs(i.plan, c, i.person.name)[1]
+    }
+    nll, stats = _score_all(progress, pairs, shared)  # type: ignore[arg-type]  # duck-typed context
     facts: dict[int, list[dict[str, Any]]] = {s.distribution_id: [] for s in specs}
     for item in items:
         for value, assigned, st in _stats(item, nll):
