@@ -48,6 +48,7 @@ log = logging.getLogger("memaudit.queue")
 PENDING = "memaudit_pending_jobs"
 FORGET = "memaudit_forget_jobs"
 BATCH_QUEUE_SUFFIX = "-batch-"
+SHUTDOWN_WAIT_SECONDS = 30.0  # at exit, how long the embedded runner waits for its job to stop
 INTERACTIVE_QUEUE_SUFFIX = "-key-"
 
 
@@ -253,6 +254,8 @@ class EmbeddedDispatcher:
         self._held: set[str] = set()  # audits sent and not yet finished in this process
         self._again: set[str] = set()  # running audits with a follow-up: sent again when their job returns
         self._closed = False  # shut down (the process exits)
+        self._idle = threading.Event()  # set while the thread runs no job
+        self._idle.set()
 
     def send(self, job_path: str, audit_id: str, *, lane: int | None = None, key: int | None = None) -> None:
         self._ensure_thread()
@@ -308,12 +311,17 @@ class EmbeddedDispatcher:
             return
         for audit_id in held:
             log.info("embedded runner: audit %s goes back to the queue as this process exits", audit_id)
+        # Its lease gone, the running job stops at its next progress report (the heartbeat sees the lease lost).
+        # Wait for that: a daemon thread still inside torch when the interpreter exits aborts the process.
+        if not self._idle.wait(SHUTDOWN_WAIT_SECONDS):
+            log.warning("embedded runner: its job did not stop within %.0f s of the exit", SHUTDOWN_WAIT_SECONDS)
 
     def _loop(self) -> None:
         while True:
             lane_flag, _, job_path, audit_id = self._jobs.get()
             if self._closed:
                 return
+            self._idle.clear()
             try:
                 import_path(job_path)(audit_id)
             except Exception:  # the job records its own failure; never let the thread die
@@ -327,6 +335,7 @@ class EmbeddedDispatcher:
                     else:
                         self._held.discard(audit_id)
                 self._jobs.task_done()
+                self._idle.set()
 
     def join(self) -> None:
         """Wait until every job sent so far has finished (CLI and tests)."""

@@ -175,7 +175,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.policy == "share" and args.min_share is None:
         raise InvalidInput("--min-share", "--policy share needs --min-share (0 to 1)")
     client = make_client(args)
-    names = ("format", "model", "subject_id", "audit_id", "property", "policy", "min_share", "min_z")
+    names = ("format", "model", "subject_id", "audit_id", "property", "policy", "min_share", "min_z", "audits")
     params = {name: getattr(args, name) for name in names}  # the query parameters of GET /forget-set
     chunks = client.forget_set(params)
     end: dict[str, Any] = {}
@@ -284,6 +284,12 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--subject-id", type=int, default=None)
     p.add_argument("--audit-id", default=None)
     p.add_argument("--property", default=None)
+    p.add_argument(
+        "--audits",
+        choices=["newest", "all"],
+        default="newest",
+        help="newest: a subject audited again is exported once, by its newest audit; all: every audit's facts",
+    )
     p.add_argument("--output", "-o", default=None, help="file to write (default: standard output)")
     add_client_arguments(p)
     p.set_defaults(func=cmd_export)

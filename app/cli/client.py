@@ -74,13 +74,8 @@ class Client:
         from app.settings import get_settings
 
         open_local_database()
-        app = create_app()
-        if not get_settings().redis_url:  # as the API's own startup does (a TestClient outside `with` skips it):
-            from app.embedded import resume_pending  # audits earlier commands left queued (a null) run here too
-
-            resume_pending(app.state.kinds)
         http = TestClient(
-            app,
+            create_app(),
             base_url=LOCAL_BASE_URL,
             raise_server_exceptions=False,  # an error is the API's answer (a 500 in the error shape), as over HTTP
             headers={"Authorization": f"Bearer {in_process_token()}"},
@@ -107,6 +102,17 @@ class Client:
             raise DomainError(f"cannot reach {self.where} ({type(exc).__name__})") from exc
         raise_for(response)
         return response.json()
+
+    def run_queued_work(self) -> None:
+        """Local, embedded: run in this process what earlier commands left queued (a null they handed back as they
+        exited), as `memaudit serve` does at startup (a TestClient outside `with` skips the app's lifespan). Only
+        commands that wait for results ask for it: a quick one would start a job only to hand it back."""
+        from app.settings import get_settings
+
+        if self.local and not get_settings().redis_url:
+            from app.embedded import resume_pending
+
+            resume_pending(self.http.app.state.kinds)
 
     def submit(self, payload: dict[str, Any]) -> str:
         return self._json("POST", "/audits", json=payload)["id"]

@@ -218,6 +218,7 @@ def wait_for_nulls(client: Client, audit_id: str, limit: float, quiet: bool = Fa
         say(f"{head}; not waiting (--null-wait 0): {later}")
         return facts
     say(f"{head}; measuring its rate")
+    client.run_queued_work()  # a null an earlier command handed back goes on here
     bar = tqdm(
         total=max(total, 1), initial=done, desc="null", file=sys.stderr, disable=quiet or not sys.stderr.isatty()
     )

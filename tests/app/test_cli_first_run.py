@@ -110,6 +110,12 @@ def test_export_says_how_many_records_it_wrote_and_where(cli_env, tmp_path: Path
         # (the retrieved ones: the export holds values the model ranks first)
         assert re.match(r"\d+ facts? pending calibration \(pending \d+(, their null done in ≈ .*)?\) left out", said[1])
         assert said[1].endswith("or --policy lenient exports them uncalibrated"), said[1]
+    # audited again (as `make demo` twice): the forget set holds the newest audit's facts once, unless asked for all
+    assert memaudit(cli_env, *run.args[3:]).returncode == 0
+    newest = memaudit(cli_env, "export", "--policy", "lenient")
+    every = memaudit(cli_env, "export", "--policy", "lenient", "--audits", "all")
+    n_newest, n_every = (len(e.stdout.splitlines()) - 1 for e in (newest, every))
+    assert n_newest >= 1 and n_every == 2 * n_newest, (n_newest, n_every)
 
 
 def test_cli_audits_are_visible_to_admin_and_regulator_keys(sqlite_env, api_factory, capsys) -> None:

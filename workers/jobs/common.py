@@ -165,19 +165,20 @@ def _hand_back(audit_id: str, owner: str) -> None:
         log.info("audit %s handed back after the database came back; enqueued again", audit_id)
 
 
-def _run_again(audit_id: str, owner: str, **values: Any) -> None:
-    """Hand the audit back to `queued` (with ``values``) and send its next job to the tail of this job's queue.
-    Only if this run still held it: a run cancelled or taken over meanwhile hands nothing back. With the database
-    gone, the lease expires and the reconciler enqueues it later."""
+def _run_again(audit_id: str, owner: str, *, send: bool = True, **values: Any) -> None:
+    """Hand the audit back to `queued` (with ``values``) and, with ``send``, send its next job to the tail of this
+    job's queue (else the next process's reconciler enqueues it). Only if this run still held it: a run cancelled
+    or taken over meanwhile hands nothing back. With the database gone, the lease expires and the reconciler
+    enqueues it later."""
     try:
         with session_scope() as s:
             released = leases.release(s, audit_id, owner, status=AuditStatus.QUEUED, **values)
     except (OperationalError, InterfaceError):
         log.warning("audit %s: database unreachable; the reconciler retries it once its lease expires", audit_id)
         return
-    if released:
+    if released and send:
         get_dispatcher().follow_up(audit_id)
-    else:
+    elif not released:
         log.info("audit %s was cancelled or taken over while this run ended: nothing to run again", audit_id)
 
 
@@ -227,6 +228,25 @@ def _call_fenced(ctx: JobContext, owner: str, body: JobBody) -> dict[str, Any]:
         leases.unfence_commits()  # what follows (_finish) is itself conditional on the lease
 
 
+def _exiting() -> bool:
+    """Whether this process is exiting: the main thread has ended (an embedded runner's job thread outlives it by
+    a moment; libraries then refuse new threads, e.g. a model loader's thread pool)."""
+    return threading.current_thread() is not threading.main_thread() and not threading.main_thread().is_alive()
+
+
+def _failed(ctx: JobContext, owner: str, exc: Exception) -> None:
+    if isinstance(exc, JobError | ModelLoadError):  # messages that are safe and useful to show the user
+        log.warning("audit %s failed: %s", ctx.audit_id, exc)
+        _finish(ctx, owner, AuditStatus.FAILED, error=str(exc))
+        return
+    if _transient(exc):  # a bug or an environment problem: keep the worker alive, say what happened
+        log.warning("audit %s: database connection lost (%s); handing it back", ctx.audit_id, type(exc).__name__)
+        _hand_back(ctx.audit_id, owner)
+        return
+    log.exception("audit %s failed with an unexpected error", ctx.audit_id)
+    _finish(ctx, owner, AuditStatus.FAILED, error=f"internal error ({type(exc).__name__}); see the worker log")
+
+
 def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
     try:
         summary = _call_fenced(ctx, owner, body)
@@ -247,18 +267,12 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
     except JobTimedOut:
         _timed_out(ctx, owner)
         return
-    except (JobError, ModelLoadError) as exc:  # messages that are safe and useful to show the user
-        log.warning("audit %s failed: %s", ctx.audit_id, exc)
-        _finish(ctx, owner, AuditStatus.FAILED, error=str(exc))
-        return
-    except Exception as exc:  # a bug or an environment problem: keep the worker alive, say what happened
-        if _transient(exc):
-            log.warning("audit %s: database connection lost (%s); handing it back", ctx.audit_id, type(exc).__name__)
-            _hand_back(ctx.audit_id, owner)
+    except Exception as exc:
+        if _exiting():  # the process is exiting (a one-shot command): the failure is the exit's, not the audit's
+            log.info("audit %s: stopped by the process exiting (%s); back to the queue", ctx.audit_id, exc)
+            _run_again(ctx.audit_id, owner, send=False, attempts=Audit.attempts - 1)
             return
-        log.exception("audit %s failed with an unexpected error", ctx.audit_id)
-        error = f"internal error ({type(exc).__name__}); see the worker log"
-        _finish(ctx, owner, AuditStatus.FAILED, error=error)
+        _failed(ctx, owner, exc)
         return
     done = ctx._total or ctx._done
     if _finish(
