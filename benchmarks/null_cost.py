@@ -3,11 +3,20 @@ candidate of a person stands in as the truth), side by side, through the service
 
     python -m benchmarks.null_cost --model groundtruth-tiny --people 20
     python -m benchmarks.null_cost --model smollm2-135m --people 3 --paraphrases 2 --counterfactuals 20
+    python -m benchmarks.null_cost --defaults --model groundtruth-tiny --people 2   # before/after the defaults
 
 Each method audits the same K people for one property (default P106, occupation) on a fresh database (cold NLL
 cache: every sentence is scored), after loading the model; it reports the seconds per person and per null fact,
 and the ratio. Both methods score the same sentences per person — the shortcut only reads more null facts out of
 them (one per candidate), which is why it is valid only where the name says nothing about the value.
+
+``--defaults``: the null of the API's default configuration for five properties (occupation, citizenship,
+birthplace, sex or gender, languages; 200 null facts per property), before and after the defaults were measured
+(docs/measures.md): before, every template (11) and 100 counterfactuals, with the generic subject scored although
+it cancels at α = 1; after, baseline + 2 paraphrases and 20 counterfactuals, the generic subject not scored. The
+sentences are counted exactly from the configurations; CPU seconds per sentence are measured side by side in one
+run (``--people`` people of each configuration through the service, cold NLL cache, model loaded; the process's
+CPU time), and the whole null's CPU time is sentences x that rate.
 """
 
 from __future__ import annotations
@@ -75,6 +84,73 @@ def run_method(client: Any, args: argparse.Namespace, method: str) -> dict[str, 
     }
 
 
+DEFAULT_PIDS = ("P106", "P27", "P19", "P21", "P1412")
+CONFIGS = {  # (templates, counterfactuals, sentence rows per template and candidate)
+    "before": {"paraphrases": None, "counterfactuals": 100, "rows": 4},  # subject, generic, 2 look-alikes
+    "after": {"paraphrases": 2, "counterfactuals": 20, "rows": 3},  # subject, 2 look-alikes (generic cancels)
+}
+
+
+def null_sentences(config: dict[str, Any], null_facts: int = 200, min_people: int = 20) -> tuple[int, int]:
+    """(people, sentences) of the null of ``config`` for DEFAULT_PIDS: full null facts for name-hinted properties
+    (one person each), pseudo-truths for the others (one null fact per candidate), as app.nulls.config counts them."""
+    from core.catalog import load_catalog
+    from core.names.fictitious import NAME_HINTED
+
+    catalog, people_total, sentences = load_catalog(), 0, 0
+    for pid in DEFAULT_PIDS:
+        prop = catalog.get(pid)
+        templates = len(prop.templates) if config["paraphrases"] is None else 1 + config["paraphrases"]
+        candidates = 1 + min(config["counterfactuals"], len(prop.pool) - 1)
+        people = null_facts if pid in NAME_HINTED else max(min_people, -(-null_facts // candidates))
+        people_total += people
+        sentences += people * templates * candidates * config["rows"]
+    return people_total, sentences
+
+
+def measure_rate(args: argparse.Namespace, name: str) -> float:
+    """CPU seconds per scored sentence of the ``name`` configuration's null, on ``args.people`` people."""
+    config = CONFIGS[name]
+    with tempfile.TemporaryDirectory() as tmp:
+        client = client_for(Path(tmp) / f"{name}.sqlite3", args.threads)
+        options = {"paraphrases": config["paraphrases"], "counterfactuals": config["counterfactuals"], "seed": 1}
+        options["alpha"] = 1.0 if config["rows"] == 3 else 0.999999  # before: the generic subject scored
+        body = {"kind": "null", "model": args.model, "properties": list(DEFAULT_PIDS), "options": options}
+        body |= {"facts_per_property": args.people, "min_people": args.people, "method": "full"}
+        cpu = time.process_time()
+        r = client.post("/audits", json=body)
+        r.raise_for_status()
+        audit_id = r.json()["id"]
+        while (audit := client.get(f"/audits/{audit_id}").json())["status"] in ("queued", "running"):
+            time.sleep(1)
+        if audit["status"] != "succeeded":
+            raise SystemExit(f"{name}: null audit {audit['status']}: {audit['error']}")
+        return (time.process_time() - cpu) / max(1, audit["summary"]["cost"]["scored"])
+
+
+def defaults(args: argparse.Namespace) -> None:
+    started_load = os.getloadavg()[0]
+    rows = {}
+    for name, config in CONFIGS.items():
+        people, sentences = null_sentences(config)
+        rate = measure_rate(args, name)
+        rows[name] = {
+            "people": people,
+            "sentences": sentences,
+            "cpu_s_per_sentence": rate,
+            "cpu_h": sentences * rate / 3600,
+        }
+    before, after = rows["before"], rows["after"]
+    print(json.dumps(rows, indent=1))
+    print(f"\nthe default null for {', '.join(DEFAULT_PIDS)} on {args.model} (load average {started_load:.1f}):")
+    for name, r in rows.items():
+        print(f"  {name:>6}: {r['people']} people, {r['sentences']:,} sentences, {r['cpu_h']:.2f} CPU-hours")
+    print(
+        f"  after / before: {after['sentences'] / before['sentences']:.3f} of the sentences, "
+        f"{after['cpu_h'] / before['cpu_h']:.3f} of the CPU time"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="groundtruth-tiny")
@@ -83,7 +159,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--paraphrases", type=int, default=3)
     ap.add_argument("--counterfactuals", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--defaults", action="store_true", help="the default null before and after the defaults")
     args = ap.parse_args(argv)
+    if args.defaults:
+        return defaults(args)
     results = []
     for method in ("full", "pseudo"):
         with tempfile.TemporaryDirectory() as tmp:
