@@ -213,11 +213,15 @@ def start_worker(env: dict[str, str], log_file: Path, *args: str) -> subprocess.
 
 
 def stop_worker(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 5 s: RQ's warm shutdown finishes the job it runs first (often a null's chunk that
+    no test waits for; teardowns took 10-20 s), and a teardown needs the process gone, not its job done. The tests of
+    a worker's own shutdown stop it themselves (tests/workers/test_worker_signals.py)."""
     proc.terminate()
     try:
-        proc.wait(timeout=20)
+        proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait()
 
 
 @pytest.fixture
