@@ -212,7 +212,12 @@ class Settings(BaseSettings):
     )
 
     # scoring
-    torch_threads: int = Field(default=0, description="CPU threads for torch (0: torch's default)")
+    torch_threads: int = Field(
+        default=1,
+        ge=0,
+        description="CPU threads for torch per process (default 1: measured fastest per worker process on a 2-core"
+        " machine, benchmarks/torch_threads.py and docs/engine.md; 0: torch's default)",
+    )
     device: Literal["auto", "cpu", "cuda"] = Field(default="auto", description="`cpu`, `cuda` or `auto`")
     score_batch_tokens: int = Field(default=8192, description="token budget of one scoring batch")
     model_cache_dir: str = Field(
