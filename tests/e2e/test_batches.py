@@ -5,9 +5,7 @@ a single audit submitted while a batch runs finishes before the batch (fair sche
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +16,7 @@ from sqlalchemy import func, select
 from app.db.engine import session_scope
 from app.db.models import Audit, NllCache
 from app.nll_cache.repository import text_hash
-from tests.conftest import REPO, wait_for
+from tests.conftest import REPO, start_worker, stop_worker, wait_for
 
 MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
 MODEL = "groundtruth-tiny"
@@ -32,29 +30,14 @@ def roster(split: str, n: int, start: int = 0) -> list[dict]:
     return [{"name": p["name"], **{pid: values for pid, values in p["facts"].items()}} for p in people]
 
 
-def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen:
-    with log.open("a") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "worker"],
-            env={**os.environ, **env},
-            cwd=REPO,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-
-
 @pytest.fixture
 def two_workers(pg_env: dict[str, str], tmp_path: Path) -> Iterator[list[subprocess.Popen]]:
     procs = [start_worker(pg_env, tmp_path / f"worker-{i}.log") for i in range(2)]
     yield procs
     for proc in procs:
-        proc.terminate()
+        proc.terminate()  # both at once: their 5 s of grace overlap
     for proc in procs:
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_worker(proc)
 
 
 def wait_batch(api, batch_id: str, timeout: float = 300) -> dict:
