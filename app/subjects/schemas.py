@@ -89,9 +89,10 @@ class SubjectAuditOptions(RequestModel):
     )
     similar_names: int = Field(default=2, ge=1, le=10, description="Look-alike names in S(h)")
     lookalikes: Literal["reversed", "same_origin"] = Field(
-        default="reversed",
-        description="Look-alike names S(h): reversed letters (WikiMem's 'Enaj Doe'), or other names of the same origin"
-        " (so what a model infers from a name's origin cancels; a name of unknown origin falls back to reversed)",
+        default="same_origin",
+        description="Look-alike names S(h): other names of the same origin (default: what a model infers from a name's"
+        " origin cancels, and no look-alike keeps the surname that carries the identity; a name of unknown origin"
+        " falls back to reversed), or reversed letters (WikiMem's 'Enaj Doe'); measured in docs/measures.md",
     )
     seed: int = Field(default=0, ge=0, description="Seed of the counterfactual draw (stored for reproduction)")
     context: bool = Field(
