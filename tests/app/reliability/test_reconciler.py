@@ -177,11 +177,13 @@ def test_embedded_mode_reconciles_in_process(sqlite_env, api_factory):
     api = api_factory("auditor")
     dispatcher = EmbeddedDispatcher()  # a fresh runner: it holds nothing, like one after a restart
     audit_id = submit(api)
+    # the API's own runner (idle in this test's fresh process state) runs it first; then its process "dies" mid-run
+    assert wait_for(api, audit_id, timeout=120)["status"] == "succeeded"
     set_audit(audit_id, status="running", lease_owner="dead-process", lease_expires_at=utcnow() - timedelta(1))
     report = reconcile_once(get_settings().model_copy(update={"reconcile_grace_seconds": 0}), dispatcher, KINDS)
     assert report.recovered == [audit_id]
     assert dispatcher.missing([audit_id]) == [] or audit_row(audit_id).status != "queued"
     dispatcher.join()
-    # the submission also reached the API's own embedded runner: whichever run claimed the lease finishes it
     done = wait_for(api, audit_id, timeout=120)
     assert done["status"] == "succeeded", done["error"]
+    assert audit_row(audit_id).lease_owner is None, "the recovered run did not end its lease"
