@@ -14,7 +14,7 @@ from tests.conftest import wait_for
 
 MANIFEST = Path(__file__).resolve().parents[2] / "workers" / "groundtruth" / "manifest.json"
 PIDS = ("P106", "P27", "P21")
-OPTIONS = {"paraphrases": 2, "counterfactuals": 20}
+OPTIONS = {"paraphrases": 2, "counterfactuals": 20, "lookalikes": "reversed"}  # the ground-truth names have no origin
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ def payload(person: dict) -> dict:
         "kind": "subject",
         "model": "groundtruth-tiny",
         "subject": {"name": person["name"], "facts": facts},
-        "options": {"counterfactuals": 100},
+        "options": {"counterfactuals": 100, "paraphrases": None, "lookalikes": "reversed"},  # every template
     }
 
 

@@ -68,7 +68,7 @@ def test_results_can_be_recomputed_and_reaudits_are_free(shared_worker, api_fact
     detail = api.get(f"/audits/{first}/facts", params={"detail": "candidates"}).json()
     canary = detail["facts"][0]["canaries"][0]
     cands = canary["candidates"]
-    assert len(cands) == 101 and cands[0]["sentence"].count(person["name"]) == 1
+    assert len(cands) == 21 and cands[0]["sentence"].count(person["name"]) == 1  # the truth + 20 by default
     # α = 1 (the default): the generic subject cancels from s, so it is not scored (nll_generic null)
     assert all(c["nll_generic"] is None for c in cands)
     scores = calibrated_scores(

@@ -23,7 +23,8 @@ STACK_ENV = {
     "MEMAUDIT_NULL_MAX_PEOPLE": "3",
     "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "120",
 }
-OPTIONS = {"counterfactuals": 40}  # every template (paraphrases: null), as the API's default
+# every template (slow enough that the nulls still run when the audits end), reversed-letter look-alikes
+OPTIONS = {"counterfactuals": 40, "paraphrases": None, "lookalikes": "reversed"}
 
 
 def person(group: str, i: int) -> dict:

@@ -46,11 +46,14 @@ FACTS = [
 ]
 
 
-def test_every_fact_gets_the_baseline_and_all_paraphrases_by_default(db):
+def test_every_fact_gets_the_baseline_and_two_paraphrases_and_20_counterfactuals_by_default(db):
     plans = {p.prop.pid: p for p in plan_for(FACTS, {})}
-    assert [len(plans[pid].canaries) for pid in ("P106", "P27")] == [11, 11], "equal denominators"
+    assert [len(plans[pid].canaries) for pid in ("P106", "P27")] == [3, 3], "equal denominators"
     assert plans["P1412"].ground_truths == ["English", "French"], "a multi-valued ground truth"
-    assert len(plans["P106"].counterfactuals) == 100 and "mathematician" not in plans["P106"].counterfactuals
+    assert len(plans["P106"].counterfactuals) == 20 and "mathematician" not in plans["P106"].counterfactuals
+    every = {p.prop.pid: p for p in plan_for(FACTS, {"paraphrases": None, "counterfactuals": 100})}
+    assert [len(every[pid].canaries) for pid in ("P106", "P27")] == [11, 11], "paraphrases: null probes them all"
+    assert len(every["P106"].counterfactuals) == 100
     assert len(plans["P21"].counterfactuals) == 14, "sex or gender: every other value there is"
     kinds = [c.kind for c in plans["P106"].canaries]
     assert kinds[0] == "baseline" and set(kinds[1:]) == {"paraphrase"}
