@@ -103,9 +103,9 @@ def _hints(kinds) -> dict[str, dict[str, Any]]:  # noqa: ANN001
     out = {}
     for name, info in type(options).model_fields.items():
         default = info.get_default(call_default_factory=True)
-        text = (info.description or "").strip()
-        if default is None:  # the JSON null of the API is the form's blank field
-            text = re.sub(r"\bnull\b", "blank", text) if "null" in text else f"{text} (blank: the default)"
+        text = re.sub(r"\bnull\b", "blank", (info.description or "").strip())  # the API's JSON null: a blank field
+        if default is None:
+            text = text if "blank" in text else f"{text} (blank: the default)"
         elif isinstance(default, bool):
             text = f"{text} (default: {'on' if default else 'off'})"
         else:
