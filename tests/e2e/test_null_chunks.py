@@ -91,6 +91,13 @@ class ChunkWatch:
                 last = now
             time.sleep(0.02)
 
+    def wait_for_mark(self, after: float, timeout: float = 120.0) -> None:
+        """Until a chunk is stored later than ``after`` (a loaded machine stretches a chunk past any fixed sleep)."""
+        deadline = time.monotonic() + timeout
+        while not any(m > after for m in self.marks):
+            assert time.monotonic() < deadline, f"no null chunk stored within {timeout:.0f} s"
+            time.sleep(0.05)
+
     def around(self, moment: float) -> float:
         """The duration of the chunk that was running at ``moment``."""
         before = [m for m in self.marks if m <= moment]
@@ -118,14 +125,14 @@ def single_waits_at_most_a_chunk(api_factory, start_worker=None) -> dict:
         start_worker()
     chunk_seconds(null_id)  # the null runs
     watch = ChunkWatch()
-    time.sleep(1.5)  # a chunk boundary before the submission
+    watch.wait_for_mark(after=0.0)  # a chunk boundary before the submission
     person = people[0]
     submitted_at, submitted_mono = utcnow(), time.monotonic()
     submitted = auditor.post("/audits", json=single(person))
     assert submitted.status_code == 202, submitted.text
     done = wait_for(auditor, submitted.json()["id"], timeout=120)
     assert done["status"] == "succeeded", done
-    time.sleep(1.5)  # the next chunk boundary
+    watch.wait_for_mark(after=submitted_mono)  # the next chunk boundary
     watch.close()
     chunk = watch.around(submitted_mono)
     waited = started_after(done["id"], submitted_at)

@@ -26,16 +26,22 @@ def api(pg_env, api_factory, monkeypatch):
     return api_factory("auditor")  # no worker listens on this test's queues: the jobs stay where they are
 
 
-def queued_ids() -> tuple[list[str], list[str]]:
+def queued_ids(known: set[str] | None = None) -> tuple[list[str], list[str]]:
     """(every interactive lane, every batch lane) job ids; the batch jobs must all sit on one lane, the batch's
-    key's, and the single audits of one key on one interactive lane."""
+    key's, and the single audits of one key on one interactive lane. ``known``: only these jobs count (the nulls
+    the submissions created, and what the reconciler enqueues for other tests' audits in the shared database, wait
+    on lanes of their own)."""
     redis = Redis.from_url(get_settings().redis_url)
     queues = [Queue(n, connection=redis, serializer=JSONSerializer) for n in queue_names(get_settings())]
     interactive = [q for q in queues if not is_batch_queue(q.name)]
     lanes = [q for q in queues if is_batch_queue(q.name)]
-    used = [q.job_ids for q in lanes if q.job_ids]
+
+    def mine(q: Queue) -> list[str]:
+        return [j for j in q.job_ids if known is None or j in known]
+
+    used = [mine(q) for q in lanes if mine(q)]
     assert len(used) <= 1, "one batch, one lane"
-    singles = [q.job_ids for q in interactive if q.job_ids]
+    singles = [mine(q) for q in interactive if mine(q)]
     assert len(singles) <= 1, "one key, one interactive lane"
     return singles[0] if singles else [], used[0] if used else []
 
@@ -51,7 +57,8 @@ def test_batch_audits_go_to_the_batch_queue_and_come_back_there(api):
             "subject": {"name": "Queue Single", "facts": [{"property": "P106", "value": "chemist"}]},
         },
     ).json()["id"]
-    interactive, batch = queued_ids()
+    known = {job_id(a) for a in [*ids, single]}
+    interactive, batch = queued_ids(known)
     assert interactive == [job_id(single)] and sorted(batch) == sorted(job_id(a) for a in ids)
     redis = Redis.from_url(get_settings().redis_url)
     for a in ids:  # jobs carry the audit id and nothing else (no name, no fact)
@@ -60,8 +67,8 @@ def test_batch_audits_go_to_the_batch_queue_and_come_back_there(api):
 
     assert get_dispatcher().discard(ids) == 3  # Redis lost them (restart without persistence)
     report = reconcile_once(get_settings(), get_dispatcher(), KINDS)
-    assert sorted(report.enqueued) == sorted(ids)
-    interactive, batch = queued_ids()
+    assert set(ids) <= set(report.enqueued)
+    interactive, batch = queued_ids(known)
     assert interactive == [job_id(single)] and sorted(batch) == sorted(job_id(a) for a in ids)
 
 
