@@ -17,6 +17,7 @@ from app.streaming import csv_lines
 from core.dynamics.trajectories import write_trajectories
 from core.measures.dynamics import Trajectories
 from tests.conftest import make_key, wait_for
+from tests.support.stored import stored_subject_audit
 
 REPO = Path(__file__).resolve().parents[2]
 FORMULAS = [
@@ -72,26 +73,12 @@ def test_the_service_has_one_csv_writer():
 def _forget_set_audit(key: str) -> str:
     from app.auth.keys import authenticate
     from app.db.engine import session_scope
-    from app.db.models import Audit, Fact, FactResult, Subject
+    from app.db.models import Fact, FactResult
     from app.settings import get_settings
-    from app.subjects.repository import ensure_properties
 
     with session_scope() as s:
         key_id = authenticate(s, get_settings(), key).key_id
-        ensure_properties(s, {"P106"})
-        subject = Subject(name=FORMULAS[0], owner_key_id=key_id)
-        s.add(subject)
-        s.flush()
-        audit = Audit(
-            id=uuid.uuid4().hex,
-            kind="subject",
-            model="groundtruth-tiny",
-            options={},
-            status="succeeded",
-            owner_key_id=key_id,
-            subject_id=subject.id,
-        )
-        s.add(audit)
+        subject, audit = stored_subject_audit(s, key_id, FORMULAS[0], {"P106"})
         facts = [Fact(property_id="P106", value=v, source="request") for v in FORMULAS[1:]]
         subject.facts.extend(facts)
         s.flush()

@@ -4,13 +4,13 @@ database failure mid-stream (its connection killed in PostgreSQL) cuts the HTTP 
 from __future__ import annotations
 
 import json
-import uuid
 
 import httpx
 import pytest
 from sqlalchemy import text
 
 from tests.conftest import make_key
+from tests.support.stored import stored_subject_audit
 
 RESULTS, FACTS_PER_RESULT, CANARIES = 24, 40, 40  # ~ 24 x 40 records of ~10 kB: far more than socket buffers
 # every fact in: these audits have no null (the default policy, p-values, would hold them all as pending)
@@ -21,26 +21,12 @@ def create_large_audit(key: str) -> str:
     """A succeeded subject audit whose export is ~10 MB: every result has many facts and retrieving canaries."""
     from app.auth.keys import authenticate
     from app.db.engine import session_scope
-    from app.db.models import Audit, Canary, Fact, FactResult, Subject
+    from app.db.models import Canary, Fact, FactResult
     from app.settings import get_settings
-    from app.subjects.repository import ensure_properties
 
     with session_scope() as s:
         key_id = authenticate(s, get_settings(), key).key_id
-        ensure_properties(s, {"P106"})
-        subject = Subject(name="Stream Person " + "x" * 150, owner_key_id=key_id)
-        s.add(subject)
-        s.flush()
-        audit = Audit(
-            id=uuid.uuid4().hex,
-            kind="subject",
-            model="groundtruth-tiny",
-            options={},
-            status="succeeded",
-            owner_key_id=key_id,
-            subject_id=subject.id,
-        )
-        s.add(audit)
+        subject, audit = stored_subject_audit(s, key_id, "Stream Person " + "x" * 150, {"P106"})
         for r in range(RESULTS):
             facts = [
                 Fact(property_id="P106", value=f"value {r}-{i} " + "v" * 200, source="request")

@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from app.db.base import Base
 from tests.app.forget_set.test_export import create_result
 from tests.conftest import REPO, Api, make_key
+from tests.support.stored import stored_subject_audit
 
 ROLES = ("admin", "auditor", "regulator", "pipeline")
 ACCOUNTABILITY = re.compile(r"^(access_log|evidence.*)$")  # reads are recorded here on purpose
@@ -33,25 +34,16 @@ def counts() -> dict[str, int]:
 def unknown_null_audit(key_id: int) -> tuple[str, int]:
     """A succeeded subject audit of the auditor's, on a configuration no null covers (a read used to queue one)."""
     from app.db.engine import session_scope
-    from app.db.models import Audit, Subject
-    from app.subjects.repository import ensure_properties
 
     with session_scope() as s:
-        ensure_properties(s, {"P27"})
-        subject = Subject(name="Ada Lovelace", owner_key_id=key_id)
-        s.add(subject)
-        s.flush()
-        audit = Audit(
-            id=uuid.uuid4().hex,
-            kind="subject",
-            model="groundtruth-tiny",
+        subject, audit = stored_subject_audit(
+            s,
+            key_id,
+            "Ada Lovelace",
+            {"P27"},
             options={"paraphrases": 1, "counterfactuals": 7},  # a configuration of this test's own
-            status="succeeded",
-            owner_key_id=key_id,
-            subject_id=subject.id,
             summary={"scoring": {"fingerprint": uuid.uuid4().hex}, "lookalikes": "reversed"},
         )
-        s.add(audit)
         s.flush()
         create_result(
             s, audit, subject, "P27", ["United Kingdom"], ["United Kingdom", "France"], share=1.0, strict=True, z=2.0

@@ -159,11 +159,6 @@ def _by_rule(items: list[NullPlan]) -> dict[tuple[float, str], list[NullPlan]]:
     return out
 
 
-def _sentences(item: NullPlan) -> int:
-    canary = item.plan.canaries[0]
-    return len(item.plan.canaries) * len(item.plan.candidates) * (1 + canary.score_generic + len(canary.similar))
-
-
 def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     """One job: the next people not yet stored (raises NextStep once they are stored and others remain), or the
     summary when every person of every property is stored."""

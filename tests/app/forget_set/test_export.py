@@ -9,6 +9,8 @@ import uuid
 
 import pytest
 
+from tests.support.stored import stored_subject_audit
+
 
 def create_result(
     s,
@@ -75,28 +77,19 @@ def exported_audit(request, api_factory):
     request.getfixturevalue(request.param)
     from app.auth.keys import authenticate
     from app.db.engine import session_scope
-    from app.db.models import Audit, Subject
     from app.settings import get_settings
-    from app.subjects.repository import ensure_properties
 
     api = api_factory("auditor")
     with session_scope() as s:
         key_id = authenticate(s, get_settings(), api.headers["Authorization"].split()[1]).key_id
-        ensure_properties(s, {"P106", "P27", "P1412"})
-        subject = Subject(name="Ada Lovelace", wikidata_id="Q7259", owner_key_id=key_id)
-        s.add(subject)
-        s.flush()
-        audit = Audit(
-            id=uuid.uuid4().hex,
-            kind="subject",
-            model="groundtruth-tiny",
-            options={},
-            status="succeeded",
-            owner_key_id=key_id,
-            subject_id=subject.id,
+        subject, audit = stored_subject_audit(
+            s,
+            key_id,
+            "Ada Lovelace",
+            {"P106", "P27", "P1412"},
+            wikidata_id="Q7259",
             summary={"scoring": {"fingerprint": FINGERPRINT}, "lookalikes": "reversed"},
         )
-        s.add(audit)
         s.flush()
         ranking = ["mathematician", "writer", "computer scientist", "poet", "physicist", "chemist", "actor"]
         create_result(
