@@ -47,7 +47,7 @@ from app.settings import Settings, get_settings
 log = logging.getLogger("memaudit.api")
 BODY_METHODS = {"POST", "PUT", "PATCH"}
 # Routes whose body may exceed max_request_bytes: (method, path) -> the setting that bounds it.
-BODY_LIMITS = {("POST", "/datasets"): "max_dataset_upload_bytes"}
+BODY_LIMITS = {("POST", "/datasets"): "max_dataset_upload_bytes", ("POST", "/nulls/import"): "max_null_artifact_bytes"}
 # The dashboard's forms (a person's facts, a CSRF token) are small, and its sign-in form is read before anyone is
 # authenticated: a body past this is refused before it is read or parsed.
 UI_MAX_BODY_BYTES = 256 * 1024

@@ -210,6 +210,16 @@ class Settings(BaseSettings):
             "thread)"
         ),
     )
+    shipped_nulls: bool = Field(
+        default=True,
+        description=(
+            "import the null shipped with the package (app/nulls/shipped/) when a submission needs one it matches "
+            "(model weights file, configuration) instead of computing it; false: compute every null"
+        ),
+    )
+    max_null_artifact_bytes: int = Field(
+        default=64 * 1024 * 1024, description="a null artifact sent to POST /nulls/import (413 over it)"
+    )
 
     # scoring
     torch_threads: int = Field(

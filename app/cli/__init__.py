@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "the signed evidence record: export it, verify an export offline",
         "app.cli.evidence:add_evidence_commands",
     ),
+    "nulls": ("a null calibration as a file: export one, import one (admin)", "app.cli.nulls:add_null_commands"),
 }
 
 

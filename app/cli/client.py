@@ -170,6 +170,22 @@ class Client:
     def batch(self, batch_id: str, part: str = "") -> dict[str, Any]:
         return self._json("GET", f"/batches/{batch_id}" + (f"/{part}" if part else ""))
 
+    def null_artifact(self, audit_id: str) -> bytes:
+        """A succeeded null audit as a file (``memaudit.null/1``, gzip JSON)."""
+        import httpx
+
+        try:
+            response = self.http.get(f"/nulls/{audit_id}/artifact")
+        except httpx.HTTPError as exc:
+            raise DomainError(f"cannot reach {self.where} ({type(exc).__name__})") from exc
+        raise_for(response)
+        return response.content
+
+    def import_null(self, data: bytes, model: str | None) -> dict[str, Any]:
+        params = {"model": model} if model else {}
+        headers = {"Content-Type": "application/gzip"}
+        return self._json("POST", "/nulls/import", content=data, params=params, headers=headers)
+
 
 class ApiRefused(DomainError):
     """An API refusal: the field and message of the API's error, its status and a rejected roster's rows."""

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query, Request, Response, status
+from fastapi.concurrency import run_in_threadpool
 
 from app.audits.service import visible_audit_of_kind
-from app.deps import CurrentPrincipal, SessionDep
-from app.nulls import repository
+from app.db.models import Audit
+from app.db.vocabulary import Role
+from app.deps import CurrentPrincipal, SessionDep, SettingsDep, require_roles
+from app.nulls import artifact, repository
 from app.nulls.cohort import read_cohort_stats
-from app.nulls.schemas import CohortStatsRead
+from app.nulls.schemas import CohortStatsRead, NullImported
+from app.nulls.shipped import weights
 
 router = APIRouter(tags=["null calibration"])
 MAX_FACTS_SHOWN = 5000
+Admin = Annotated[object, Depends(require_roles(Role.ADMIN))]
 
 
 @router.get("/audits/{audit_id}/null")
@@ -53,6 +58,7 @@ def get_null(
                     "n_templates": f.n_templates,
                     "statistic": f.statistic,
                     "n_values": f.n_values,
+                    "in_pool": f.in_pool,
                 }
                 for f in repository.facts(session, row.id, limit)
             ]
@@ -71,3 +77,52 @@ def cohort_stats(
     can see): M̄, strict and lenient rates, z̄* over rank-1 templates, H_{M=0} (share of subjects with nothing
     memorized), the share selected by the default policy, and the same numbers from the matching nulls."""
     return read_cohort_stats(session, principal, model, audit_id or [])
+
+
+@router.get(
+    "/nulls/{audit_id}/artifact",
+    response_class=Response,
+    responses={200: {"content": {artifact.MEDIA_TYPE: {}}, "description": "the null artifact (memaudit.null/1)"}},
+)
+def export_null(audit_id: str, session: SessionDep, settings: SettingsDep, _: Admin) -> Response:
+    """A succeeded null audit as a file (`memaudit.null/1`, gzip JSON): its key (model fingerprint, each property's
+    configuration and key, verdict statistic, name generator, seed) and every stored null fact (fictitious people
+    only). Admins only; 409 while the null has not succeeded."""
+    row = session.get(Audit, audit_id)
+    document = artifact.build(session, audit_id, weights(row.model, settings) if row is not None else None)
+    name = f"null-{audit_id}{artifact.SUFFIX}"
+    headers = {"Content-Disposition": f'attachment; filename="{name}"'}
+    return Response(artifact.dumps(document), media_type=artifact.MEDIA_TYPE, headers=headers)
+
+
+@router.post(
+    "/nulls/import",
+    response_model=NullImported,
+    responses={200: {"description": "the file was imported before: its null audit"}},
+    status_code=status.HTTP_201_CREATED,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {artifact.MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
+async def import_null(
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    settings: SettingsDep,
+    _: Admin,
+    model: Annotated[
+        str | None, Query(max_length=300, description="import under this model (default: the file's)")
+    ] = None,
+) -> NullImported:
+    """Import a null artifact (what GET /nulls/{id}/artifact or `memaudit nulls export` wrote): a succeeded null
+    audit the calibration uses like one computed here. Idempotent (the same file again: 200 and its null audit).
+    The whole file is checked before anything is written (422 naming the field: format, statistic, generator,
+    model.fingerprint, a distribution's key, columns or rows); admins only; at most max_null_artifact_bytes."""
+    data = await request.body()
+    audit_id, created = await run_in_threadpool(artifact.import_bytes, session, data, model, settings)
+    if not created:
+        response.status_code = status.HTTP_200_OK
+    return NullImported(null_audit_id=audit_id, created=created)

