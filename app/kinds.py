@@ -12,5 +12,6 @@ from app.coverage.kind import KIND as COVERAGE
 from app.dynamics.kind import KIND as DYNAMICS
 from app.nulls.kind import KIND as NULL
 from app.subjects.kind import KIND as SUBJECT
+from app.verification.kind import KIND as VERIFICATION
 
-KINDS = KindRegistry([SUBJECT, COVERAGE, CAPACITY, DYNAMICS, NULL])
+KINDS = KindRegistry([SUBJECT, COVERAGE, CAPACITY, DYNAMICS, NULL, VERIFICATION])

@@ -38,6 +38,9 @@ WORKERS_MAY_IMPORT_FROM_APP = re.compile(
 MAY_ALSO_IMPORT = {
     "workers/worker.py": {"app.kinds", "app.queue", "app.reliability.reconciler"},
     "workers/jobs/common.py": {"app.queue"},
+    # a verification judges its facts once, when it ends, against the nulls it waited for (its evidence entries
+    # record those verdicts): the one calibration there is, read-only
+    "workers/jobs/verification.py": {"app.nulls.calibrate"},
 }
 AUDITS_MAY_IMPORT_FROM_APP = re.compile(r"^app\.(audits|auth|db|deps|errors|limits|queue|settings|validation)(\..*)?$")
 HEAVY = ("torch", "transformers", "vllm", "sentence_transformers")

@@ -181,14 +181,15 @@ def _pairs(plan: PropertyPlan, canary: CanaryPlan, subject_name: str) -> list[li
 
 
 def _score_all(
-    ctx: JobContext, pairs: list[tuple[str, str]], shared: Set[str] = frozenset()
+    ctx: JobContext, pairs: list[tuple[str, str]], shared: Set[str] = frozenset(), scorer: Scorer | None = None
 ) -> tuple[dict[str, float], dict[str, Any]]:
     """NLL of every distinct sentence, from the cache where possible; new scores are cached as we go.
 
     ``shared``: sentences other audits of the model need too (the generic subject's). Those missing from the cache
     are scored under the cache's shared lock (app.nll_cache.repository.lock_shared), after a second look-up, so
-    that two workers never both score them; the subject's own sentences are scored without it."""
-    scorer = ctx.scorer()
+    that two workers never both score them; the subject's own sentences are scored without it. ``scorer``: another
+    model than the audit's (a verification scores its before and after models)."""
+    scorer = scorer or ctx.scorer()
     unique = {p[0] + p[1]: p for p in pairs}
     hashes = {text: cache.text_hash(text) for text in unique}
     with session_scope() as s:

@@ -25,7 +25,16 @@ from app.settings import ModelSpec, Settings, get_settings
 from core.models import HF_PREFIX, ModelNameError, parse_model_name
 from workers.lm.base import ModelLoadError, Scorer
 
-__all__ = ["BACKENDS", "ModelLoadError", "ModelSource", "get_scorer", "load_scorer", "resolve_source", "resolve_spec"]
+__all__ = [
+    "BACKENDS",
+    "ModelLoadError",
+    "ModelSource",
+    "get_scorer",
+    "load_directory",
+    "load_scorer",
+    "resolve_source",
+    "resolve_spec",
+]
 
 BACKENDS: dict[str, str] = {
     "hf": "workers.lm.hf:HFScorer",
@@ -130,6 +139,14 @@ def load_scorer(name: str, settings: Settings | None = None) -> Scorer:
     cls = _backend_class(name, spec.backend)
     source = None if spec.backend in SERVED_BACKENDS else resolve_source(name, spec)
     return cls.load(name, spec, source, settings)
+
+
+def load_directory(name: str, directory: Path, settings: Settings | None = None) -> Scorer:
+    """A transformers model directory the service wrote itself (a verification's relearned copy of a registered
+    model), loaded with the hf backend outside the registry (and its model roots); ``name`` labels it in logs."""
+    settings = settings or get_settings()
+    spec = ModelSpec(path=str(directory))
+    return _backend_class(name, "hf").load(name, spec, ModelSource(str(directory), Path(directory)), settings)
 
 
 HF_UNAVAILABLE = (

@@ -12,6 +12,7 @@ from app.db.models.null import NullDistribution, NullFact  # noqa: F401
 from app.db.models.privacy import AccessLog, RevokedSubjectToken  # noqa: F401
 from app.db.models.subject import Fact, PropertyRow, Subject, Template
 from app.db.models.ui_session import DashboardSession  # noqa: F401
+from app.db.models.verification import VerificationFact, VerificationPerson  # noqa: F401
 from app.db.models.wikidata import PoolValue, WikidataImport, WikidataProperty  # noqa: F401
 from app.db.models.wikimem import Canary, CandidateScore, CounterfactualValue, FactResult
 

@@ -1,0 +1,60 @@
+"""Every query of verification audits."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app.audits.repository import visible
+from app.auth.keys import Principal
+from app.db.models import Audit
+from app.db.models.audit import AuditStatus
+from app.db.models.verification import VerificationFact, VerificationPerson
+
+
+def newest_before_audit(session: Session, principal: Principal, subject_id: int, model: str) -> Audit | None:
+    """The newest succeeded subject audit of ``subject_id`` on ``model`` that ``principal`` may see."""
+    stmt = visible(select(Audit), principal).where(
+        Audit.kind == "subject",
+        Audit.subject_id == subject_id,
+        Audit.model == model,
+        Audit.status == AuditStatus.SUCCEEDED,
+    )
+    return session.scalars(stmt.order_by(Audit.created_at.desc(), Audit.id).limit(1)).first()
+
+
+def batch_subjects(session: Session, batch_id: str, model: str, limit: int) -> list[int]:
+    """The subjects of a batch's audits on ``model``, in roster order (at most ``limit``)."""
+    stmt = (
+        select(Audit.subject_id)
+        .where(Audit.batch_id == batch_id, Audit.model == model, Audit.subject_id.is_not(None))
+        .order_by(Audit.batch_row, Audit.id)
+        .limit(limit)
+    )
+    return list(dict.fromkeys(session.scalars(stmt)))
+
+
+def people(session: Session, audit_id: str) -> list[VerificationPerson]:
+    stmt = select(VerificationPerson).where(VerificationPerson.audit_id == audit_id)
+    return list(session.scalars(stmt.order_by(VerificationPerson.position)))
+
+
+def facts_page(
+    session: Session, audit_id: str, page: int, page_size: int
+) -> tuple[list[tuple[VerificationFact, VerificationPerson]], int]:
+    stmt = (
+        select(VerificationFact, VerificationPerson)
+        .join(VerificationPerson, VerificationPerson.id == VerificationFact.person_id)
+        .where(VerificationFact.audit_id == audit_id)
+    )
+    total = session.scalar(select(func.count()).where(VerificationFact.audit_id == audit_id)) or 0
+    rows = session.execute(
+        stmt.order_by(VerificationPerson.position, VerificationFact.id).offset((page - 1) * page_size).limit(page_size)
+    )
+    return [(f, p) for f, p in rows], total
+
+
+def delete_facts(session: Session, person_id: int) -> None:
+    for fact in session.scalars(select(VerificationFact).where(VerificationFact.person_id == person_id)):
+        session.delete(fact)
+    session.flush()

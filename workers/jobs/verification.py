@@ -1,0 +1,463 @@
+"""Verification job (issue 26): redo each person's subject audit on the after (unlearned) model with the before
+audit's stored configuration — its templates, its counterfactual draws (read from the stored result), look-alikes
+and α — then judge every fact against each model's own null, pair the template outcomes (exact McNemar), and run
+the probes: held-out templates (those the forget set did not expose, on both models) and relearning (a few
+fine-tuning steps of the after model on part of the forget set, then the forgotten facts audited again).
+
+Works in steps (``NextStep``): PEOPLE_PER_STEP people per job, then the relearning probe, then a wait (a short
+sleep per step) until the nulls the verdicts need have finished, then the verdicts, the summary and one evidence
+entry per forgotten person. Stores ids, p-values and template outcomes only; names and values stay in the
+subject tables (erasing a subject deletes its rows here)."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from app.db.engine import session_scope
+from app.db.models import Audit, Subject
+from app.db.models.verification import VerificationFact, VerificationPerson
+from app.evidence import repository as evidence
+from app.evidence.schemas import EntryKind
+from app.nulls.calibrate import Calibrator, uncalibrated_reason
+from app.nulls.config import subject_lookalikes
+from app.settings import get_settings
+from app.subjects import repository as subjects
+from app.subjects.schemas import SubjectAuditOptions
+from app.verification import repository
+from app.verification.schemas import FactStatus, PersonRole, VerificationStored
+from core.measures.null import FactStat, Rate, fact_stat
+from core.measures.paired import discordant_pairs, mcnemar_exact
+from core.measures.wikimem import generic_subject
+from workers.jobs.common import JobContext, JobError, NextStep, run_audit_job
+from workers.jobs.subject import (
+    CanaryPlan,
+    PropertyPlan,
+    _plan,
+    _relax_near_duplicates,
+    _score_all,
+    canary_outcome,
+)
+from workers.lm.base import Scorer
+from workers.lm.registry import ModelLoadError, load_directory, resolve_spec
+
+PEOPLE_PER_STEP = 20
+WAIT_SECONDS = 2.0  # a step that waits for a null sleeps this long before going back to the queue
+NOT_BEFORE = "not retrievable on the before model (p > max_p): nothing to remove"
+NO_BEFORE = "the before audit's result is gone (erased or deleted)"
+NO_RELEARNING = (
+    "the after model is not a transformers directory the service can train (a served, GGUF or hub model): no"
+    " relearning probe"
+)
+
+
+def run(audit_id: str) -> None:
+    run_audit_job(audit_id, "verification", VerificationStored, _verify)
+
+
+def _verify(ctx: JobContext[VerificationStored]) -> dict[str, Any]:
+    with session_scope() as s:
+        people = repository.people(s, ctx.audit_id)
+        todo = [p.id for p in people if not p.scored]
+        total = len(people)
+    after = ctx.scorer()  # every step: its fingerprint judges the after side, and goes into the provenance
+    if todo:
+        before = ctx.scorer(ctx.options.before) if ctx.options.held_out else None
+        for n, person_id in enumerate(todo[:PEOPLE_PER_STEP]):
+            _score_person(ctx, person_id, after, before)
+            ctx.progress(total - len(todo) + n + 1, total, force=True)
+        if len(todo) > PEOPLE_PER_STEP:
+            raise NextStep
+    if ctx.options.relearning is not None:
+        _relearning_probe(ctx)
+    with session_scope() as s:
+        audit = s.get(Audit, ctx.audit_id)
+        calibrator = Calibrator(s, max_p=ctx.options.max_p)
+        if _waiting(s, calibrator, audit, after.fingerprint):
+            ctx.check_cancelled()
+            time.sleep(WAIT_SECONDS)
+            raise NextStep
+        summary = _judge(s, calibrator, audit, ctx.options, after.fingerprint)
+    ctx.progress(total, total, force=True)
+    return summary
+
+
+# -- scoring -----------------------------------------------------------------------------------------------------
+
+
+def _person_plans(s, person: VerificationPerson) -> tuple[str, list[PropertyPlan], dict, SubjectAuditOptions, Audit]:  # noqa: ANN001
+    """The before audit's plan, exactly: its options, and per property its stored counterfactual draws."""
+    before = s.get(Audit, person.before_audit_id) if person.before_audit_id else None
+    subject = s.get(Subject, person.subject_id)
+    if before is None or subject is None:
+        return "", [], {}, SubjectAuditOptions(), before
+    options = SubjectAuditOptions.model_validate(before.options or {})
+    results = {r.property_id: r for r in subjects.results_for_audit(s, before.id, with_candidates=False)}
+    plans = []
+    for plan in _plan(subject, options):
+        result = results.get(plan.prop.pid)
+        if result is None:
+            continue
+        plan.counterfactuals = [cf.value for cf in sorted(result.counterfactuals, key=lambda cf: cf.position)]
+        plan.canaries = [c for c in plan.canaries if c.kind != "context"]
+        plans.append(plan)
+    return subject.name, plans, results, options, before
+
+
+def _held_out(plan: PropertyPlan, exposed: list[int] | None, n: int) -> list[CanaryPlan]:
+    """Up to ``n`` templates of the property the forget set did not expose (default: the audited ones)."""
+    shown = set(exposed) if exposed is not None else {c.template_index for c in plan.canaries}
+    first = plan.canaries[0]
+    out = []
+    for idx, template in enumerate(plan.prop.templates):
+        if idx in shown:
+            continue
+        out.append(CanaryPlan(idx, template, "held_out", generic_subject(template), first.similar, first.score_generic))
+        if len(out) == n:
+            break
+    return out
+
+
+def _outcomes(plan: PropertyPlan, canaries: list[CanaryPlan], name: str, nll: dict[str, float], alpha: float) -> list:
+    return [canary_outcome(plan, c, name, nll, alpha)[0] for c in canaries]
+
+
+def _pairs(plans: list[PropertyPlan], canaries: dict[str, list[CanaryPlan]], name: str) -> list[tuple[str, str]]:
+    from workers.jobs.subject import _pairs as rows_of
+
+    return [p for plan in plans for c in canaries[plan.prop.pid] for row in rows_of(plan, c, name) for p in row]
+
+
+def _stat(plan: PropertyPlan, outcomes: list) -> dict[str, Any]:
+    stat = fact_stat(outcomes, sum(plan.truth_mask))
+    return asdict(stat) | {"in_pool": plan.prop.holds(plan.ground_truths)}
+
+
+def _score_person(ctx: JobContext[VerificationStored], person_id: int, after: Scorer, before: Scorer | None) -> None:
+    opts = ctx.options
+    with session_scope() as s:
+        person = s.get(VerificationPerson, person_id)
+        name, plans, results, options, _ = _person_plans(s, person)
+        exposed, targets, role = dict(person.exposed or {}), set(person.targets or []), person.role
+    if options.near_duplicates and plans:
+        _relax_near_duplicates(plans, options.near_duplicate_threshold, options.near_duplicate_scope)
+    audited = {p.prop.pid: p.canaries for p in plans}
+    held = {p.prop.pid: _held_out(p, exposed.get(p.prop.pid), opts.held_out_templates) for p in plans}
+    after_nll = _score_all(ctx, _pairs(plans, {k: audited[k] + held[k] for k in audited}, name), scorer=after)[0]
+    before_nll = _score_all(ctx, _pairs(plans, held, name), scorer=before)[0] if before is not None else {}
+    rows = []
+    for plan in plans:
+        pid = plan.prop.pid
+        result = results[pid]
+        before_t = {c.template_index: bool(c.memorized) for c in result.canaries if c.kind != "context"}
+        after_out = _outcomes(plan, audited[pid], name, after_nll, options.alpha)
+        idx = [c.template_index for c in audited[pid]]
+        detail: dict[str, Any] = {
+            "templates": idx,
+            "before_templates": [before_t.get(i, False) for i in idx],
+            "after_templates": [o.memorized for o in after_out],
+            "after_stat": _stat(plan, after_out),
+            "candidates": len(plan.candidates),
+        }
+        if before is not None and held[pid]:
+            detail["held_out_raw"] = {
+                "templates": [c.template_index for c in held[pid]],
+                "before": [o.memorized for o in _outcomes(plan, held[pid], name, before_nll, options.alpha)],
+                "after": [o.memorized for o in _outcomes(plan, held[pid], name, after_nll, options.alpha)],
+            }
+        is_target = role == PersonRole.FORGOTTEN and pid in targets
+        rows.append((pid, is_target, detail))
+    with session_scope() as s:
+        repository.delete_facts(s, person_id)  # a rerun of this step replaces its rows
+        for pid, is_target, detail in rows:
+            s.add(
+                VerificationFact(
+                    person_id=person_id,
+                    audit_id=ctx.audit_id,
+                    property_id=pid,
+                    target=is_target,
+                    status=FactStatus.INCONCLUSIVE,
+                    detail=detail,
+                )
+            )
+        person = s.get(VerificationPerson, person_id)
+        person.scored = True
+
+
+def _trainable(model: str) -> Path | None:
+    """The after model's transformers directory, if the service can fine-tune it (None: it cannot)."""
+    try:
+        spec = resolve_spec(model, get_settings())
+    except ModelLoadError:
+        return None
+    if spec.backend != "hf" or not spec.path or spec.gguf_file:
+        return None
+    directory = Path(spec.path).expanduser()
+    return directory if (directory / "config.json").is_file() else None
+
+
+def _relearning_probe(ctx: JobContext[VerificationStored]) -> None:
+    """Fine-tune the after model on the relearned people's forget-set facts (their audited templates, every true
+    value), then audit every forgotten person's forget-set facts on it again. Once per verification."""
+    with session_scope() as s:
+        people = [p for p in repository.people(s, ctx.audit_id) if p.role == PersonRole.FORGOTTEN]
+        if all((p.summary or {}).get("relearning") for p in people):
+            return
+        directory = _trainable(ctx.model)
+        if directory is None:
+            for p in people:
+                p.summary = {**(p.summary or {}), "relearning": "unavailable"}
+            return
+        texts = []
+        for p in people:
+            if not p.relearned:
+                continue
+            name, plans, _, _, _ = _person_plans(s, p)
+            for plan in plans:
+                if plan.prop.pid in (p.targets or []):
+                    for c in plan.canaries:
+                        texts += [plan.prop.render(c.template_index, name, v) for v in plan.ground_truths]
+        ids = [p.id for p in people]
+    if not texts:
+        raise JobError("the relearning probe has no texts: its people have no forget-set facts")
+    from workers.unlearning.relearn import LR, relearn  # torch: imported where the probe runs
+
+    opts = ctx.options.relearning or {}
+    with tempfile.TemporaryDirectory(prefix="memaudit-relearn-") as tmp:
+        relearn(directory, texts, Path(tmp) / "model", steps=int(opts.get("steps", 20)), lr=opts.get("lr") or LR)
+        ctx.check_cancelled()
+        scorer = load_directory(f"{ctx.model} (relearned)", Path(tmp) / "model")
+        for person_id in ids:
+            _score_relearned(ctx, person_id, scorer)
+        del scorer
+
+
+def _score_relearned(ctx: JobContext[VerificationStored], person_id: int, scorer: Scorer) -> None:
+    with session_scope() as s:
+        person = s.get(VerificationPerson, person_id)
+        name, plans, _, options, _ = _person_plans(s, person)
+        plans = [p for p in plans if p.prop.pid in (person.targets or [])]
+    if options.near_duplicates and plans:
+        _relax_near_duplicates(plans, options.near_duplicate_threshold, options.near_duplicate_scope)
+    nll = _score_all(ctx, _pairs(plans, {p.prop.pid: p.canaries for p in plans}, name), scorer=scorer)[0]
+    found = {}
+    for plan in plans:
+        out = _outcomes(plan, plan.canaries, name, nll, options.alpha)
+        found[plan.prop.pid] = {"templates": [o.memorized for o in out], "stat": _stat(plan, out)}
+    with session_scope() as s:
+        person = s.get(VerificationPerson, person_id)
+        for fact in person.facts:
+            if fact.property_id in found:
+                fact.detail = {**(fact.detail or {}), "relearn_raw": found[fact.property_id]}
+        person.summary = {**(person.summary or {}), "relearning": "scored"}
+
+
+# -- verdicts ----------------------------------------------------------------------------------------------------
+
+
+def _after_audit(audit: Audit, before: Audit, fingerprint: str | None) -> Any:
+    """The after side as the calibrator reads an audit: the after model, the before audit's configuration."""
+    summary = {
+        "scoring": {"fingerprint": fingerprint},
+        "lookalikes": subject_lookalikes(before.summary, before.options),
+    }
+    return SimpleNamespace(id=f"{audit.id}:{before.id}", model=audit.model, options=before.options, summary=summary)
+
+
+def _after_calibration(  # noqa: ANN202
+    calibrator: Calibrator, audit: Audit, before: Audit, fingerprint: str | None, pid: str, stat: dict[str, Any]
+):
+    in_pool = stat.pop("in_pool", True)
+    fact = FactStat(**stat)
+    reason = uncalibrated_reason(SimpleNamespace(statistic=fact.statistic, in_pool=in_pool, n_values=fact.n_values))
+    return calibrator.calibrate(_after_audit(audit, before, fingerprint), pid, fact, reason)
+
+
+def _facts(s, audit_id: str) -> list[tuple[VerificationPerson, VerificationFact, Audit | None, Any]]:  # noqa: ANN001
+    out = []
+    for person in repository.people(s, audit_id):
+        before = s.get(Audit, person.before_audit_id) if person.before_audit_id else None
+        results = (
+            {r.property_id: r for r in subjects.results_for_audit(s, before.id, with_candidates=False)}
+            if before
+            else {}
+        )
+        for fact in person.facts:
+            out.append((person, fact, before, results.get(fact.property_id)))
+    return out
+
+
+def _waiting(s, calibrator: Calibrator, audit: Audit, fingerprint: str | None) -> bool:  # noqa: ANN001
+    """Whether a null a verdict needs is still queued or running (the verdicts wait for it)."""
+    for _, fact, before, result in _facts(s, audit.id):
+        if before is None or result is None:
+            continue
+        if calibrator.resolve(before, fact.property_id).status == "pending":
+            return True
+        if calibrator.resolve(_after_audit(audit, before, fingerprint), fact.property_id).status == "pending":
+            return True
+    return False
+
+
+def status_of(before: Any, after: Any) -> tuple[FactStatus, str | None]:
+    """The rule (docs/verification.md): still retrievable when the after model's p <= max_p; removed when the
+    before model's was and the after model's is not; inconclusive otherwise, with the reason."""
+    if before.p_value is None:
+        return FactStatus.INCONCLUSIVE, f"before: {before.message or before.status}"
+    if after.p_value is None:
+        return FactStatus.INCONCLUSIVE, f"after: {after.message or after.status}"
+    if after.memorized:
+        return FactStatus.STILL_RETRIEVABLE, None
+    if not before.memorized:
+        return FactStatus.INCONCLUSIVE, NOT_BEFORE
+    return FactStatus.REMOVED, None
+
+
+def _judge(  # noqa: ANN001
+    s, calibrator: Calibrator, audit: Audit, options: VerificationStored, fingerprint: str | None
+) -> dict[str, Any]:
+    per_person: dict[int, list[VerificationFact]] = {}
+    for person, fact, before, result in _facts(s, audit.id):
+        per_person.setdefault(person.id, [])
+        d = dict(fact.detail or {})
+        if before is None or result is None:
+            fact.status, fact.reason = FactStatus.INCONCLUSIVE, NO_BEFORE
+            per_person[person.id].append(fact)
+            continue
+        b_cal = calibrator.calibrate_result(before, result, result.canaries)
+        a_cal = _after_calibration(calibrator, audit, before, fingerprint, fact.property_id, dict(d["after_stat"]))
+        fact.p_before, fact.memorized_before = b_cal.p_value, b_cal.memorized
+        fact.p_after, fact.memorized_after = a_cal.p_value, a_cal.memorized
+        fact.paired_p = mcnemar_exact(*discordant_pairs(d["before_templates"], d["after_templates"]))
+        status, reason = status_of(b_cal, a_cal)
+        fact.status, fact.reason = status, reason
+        chance = 1.0 / max(int(d.get("candidates") or 1), 1)
+        raw = d.get("held_out_raw")
+        if raw:
+            d["held_out"] = {
+                "templates": raw["templates"],
+                "before_retrieved": sum(raw["before"]),
+                "after_retrieved": sum(raw["after"]),
+                "paired_p": mcnemar_exact(*discordant_pairs(raw["before"], raw["after"])),
+                "chance": chance,
+            }
+        relearn = d.get("relearn_raw")
+        if relearn:
+            r_cal = _after_calibration(calibrator, audit, before, fingerprint, fact.property_id, dict(relearn["stat"]))
+            d["relearning"] = {
+                "relearned": person.relearned,
+                "p_value": r_cal.p_value,
+                "came_back": r_cal.memorized,
+                "templates_retrieved": sum(relearn["templates"]),
+            }
+        fact.detail = d
+        per_person[person.id].append(fact)
+    people = repository.people(s, audit.id)
+    summary = _summary(people, options)
+    _evidence(s, audit, people, options)
+    return summary
+
+
+def _rate(k: int, n: int) -> dict[str, Any] | None:
+    if n == 0:
+        return None
+    r = Rate.of(k, n)
+    return {"rate": r.rate, "k": r.k, "n": r.n, "ci95": [r.low, r.high]}
+
+
+def _summary(people: list[VerificationPerson], options: VerificationStored) -> dict[str, Any]:
+    targets = [f for p in people for f in p.facts if f.target]
+    locality = [f for p in people for f in p.facts if not f.target]
+    counts = {str(s): sum(f.status == s for f in targets) for s in FactStatus}
+    kept = [f for f in locality if f.memorized_before]
+    over = [f for f in kept if f.memorized_after is False]
+    b = c = 0
+    for f in targets:
+        pair = discordant_pairs(
+            (f.detail or {}).get("before_templates", []), (f.detail or {}).get("after_templates", [])
+        )
+        b, c = b + pair[0], c + pair[1]
+    held = [(f.detail or {}).get("held_out") for f in targets]
+    held = [h for h in held if h]
+    summary: dict[str, Any] = {
+        "max_p": options.max_p,
+        "people": {
+            "forgotten": sum(p.role == PersonRole.FORGOTTEN for p in people),
+            "locality": len(people) - sum(p.role == PersonRole.FORGOTTEN for p in people),
+        },
+        "targets": {"facts": len(targets), **counts},
+        "removed": _rate(counts[FactStatus.REMOVED], len(targets)),
+        "still_retrievable": _rate(counts[FactStatus.STILL_RETRIEVABLE], len(targets)),
+        "locality": {
+            "facts": len(locality),
+            "retrievable_before": len(kept),
+            "still_retrievable": _rate(sum(f.status == FactStatus.STILL_RETRIEVABLE for f in kept), len(kept)),
+        },
+        "over_forgetting": _rate(len(over), len(kept)),
+        "paired": {
+            "test": "exact McNemar, one-sided, over the templates' rank-1 outcomes",
+            "b": b,
+            "c": c,
+            "p": mcnemar_exact(b, c),
+        },
+    }
+    if held:
+        summary["held_out"] = {
+            "facts": len(held),
+            "templates": sum(len(h["templates"]) for h in held),
+            "before_retrieved": sum(h["before_retrieved"] for h in held),
+            "after_retrieved": sum(h["after_retrieved"] for h in held),
+            "chance": sum(h["chance"] * len(h["templates"]) for h in held)
+            / max(sum(len(h["templates"]) for h in held), 1),
+        }
+    if options.relearning is not None:
+        summary["relearning"] = _relearning_summary(people, targets)
+    return summary
+
+
+def _relearning_summary(people: list[VerificationPerson], targets: list[VerificationFact]) -> dict[str, Any]:
+    forgotten = [p for p in people if p.role == PersonRole.FORGOTTEN]
+    if any((p.summary or {}).get("relearning") == "unavailable" for p in forgotten):
+        return {"status": "unavailable", "reason": NO_RELEARNING}
+    out: dict[str, Any] = {"status": "done"}
+    for group, relearned in (("relearned", True), ("others", False)):
+        facts = [f for f in targets if (f.detail or {}).get("relearning", {}).get("relearned") is relearned]
+        removed = [f for f in facts if f.status == FactStatus.REMOVED]
+        back = [f for f in removed if f.detail["relearning"]["came_back"]]
+        out[group] = {"removed_facts": len(removed), "came_back": _rate(len(back), len(removed))}
+    return out
+
+
+def _evidence(s, audit: Audit, people: list[VerificationPerson], options: VerificationStored) -> None:  # noqa: ANN001
+    """One entry per forgotten person: counts and p-values, never a name or a value (the person's page reads it)."""
+    settings = get_settings()
+    for p in people:
+        if p.role != PersonRole.FORGOTTEN:
+            continue
+        facts = [f for f in p.facts if f.target]
+        counts = {str(st): sum(f.status == st for f in facts) for st in FactStatus}
+        body = {
+            "verification_audit_id": audit.id,
+            "before_model": options.before,
+            "after_model": audit.model,
+            "before_audit_id": p.before_audit_id,
+            "facts": len(facts),
+            **{k.replace(" ", "_"): v for k, v in counts.items()},
+            "forgotten": bool(facts) and counts[FactStatus.REMOVED] == len(facts),
+            "properties": {
+                f.property_id: {"status": f.status, "p_before": f.p_before, "p_after": f.p_after} for f in facts
+            },
+        }
+        evidence.append(
+            s,
+            settings,
+            EntryKind.VERIFICATION,
+            principal=f"key:{audit.owner_key_id}" if audit.owner_key_id is not None else "service",
+            body=body,
+            subject_id=p.subject_id,
+            audit_id=audit.id,
+        )
