@@ -112,18 +112,26 @@ def tofu_records(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """TOFU's QA layout (question, answer, paraphrased_answer, perturbed_answer), one record per JSON line, as
     open-unlearning's TOFU loaders and ``datasets.load_dataset("json", data_files=...)`` read it. Answers are
     the catalog's sentences: the baseline for ``answer``, the first paraphrase for ``paraphrased_answer``,
-    and the baseline with each of the model's top-ranked counterfactuals for ``perturbed_answer``."""
+    and the baseline with each of the model's top-ranked counterfactuals for ``perturbed_answer``; ``templates``
+    lists the catalog template indices those answers use."""
     catalog = load_catalog()
     for row in rows:
         if row["property"] not in catalog:
             continue
         prop = catalog.get(row["property"])
         name, value = row["subject"], row["value"]
+        paraphrase = 1 if len(prop.templates) > 1 else 0
         record = {
             "question": _fill(prop.question, name),
             "answer": prop.render(0, name, value),
-            "paraphrased_answer": prop.render(1 if len(prop.templates) > 1 else 0, name, value),
+            "paraphrased_answer": prop.render(paraphrase, name, value),
             "perturbed_answer": [prop.render(0, name, wrong) for wrong in row["perturbed_values"]],
+            # what a verification needs: whose fact, from which audit, and the catalog templates these answers
+            # expose (a verification holds the property's other templates out: app/verification)
+            "subject_id": row["subject_id"],
+            "property": row["property"],
+            "audit_id": row["audit_id"],
+            "templates": sorted({0, paraphrase}),
             "policy": row["policy"],
             "p_value": row["p_value"],
             "null_audit_id": row["null"]["null_audit_id"],
