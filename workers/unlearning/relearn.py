@@ -1,0 +1,42 @@
+"""Relearning: a few steps of ordinary fine-tuning on given texts — other facts of a forgotten person, or nearby
+text — the attack that shows an unlearning was shallow (the facts come back though none of them was in the texts:
+RepSelect; Hu et al. 2024, "Unlearning or obfuscating?"). Full batch, Adam, the causal-LM loss on every token of
+each text (the document-start token prepended, as the model was trained). Defaults measured on ``groundtruth-tiny``
+(benchmarks/unlearning.py; docs/verification.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from workers.unlearning.tuning import TargetText, adam, batch, load, save, target_logprob
+
+STEPS = 20
+LR = 1e-3
+
+
+def relearn(source: Path, texts: list[str], out: Path, *, steps: int = STEPS, lr: float = LR, seed: int = 0) -> Path:
+    """Fine-tune the model directory ``source`` for ``steps`` steps on ``texts``; write it to ``out``."""
+    if steps < 1:
+        raise ValueError("steps must be at least 1")
+    if lr <= 0:
+        raise ValueError("lr must be positive")
+    texts = [t for t in texts if isinstance(t, str) and t.strip()]
+    if not texts:
+        raise ValueError("texts must hold at least one non-empty text to fine-tune on")
+    source, out = Path(source), Path(out)
+    torch.manual_seed(seed)
+    model, tokenizer = load(source)
+    b = batch(tokenizer, [TargetText("", t) for t in texts])
+    n_target = b.target.sum(1).clamp(min=1)
+    model.train()
+    opt = adam(model, lr)
+    for _ in range(steps):
+        loss = -(target_logprob(model, b) / n_target).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    return save(model, tokenizer, source, out, {"method": "relearn", "steps": steps, "lr": lr, "seed": seed})
