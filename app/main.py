@@ -17,6 +17,7 @@ from app.batches.router import router as batches_router
 from app.embedded import resume_pending
 from app.errors import DomainError, TooManyRequests, error_body
 from app.evidence.router import router as evidence_router
+from app.forget_set.router import make_router as forget_set_router
 from app.http_errors import http_error
 from app.kinds import KINDS
 from app.meta.router import router as meta_router
@@ -109,6 +110,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     for router in kinds.routers():
         app.include_router(router)
     # Routers of features that are not audit kinds are included here, one line each.
+    app.include_router(forget_set_router())  # its policy enum: the policies registered now (app/forget_set/policies.py)
     app.include_router(privacy_router)
     app.include_router(evidence_router)
     app.include_router(batches_router)

@@ -14,6 +14,7 @@ from app.cli.client import add_client_arguments, make_client
 from app.cli.output import NULL_WAIT_SECONDS, duration, failure_line, wait, wait_for_nulls
 from app.db.vocabulary import AuditStatus
 from app.errors import DomainError, InvalidInput
+from app.forget_set.policies import DEFAULT, NO_NULL, POLICIES
 from app.settings import get_settings
 from app.streaming import END_KEY
 from app.subjects.schemas import SubjectAuditOptions
@@ -172,8 +173,11 @@ def counted(chunks: Iterable[str], out: TextIO, fmt: str, end: dict[str, Any] | 
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    if args.policy == "share" and args.min_share is None:
-        raise InvalidInput("--min-share", "--policy share needs --min-share (0 to 1)")
+    policy = POLICIES[args.policy]  # argparse took it from POLICIES' names
+    lack = policy.missing(vars(args))
+    if lack is not None:
+        option = "--" + lack[0].replace("_", "-")
+        raise InvalidInput(option, f"--policy {policy.name} needs {option} ({lack[1]})")
     client = make_client(args)
     names = ("format", "model", "subject_id", "audit_id", "property", "policy", "min_share", "min_z", "audits")
     params = {name: getattr(args, name) for name in names}  # the query parameters of GET /forget-set
@@ -185,7 +189,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         n = counted(chunks, sys.stdout, args.format, end)
         sys.stdout.flush()
-    if args.format != "jsonl" and args.policy in ("pvalue", "bh"):  # csv and tofu carry no end marker: ask jsonl's
+    if args.format != "jsonl" and policy.p_values:  # csv and tofu carry no end marker: ask jsonl's
         counted(client.forget_set(params | {"format": "jsonl"}), io.StringIO(), "jsonl", end)
     print(f"wrote {n} record{'s' if n != 1 else ''} to {args.output or 'standard output'}", file=sys.stderr)
     if end.get("pending"):
@@ -206,7 +210,7 @@ def pending_line(end: dict[str, Any], policy: str) -> str:
     )
     return (
         f"{pending} fact{'s' if pending != 1 else ''} pending calibration ({why}{when}) left out by --policy {policy}:"
-        f" {todo}, or --policy lenient exports them uncalibrated"
+        f" {todo}, or --policy {NO_NULL} exports them uncalibrated"
     )
 
 
@@ -268,12 +272,11 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--policy",
-        choices=["pvalue", "bh", "lenient", "strict", "share"],
-        default="pvalue",
-        help="pvalue: p <= 0.01 against the matching null (the API's default); bh: Benjamini-Hochberg "
-        "at q = 0.05 across the export; lenient/strict/share: WikiMem's readings, no error control",
+        choices=list(POLICIES),
+        default=DEFAULT,
+        help=POLICIES.described().replace("%", "%%") + " (max_p = 0.01, q = 0.05)",
     )
-    p.add_argument("--min-share", type=float, default=None, help="with --policy share")
+    p.add_argument("--min-share", type=float, default=None, help="with --policy share: 0 to 1")
     p.add_argument(
         "--min-z",
         type=float,

@@ -17,6 +17,7 @@ from app.cli.audit import SHARE_NOTE, add_audit_options, audit_options, plan_lin
 from app.cli.client import Client, add_client_arguments, make_client
 from app.cli.output import duration, failure_line, wait, wait_for_nulls
 from app.db.vocabulary import AuditStatus
+from app.forget_set.policies import DEFAULT, NO_NULL
 from app.settings import get_settings
 from app.streaming import END_KEY
 
@@ -27,13 +28,13 @@ QUICK_PEOPLE = 2  # --quick (CI): the same run on the first two people
 NULL_FAILED_NOTE = (
     "memorized is `failed`: this model's null audit (fictitious people audited the same way) failed, "
     "so these facts have no p-value; it is not retried on its own: POST /audits with kind `null` "
-    "runs it again (docs/measures.md). This forget set is by the lenient policy."
+    f"runs it again (docs/measures.md). This forget set is by the {NO_NULL} policy."
 )
 NULL_NOTE = (
     "memorized is `pending`: the p-value is not computed yet: p-values need this model's null (fictitious people"
     " audited the same way), created with the first audit of this configuration; it goes on under `memaudit serve`,"
     " a worker, or the next run (--null-wait), from what it has stored, and later audits and exports use it. This"
-    " forget set is by the lenient policy."
+    f" forget set is by the {NO_NULL} policy."
 )
 
 
@@ -61,7 +62,7 @@ def calibration_notes(statuses: Mapping[str, int]) -> list[str]:
     return [note for status, note in notes if statuses.get(status)]
 
 
-def write_forget_set(client: Client, audit_ids: list[str], out: Path, policy: str = "pvalue") -> int:
+def write_forget_set(client: Client, audit_ids: list[str], out: Path, policy: str = DEFAULT) -> int:
     """The audits' forget set under ``policy``: the default (p <= 0.01) where every fact has its p-value; the demo
     falls back to lenient (and says so) where the null is not ready."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +108,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         stats = (audit.get("summary") or {}).get("scoring") or {}
         scored, cached = scored + stats.get("scored", 0), cached + stats.get("cached", 0)
     calibrated = not (calibration.keys() & {"pending", "failed", "missing"})
-    policy = "pvalue" if calibrated else "lenient"
+    policy = DEFAULT if calibrated else NO_NULL
     n = write_forget_set(client, [a for _, a in audits], Path(args.output), policy)
     print(f"\n{SHARE_NOTE}.")
     memorized = sum(bool((f.get("calibration") or {}).get("memorized")) for f in all_facts)
@@ -119,7 +120,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     for note in calibration_notes(calibration):
         print(note)
     records = f"{n} record{'' if n == 1 else 's'}"
-    rule = "p <= 0.01" if calibrated else "lenient: the null is not ready"
+    rule = "p <= 0.01" if calibrated else f"{NO_NULL}: the null is not ready"
     print(f"Forget set ({rule}): wrote {records} to {args.output}  ({duration(time.monotonic() - started)} in all)")
     return 0
 

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, aliased
 from app.auth.keys import Principal
 from app.db.models import Audit, Canary, CandidateScore, Fact, FactResult, Subject
 from app.db.models.audit import AuditStatus
+from app.forget_set.policies import DEFAULT, POLICIES
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class ForgetFilters:
     subject_id: int | None = None
     audit_id: str | None = None
     property: str | None = None
-    policy: str = "pvalue"  # pvalue | bh | lenient | strict | share
+    policy: str = DEFAULT  # a name in app.forget_set.policies.POLICIES
     min_share: float | None = None
     min_z: float | None = None
     max_p: float = 0.01  # policy pvalue: p <= max_p against the matching null
@@ -91,8 +92,9 @@ def count_in_scope(session: Session, principal: Principal, f: ForgetFilters) -> 
 
 def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Iterator[tuple]:
     """Yields (FactResult, Audit, Subject, [Fact], [retrieving Canary]) without loading the whole table.
-    Every policy prefilters on what the model retrieves (lenient: some template ranks a true value first): a fact no
-    template ranks first yields nothing to forget, whatever its p-value (the verdict's statistic uses every rank)."""
+    Every policy prefilters on what the model retrieves (its ``prefilter``, at least lenient: some template ranks a
+    true value first): a fact no template ranks first yields nothing to forget, whatever its p-value (the verdict's
+    statistic uses every rank)."""
     stmt = (
         select(FactResult, Audit, Subject)
         .join(Audit, Audit.id == FactResult.audit_id)
@@ -100,13 +102,7 @@ def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Itera
         .where(Audit.status == AuditStatus.SUCCEEDED, Audit.kind == "subject")
         .order_by(FactResult.id)
     )
-    stmt = _scoped(stmt, principal)
-    if f.policy == "strict":
-        stmt = stmt.where(FactResult.strict.is_(True))
-    elif f.policy == "share" and f.min_share is not None:
-        stmt = stmt.where(FactResult.share >= f.min_share)
-    else:
-        stmt = stmt.where(FactResult.lenient.is_(True))
+    stmt = _scoped(stmt, principal).where(POLICIES.named(f.policy).prefilter(FactResult, f))
     for column, value in (
         (Audit.model, f.model),
         (Subject.id, f.subject_id),

@@ -1,75 +1,84 @@
-from __future__ import annotations
+"""GET /forget-set. No postponed annotations here: the ``policy`` parameter's type is built from the registered
+policies when the app is created, and FastAPI reads it from the signature as it is."""
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import StreamingResponse
 
 from app.auth.keys import Principal
 from app.deps import require_roles
-from app.errors import InvalidInput
 from app.forget_set import service
+from app.forget_set.policies import DEFAULT, POLICIES
 from app.forget_set.repository import ForgetFilters
 from app.streaming import MEDIA_TYPES, download
 from app.validation import IdFilter
 
-router = APIRouter(tags=["forget-set"])
 MEDIA = {**MEDIA_TYPES, "tofu": MEDIA_TYPES["jsonl"]}
 SUFFIX = {"jsonl": "jsonl", "csv": "csv", "tofu": "tofu.jsonl"}
 EXPORTERS = ("admin", "auditor", "pipeline")  # who may export a forget set (a regulator reads, exports nothing)
 
 
-@router.get("/forget-set", response_class=StreamingResponse)
-def export_forget_set(
-    principal: Annotated[Principal, Depends(require_roles(*EXPORTERS))],
-    format: Annotated[
-        Literal["jsonl", "csv", "tofu"],
-        Query(
-            description="jsonl: one memorized fact per line; csv; tofu: question / answer / "
-            "paraphrased_answer / perturbed_answer lines for TOFU-style unlearning (open-unlearning)"
-        ),
-    ] = "jsonl",
-    model: str | None = None,
-    subject_id: IdFilter = None,
-    audit_id: str | None = None,
-    batch_id: Annotated[str | None, Query(description="the audits of one batch (POST /batches)")] = None,
-    property: str | None = None,
-    policy: Annotated[
-        Literal["pvalue", "bh", "lenient", "strict", "share"],
-        Query(
-            description="pvalue (default): p <= max_p against the matching null (fictitious people audited alike);"
-            " bh: Benjamini-Hochberg at false discovery rate q across this export; lenient: retrievable by some"
-            " template; strict: by every template; share: by at least min_share of templates. Every record says"
-            " its policy, p-value, the policy's false-positive rate and which null produced it"
-        ),
-    ] = "pvalue",
-    min_share: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
-    min_z: Annotated[
-        float | None,
-        Query(
-            allow_inf_nan=False,
-            description="keep facts whose z̄* (mean z* over the templates that rank a true value first) is at "
-            "least min_z; a chance rank 1 among 101 candidates already gives z* ≈ 2.9 (docs/measures.md)",
-        ),
-    ] = None,
-    max_p: Annotated[float, Query(gt=0.0, le=1.0, description="policy=pvalue: the p-value threshold")] = 0.01,
-    q: Annotated[float, Query(gt=0.0, lt=1.0, description="policy=bh: the false discovery rate")] = 0.05,
-    audits: Annotated[
-        Literal["newest", "all"],
-        Query(
-            description="newest (default): the facts of the newest audit per subject, model and property (a subject"
-            " audited again is exported once); all: every audit's"
-        ),
-    ] = "newest",
-) -> StreamingResponse:
-    """Export memorized facts as a forget set for an unlearning pipeline (streamed). Every filter is checked before
-    the first byte. `jsonl` ends with the line `{"_end": {"records": N}}`: without it the stream was cut; when the
-    p-value policies left facts out for want of a null, it also says `pending` (how many), `pending_by_status`,
-    `pending_eta_seconds` and `pending_nulls` (each with its progress). An error mid-stream aborts the response (no
-    final chunk), which every HTTP client reports."""
-    if policy == "share" and min_share is None:
-        raise InvalidInput("min_share", "policy=share needs min_share (0 to 1)")
-    filters = ForgetFilters(
-        model, subject_id, audit_id, property, policy, min_share, min_z, max_p, q, batch_id, audits == "all"
-    )
-    return download(service.export(principal, filters, format), MEDIA[format], f"forget-set.{SUFFIX[format]}")
+def make_router() -> APIRouter:
+    """GET /forget-set over the policies registered now (app.forget_set.policies.POLICIES): its ``policy`` parameter
+    is their enum, described by them (create_app builds it, so a policy registered before is in the API)."""
+    router = APIRouter(tags=["forget-set"])
+    names = tuple(POLICIES)
+    router.get("/forget-set", response_class=StreamingResponse)(_export_route(Literal[names], POLICIES.described()))
+    return router
+
+
+def _export_route(policy_names: Any, described: str) -> Callable[..., StreamingResponse]:
+    def export_forget_set(
+        principal: Annotated[Principal, Depends(require_roles(*EXPORTERS))],
+        format: Annotated[
+            Literal["jsonl", "csv", "tofu"],
+            Query(
+                description="jsonl: one memorized fact per line; csv; tofu: question / answer / "
+                "paraphrased_answer / perturbed_answer lines for TOFU-style unlearning (open-unlearning)"
+            ),
+        ] = "jsonl",
+        model: str | None = None,
+        subject_id: IdFilter = None,
+        audit_id: str | None = None,
+        batch_id: Annotated[str | None, Query(description="the audits of one batch (POST /batches)")] = None,
+        property: str | None = None,
+        policy: Annotated[
+            policy_names,
+            Query(
+                description=f"{described}. Every record says its policy, p-value, the policy's false-positive rate"
+                " and which null produced it"
+            ),
+        ] = DEFAULT,
+        min_share: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
+        min_z: Annotated[
+            float | None,
+            Query(
+                allow_inf_nan=False,
+                description="keep facts whose z̄* (mean z* over the templates that rank a true value first) is at "
+                "least min_z; a chance rank 1 among 101 candidates already gives z* ≈ 2.9 (docs/measures.md)",
+            ),
+        ] = None,
+        max_p: Annotated[float, Query(gt=0.0, le=1.0, description="policy=pvalue: the p-value threshold")] = 0.01,
+        q: Annotated[float, Query(gt=0.0, lt=1.0, description="policy=bh: the false discovery rate")] = 0.05,
+        audits: Annotated[
+            Literal["newest", "all"],
+            Query(
+                description="newest (default): the facts of the newest audit per subject, model and property (a subject"
+                " audited again is exported once); all: every audit's"
+            ),
+        ] = "newest",
+    ) -> StreamingResponse:
+        """Export memorized facts as a forget set for an unlearning pipeline (streamed). Every filter is checked before
+        the first byte. `jsonl` ends with the line `{"_end": {"records": N}}`: without it the stream was cut; when the
+        p-value policies left facts out for want of a null, it also says `pending` (how many), `pending_by_status`,
+        `pending_eta_seconds` and `pending_nulls` (each with its progress). An error mid-stream aborts the response (no
+        final chunk), which every HTTP client reports."""
+        POLICIES.named(policy).check({"min_share": min_share, "min_z": min_z, "max_p": max_p, "q": q})
+        filters = ForgetFilters(
+            model, subject_id, audit_id, property, policy, min_share, min_z, max_p, q, batch_id, audits == "all"
+        )
+        return download(service.export(principal, filters, format), MEDIA[format], f"forget-set.{SUFFIX[format]}")
+
+    return export_forget_set

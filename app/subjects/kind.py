@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from app.audits.kinds import AuditKind, KindPage
 from app.db.models import Audit
-from app.forget_set.router import router as forget_set_router
 from app.subjects import page
 from app.subjects.router import router
 from app.subjects.schemas import SubjectAuditCreate, SubjectAuditOptions
@@ -21,7 +20,7 @@ KIND = AuditKind(
     options=SubjectAuditOptions,
     prepare=prepare_subject_audit,
     job="workers.jobs.subject.run",
-    routers=(router, forget_set_router),
+    routers=(router,),
     links=links,
     subject_token=True,
     prefetch=prefetch_subject,

@@ -12,8 +12,8 @@ from fastapi.responses import HTMLResponse, StreamingResponse
 from app.audits import repository
 from app.db.models.audit import AuditStatus
 from app.deps import SessionDep, SettingsDep, require_roles
-from app.errors import InvalidInput
 from app.forget_set import service as forget_set
+from app.forget_set.policies import DEFAULT, NO_NULL, POLICIES
 from app.forget_set.repository import ForgetFilters
 from app.forget_set.router import EXPORTERS, MEDIA, SUFFIX
 from app.privacy import access_log
@@ -35,19 +35,18 @@ PREVIEWERS = EXPORTERS
 
 
 class ForgetQuery:
-    """The forget-set filters, as the API's GET /forget-set takes them."""
+    """The forget-set filters, as the API's GET /forget-set takes them (the policy: one that is registered now)."""
 
     def __init__(
         self,
         model: Annotated[str | None, Query(max_length=300)] = None,
         subject_id: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
-        policy: Literal["pvalue", "bh", "lenient", "strict", "share"] = "pvalue",
+        policy: Annotated[str, Query(max_length=100)] = DEFAULT,
         min_share: Annotated[float | None, Query(ge=0.0, le=1.0)] = None,
         min_z: Annotated[float | None, Query(allow_inf_nan=False, ge=-1e6, le=1e6)] = None,
         max_p: Annotated[float, Query(gt=0.0, le=1.0)] = 0.01,
     ) -> None:
-        if policy == "share" and min_share is None:
-            raise InvalidInput("min_share", "policy share needs a minimum share (0 to 1)")
+        POLICIES.named(policy).check({"min_share": min_share, "min_z": min_z, "max_p": max_p})
         self.params = {
             "model": model or None,
             "subject_id": subject_id,
@@ -79,6 +78,8 @@ def forget_set_page(request: Request, ui: Signed, query: Annotated[ForgetQuery, 
         params=query.params,
         can_export=can_export,
         formats=list(SUFFIX),
+        policies=list(POLICIES.values()),
+        no_null=NO_NULL,
     )
 
 
