@@ -141,14 +141,14 @@ class Engine:
         valid = torch.arange(width)[None, :] < key_len[:, None]
         ids, valid, key_len = ids.to(self.device), valid.to(self.device), key_len.to(self.device)
         cache = DynamicCache(config=self.model.config)
-        out = self.model(
+        logits, out = forward_at(  # rows: (g, t) for valid t, row-major
+            self.model,
+            valid,
             input_ids=ids,
             attention_mask=valid.long(),
             use_cache=True,
-            logits_to_keep=valid,
             **with_cache(self.model, cache),
         )
-        logits = out.logits.reshape(-1, out.logits.shape[-1])  # rows: (g, t) for valid t, row-major
         start = torch.cumsum(key_len, 0) - key_len
         # positions t < len-1 predict key[t+1]; position len-1 predicts each requested first tail token
         inner = valid.clone()
@@ -179,15 +179,15 @@ class Engine:
         # pad queries also see their prefix: a fully masked row would produce NaN hidden states
         allowed = torch.cat([prefix_ok[:, None, :].expand(-1, m, -1), causal[None].expand(len(tails), -1, -1)], 2)
         positions = klen[:, None] + torch.arange(m, device=self.device)[None, :]
-        out = self.model(
+        logits, _ = forward_at(
+            self.model,
+            valid,
             input_ids=ids,
             attention_mask=additive_mask(allowed[:, None], self.model.dtype),
             position_ids=positions,
             use_cache=True,
             **with_cache(self.model, cache),
-            logits_to_keep=valid,
         )
-        logits = out.logits.reshape(-1, out.logits.shape[-1])
         rows = torch.arange(len(tails), device=self.device)[:, None].expand_as(valid)[valid]
         picked = pick_nll(logits, torch.arange(len(logits), device=self.device), targets[valid])
         return torch.zeros(len(tails), dtype=torch.float64, device=self.device).index_add_(0, rows, picked)
@@ -255,6 +255,41 @@ def with_cache(model: Any, cache: Any) -> dict[str, Any]:
 @lru_cache
 def _cache_keyword(model_type: type) -> str:
     return "cache" if "cache" in inspect.signature(model_type.forward).parameters else "past_key_values"
+
+
+@lru_cache
+def keep_mode(model_type: type) -> str:
+    """How this transformers version computes logits only at chosen positions of a forward pass:
+    "mask": ``logits_to_keep`` takes a 2-D boolean mask (transformers >= 5.2x, ``slice_logits_to_keep``);
+    "columns": it takes a 1-D tensor of positions, the same for every row (older 4.5x-5.1x releases);
+    "all": the forward has no such argument: every position's logits are computed, then selected.
+    All three give the same rows; the older ways cost LM-head work at padded positions (measured on a GPU with
+    transformers 5.17, docs/engine.md)."""
+    if "logits_to_keep" not in inspect.signature(model_type.forward).parameters:
+        return "all"
+    try:
+        from transformers.modeling_utils import slice_logits_to_keep
+
+        if slice_logits_to_keep(torch.zeros(1, 2, 1), torch.tensor([[False, True]])).shape == (1, 1):
+            return "mask"
+    except (ImportError, RuntimeError, IndexError, TypeError):
+        pass
+    return "columns"
+
+
+def forward_at(model: Any, keep: torch.Tensor, **inputs: Any) -> tuple[torch.Tensor, Any]:
+    """Run ``model`` and return (logits at the True positions of ``keep`` (B, L) as (N, V) rows in row-major order,
+    the model's output), whichever way this transformers version selects positions (see ``keep_mode``)."""
+    mode = keep_mode(type(model))
+    if mode == "mask":
+        out = model(**inputs, logits_to_keep=keep)
+        return out.logits.reshape(-1, out.logits.shape[-1]), out
+    if mode == "columns":
+        columns = keep.any(0).nonzero().flatten()
+        out = model(**inputs, logits_to_keep=columns)
+        return out.logits[keep[:, columns]], out
+    out = model(**inputs)
+    return out.logits[keep], out
 
 
 def returned_cache(out: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from workers.lm.base import ProgressCallback
+from workers.lm.engine import forward_at
 from workers.lm.plan import batch_rows
 
 
@@ -43,8 +44,7 @@ def score_batch(model: Any, seqs: Sequence[Sequence[int]], device: torch.device)
     keep[:, :-1] = mask[:, 1:] == 1
     targets = ids[:, 1:][keep[:, :-1]]
     rows = torch.arange(len(seqs), device=device)[:, None].expand_as(keep)[keep]
-    out = model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=keep)
-    logits = out.logits.reshape(-1, out.logits.shape[-1])
+    logits, _ = forward_at(model, keep, input_ids=ids, attention_mask=mask, use_cache=False)
     return nll_of_rows(logits, targets, rows, len(seqs)).tolist()
 
 

@@ -68,6 +68,22 @@ def test_engine_matches_whole_sentence_on_tiny_model(tiny: HFScorer, mode: str) 
     assert_engine_exact(tiny, workload(), mode)
 
 
+@pytest.mark.parametrize("keep", ["mask", "columns", "all"])
+def test_every_way_of_selecting_logits_gives_the_same_values(tiny: HFScorer, keep: str, monkeypatch) -> None:
+    """Older transformers (a GPU machine had 5.17) take no 2-D mask in ``logits_to_keep``: the engine and the
+    whole-sentence path then select positions another way (workers.lm.engine.keep_mode), with the same result."""
+    import workers.lm.engine as engine
+
+    assert engine.keep_mode(type(tiny.model)) == "mask", "this transformers takes a mask: the default path"
+    monkeypatch.setattr(engine, "keep_mode", lambda model_type: keep)
+    for mode in ("expand", "packed"):
+        assert_engine_exact(tiny, workload(), mode)
+    pairs = workload()[:40]
+    whole = tiny.score_sentences([p + c for p, c in pairs])
+    worst = max(abs(a - reference_nll(tiny, p + c)) for a, (p, c) in zip(whole, pairs, strict=True))
+    assert worst <= TOLERANCE, f"whole-sentence scoring with keep={keep}: {worst:.2e} nats off"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["expand", "packed"])
 def test_engine_matches_whole_sentence_on_smollm2(smollm2: HFScorer, mode: str) -> None:
