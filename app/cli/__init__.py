@@ -50,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "app.cli.evidence:add_evidence_commands",
     ),
     "nulls": ("a null calibration as a file: export one, import one (admin)", "app.cli.nulls:add_null_commands"),
+    "verify": (
+        "did the forgetting work? check an unlearned model against its forget set",
+        "app.cli.verify:add_verify_command",
+    ),
 }
 
 

@@ -1,0 +1,150 @@
+"""`memaudit verify`: did the forgetting work? Check an unlearned model against the forget set it was given.
+
+memaudit verify --before groundtruth-tiny --after my-unlearned --forget-set forget-set.jsonl
+memaudit verify --before M --after M --subject-id 3 --subject-id 4 --locality 7 --relearn 3 --json
+
+Submits a verification audit (POST /audits, kind verification) through the one client, waits for it (the nulls it
+needs included), and prints each forget-set fact's status: removed, still retrievable or inconclusive."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from app.cli.client import add_client_arguments, make_client
+from app.cli.output import wait
+from app.db.vocabulary import AuditStatus
+from app.errors import InvalidInput
+
+MAX_LINES = 20_000  # forget-set records read from one file (the API's limit)
+
+
+def read_forget_set(path: Path) -> list[dict[str, Any]]:
+    """The records of a forget-set file as `memaudit export` / GET /forget-set write it (jsonl or tofu); the end
+    marker line is skipped. A line that is not a JSON object is refused by its number, never its text."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(
+            "--forget-set", f"cannot read the file ({type(exc).__name__}); give a readable path"
+        ) from None
+    records = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            raise InvalidInput("--forget-set", f"line {n} is not JSON; give the file `memaudit export` wrote") from None
+        if not isinstance(row, dict):
+            raise InvalidInput("--forget-set", f"line {n} is not a JSON object; give the file `memaudit export` wrote")
+        if "_end" in row:
+            continue
+        records.append(row)
+        if len(records) > MAX_LINES:
+            raise InvalidInput("--forget-set", f"more than {MAX_LINES} records; split the forget set")
+    if not records:
+        raise InvalidInput("--forget-set", "the file holds no record; export one with `memaudit export`")
+    return records
+
+
+def payload(args: argparse.Namespace) -> dict[str, Any]:
+    if args.forget_set is not None:
+        people: dict[str, Any] = {"forget_set": read_forget_set(Path(args.forget_set))}
+    elif args.batch_id is not None:
+        people = {"batch_id": args.batch_id}
+    elif args.subject_id:
+        people = {"subject_ids": args.subject_id}
+    else:
+        raise InvalidInput("--forget-set", "give --forget-set FILE, --batch-id ID or --subject-id ID (repeatable)")
+    options: dict[str, Any] = {"max_p": args.max_p, "held_out": not args.no_held_out}
+    if args.relearn:
+        options["relearning"] = {"subject_ids": args.relearn, "steps": args.relearn_steps}
+    return {
+        "kind": "verification",
+        "model": args.after,
+        "before": args.before,
+        "people": people,
+        "locality": {"subject_ids": args.locality or []},
+        "options": options,
+    }
+
+
+def _p(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2g}"
+
+
+def print_result(page: dict[str, Any]) -> None:
+    s = page.get("summary") or {}
+    targets = s.get("targets") or {}
+    print(f"verification {page['audit_id']}: {page['before']} (before) -> {page['after']} (after)")
+    print(
+        f"forget-set facts: {targets.get('facts', 0)}; removed {targets.get('removed', 0)}, still retrievable"
+        f" {targets.get('still retrievable', 0)}, inconclusive {targets.get('inconclusive', 0)}"
+    )
+    over = s.get("over_forgetting")
+    if over:
+        print(f"over-forgetting (untouched facts retrievable before, not after): {over['k']}/{over['n']}")
+    relearning = s.get("relearning")
+    if relearning:
+        if relearning["status"] == "unavailable":
+            print(f"relearning probe: unavailable ({relearning['reason']})")
+        else:
+            for group in ("relearned", "others"):
+                back = relearning[group]["came_back"]
+                print(
+                    f"relearning probe, {group}: " + (f"{back['k']}/{back['n']} came back" if back else "none removed")
+                )
+    print(
+        f"\n{'subject':>8}  {'property':<8} {'forget set':<10} {'p before':>9} {'p after':>9} {'paired p':>9}  status"
+    )
+    for f in page["facts"]:
+        reason = f" ({f['reason']})" if f.get("reason") else ""
+        print(
+            f"{f['subject_id']:>8}  {f['property']:<8} {'yes' if f['target'] else 'no':<10}"
+            f" {_p(f['before']['p_value']):>9} {_p(f['after']['p_value']):>9} {_p(f['paired_p']):>9}"
+            f"  {f['status']}{reason}"
+        )
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    client = make_client(args)
+    audit_id = client.submit(payload(args))
+    client.run_queued_work()
+    audit = wait(client, audit_id, f"verification of {args.after}", quiet=args.json)
+    if audit["status"] != AuditStatus.SUCCEEDED:
+        print(f"memaudit: the verification {audit['status']}: {audit.get('error') or ''}", file=sys.stderr)
+        return 1
+    page = client.verification(audit_id)
+    if args.json:
+        print(json.dumps(page, indent=2))
+    else:
+        print_result(page)
+    return 0
+
+
+def add_verify_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("verify")
+    p.add_argument("--before", required=True, help="the model before unlearning (its subject audits are redone)")
+    p.add_argument("--after", required=True, help="the unlearned model (a registered name or hf:PATH)")
+    p.add_argument("--forget-set", default=None, help="the forget set given to the unlearning (jsonl or tofu)")
+    p.add_argument("--batch-id", default=None, help="instead: every person of a batch")
+    p.add_argument("--subject-id", type=int, action="append", default=None, help="instead: a subject id, repeatable")
+    p.add_argument("--locality", type=int, action="append", default=None, help="an untouched subject id, repeatable")
+    p.add_argument(
+        "--relearn",
+        type=int,
+        action="append",
+        default=None,
+        help="relearning probe: a subject id whose"
+        " forget-set facts the after model is fine-tuned on, repeatable (transformers directories only)",
+    )
+    p.add_argument("--relearn-steps", type=int, default=20, help="fine-tuning steps of the relearning probe")
+    p.add_argument("--max-p", type=float, default=0.01, help="retrievable = p <= max-p against the null")
+    p.add_argument("--no-held-out", action="store_true", help="skip the held-out-template probe")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_client_arguments(p)
+    p.set_defaults(func=cmd_verify)
