@@ -43,9 +43,10 @@ OLD_RESULT = (
     "this result was stored before the verdict statistic existed (truth z); audit the subject again for a p-value"
 )
 OUT_OF_POOL = (
-    "a true value is not among the property's counterfactual pool values, and no null covers such values: its form"
-    " alone (a small town among capitals) can rank it first or last, so no p-value is given; the ranks and scores"
-    " are still shown"
+    "a true value is not among the property's counterfactual pool values, and no null covers such values (the"
+    " property's kind has no out-of-pool reservoir, or the null is older than out-of-pool null facts): its form alone"
+    " (a small town among capitals) can rank it first or last, so no p-value is given; the ranks and scores are"
+    " still shown"
 )
 OLD_NULL = (
     "the null was computed before the verdict statistic existed: POST a null audit (kind null) to compute it again"
@@ -65,15 +66,15 @@ def result_stat(result: FactResult, canaries: Iterable[Canary]) -> FactStat:
         len(zs),
         result.statistic,
         result.n_values or 1,
+        result.in_pool is not False,
     )
 
 
 def uncalibrated_reason(result: FactResult) -> str | None:
-    """Why no null covers this stored fact's shape (None where one may)."""
+    """Why no null covers this stored fact's shape (None where one may; an out-of-pool fact is covered where its
+    null holds out-of-pool null facts: :meth:`Calibrator.calibrate`)."""
     if result.statistic is None:
         return OLD_RESULT
-    if result.in_pool is False:
-        return OUT_OF_POOL
     if (result.n_values or 1) > MAX_TRUE_VALUES:
         return TOO_MANY
     return None
@@ -94,7 +95,7 @@ class Resolved:
     people: list[tuple[int, bool, FactStat]] = field(default_factory=list)
     rates: dict[str, Rate] = field(default_factory=dict)
     progress: NullProgress | None = None  # a pending null's
-    shapes: dict[int, EmpiricalNull] = field(default_factory=dict)  # the null facts of each shape m
+    shapes: dict[tuple[int, bool], EmpiricalNull] = field(default_factory=dict)  # null facts per shape (m, in pool)
     message: str | None = None  # why there is no verdict (missing)
 
     def ref(self) -> NullRef:
@@ -177,12 +178,12 @@ class Calibrator:
     def _load(self, pid: str, row: NullDistribution) -> Resolved:
         # A full null is the people's own values; its other candidates are kept only to measure the shortcut.
         every = repository.fact_stats(self.session, row.id, assigned_only=row.method != "pseudo")
-        people = [p for p in every if p[2].n_values == 1]
-        shapes: dict[int, list[FactStat]] = {}
+        people = [p for p in every if p[2].n_values == 1 and p[2].in_pool]
+        shapes: dict[tuple[int, bool], list[FactStat]] = {}
         for _, _, stat in every:
-            shapes.setdefault(stat.n_values, []).append(stat)
-        nulls = {m: EmpiricalNull(stats) for m, stats in shapes.items()}
-        null = nulls.get(1) or EmpiricalNull([s for _, _, s in every])
+            shapes.setdefault((stat.n_values, stat.in_pool), []).append(stat)
+        nulls = {shape: EmpiricalNull(stats) for shape, stats in shapes.items()}
+        null = nulls.get((1, True)) or EmpiricalNull([s for _, _, s in every if s.in_pool])
         rates = {
             "lenient": null.rate(lambda f: f.lenient),
             "strict": null.rate(lambda f: f.strict),
@@ -191,15 +192,17 @@ class Calibrator:
         return Resolved(pid, "ready", row, null, people, rates, shapes=nulls)
 
     def calibrate(self, audit: Audit, pid: str, stat: FactStat, uncalibrated: str | None = None) -> FactCalibration:
-        """The verdict of one fact: its p-value against the null facts of its own shape (m true values, in pool),
-        or why there is none (``uncalibrated``: the caller's reason, e.g. :func:`uncalibrated_reason`)."""
+        """The verdict of one fact: its p-value against the null facts of its own shape (m true values, in the pool
+        or not), or why there is none (``uncalibrated``: the caller's reason, e.g. :func:`uncalibrated_reason`)."""
         found = self.resolve(audit, pid)
         if found.null is None:
             return FactCalibration(
                 status=found.status, null_audit_id=found.row.audit_id if found.row else None, message=found.message
             )
-        shape_null = found.shapes.get(stat.n_values)
+        shape_null = found.shapes.get((stat.n_values, stat.in_pool))
         legacy = stat.statistic is None and found.null.facts[0].statistic is None  # both from before truth z
+        if not legacy and uncalibrated is None and not stat.in_pool and shape_null is None:
+            uncalibrated = OUT_OF_POOL
         if not legacy and uncalibrated is None and (shape_null is None or shape_null.facts[0].statistic is None):
             uncalibrated = OLD_NULL if shape_null is not None or stat.n_values == 1 else TOO_MANY
         if uncalibrated is not None and not legacy:
@@ -226,7 +229,7 @@ class Calibrator:
             null_mean=sum(values) / len(values) if values else None,
             null_shape=NullShape(
                 n_values=stat.n_values,
-                in_pool=True,
+                in_pool=stat.in_pool,
                 statistic=STATISTIC if not legacy else "share-then-z-star",
                 null_facts=len(judge),
             ),

@@ -21,8 +21,12 @@ from app.wikidata.repository import latest_pool
 from core.catalog import load_catalog
 from core.measures.null import STATISTIC
 from core.names.fictitious import GENERATOR, NAME_HINTED
+from core.names.out_of_pool import RESERVOIR, has_reservoir
 
 METHODS = ("auto", "full", "pseudo")
+# Out-of-pool null facts per fictitious person: a full null's person has one (their own, fitting their name where
+# the kind allows); a pseudo null has few people (each gives a null fact per candidate), so each draws several.
+OUT_OF_POOL_PER_PERSON = {"full": 1, "pseudo": 10}
 
 
 def template_texts(pid: str, options: Mapping[str, Any]) -> list[str]:
@@ -70,6 +74,7 @@ def null_config(pid: str, options: Mapping[str, Any], lookalikes: str, pool: Seq
         "method": method,
         "generator": GENERATOR,
         "statistic": STATISTIC,
+        "out_of_pool": RESERVOIR if has_reservoir(load_catalog().get(pid)) else None,
     }
 
 
@@ -94,11 +99,17 @@ def people_needed(
     return min(max(floor, math.ceil(wanted / candidates)), settings.null_max_people)
 
 
+def out_of_pool_per_person(config: Mapping[str, Any]) -> int:
+    """Out-of-pool truths each fictitious person adds to a null (0 where the property has no reservoir)."""
+    return OUT_OF_POOL_PER_PERSON[str(config["method"])] if config.get("out_of_pool") else 0
+
+
 def sentences_per_person(config: Mapping[str, Any], pool_size: int) -> int:
-    """Sentences one fictitious person costs a null for one property: templates x candidates (truth and drawn
-    counterfactuals) x [subject, generic subject unless it cancels (α = 1), look-alikes]. The unit of a null's
-    progress (and its ETA before it has run), known without drawing anyone's counterfactuals."""
-    candidates = 1 + min(int(config["counterfactuals"]), max(pool_size - 1, 0))
+    """Sentences one fictitious person costs a null for one property: templates x candidates (truth, its
+    out-of-pool truths, drawn counterfactuals shared by them) x [subject, generic subject unless it cancels (α = 1),
+    look-alikes]. The unit of a null's progress (and its ETA before it has run), known without drawing anyone's
+    counterfactuals."""
+    candidates = 1 + out_of_pool_per_person(config) + min(int(config["counterfactuals"]), max(pool_size - 1, 0))
     generic = 0 if float(config["alpha"]) == 1.0 else 1  # at α = 1 the generic subject cancels and is not scored
     return len(config["templates"]) * candidates * (1 + generic + int(config["similar_names"]))
 

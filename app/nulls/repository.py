@@ -38,8 +38,8 @@ def of_audit(session: Session, audit_id: str) -> list[NullDistribution]:
 
 
 def fact_stats(session: Session, distribution_id: int, assigned_only: bool) -> list[tuple[int, bool, FactStat]]:
-    """(person, assigned, statistics) of the null facts of one distribution, every shape (``FactStat.n_values``);
-    only the people's own values with ``assigned_only``."""
+    """(person, assigned, statistics) of the null facts of one distribution, every shape (``FactStat.n_values``,
+    ``FactStat.in_pool``); only the people's own values with ``assigned_only``."""
     stmt = (
         select(
             NullFact.person,
@@ -52,13 +52,14 @@ def fact_stats(session: Session, distribution_id: int, assigned_only: bool) -> l
             NullFact.n_z,
             NullFact.statistic,
             NullFact.n_values,
+            NullFact.in_pool,
         )
         .where(NullFact.distribution_id == distribution_id)
         .order_by(NullFact.id)
     )
     if assigned_only:
         stmt = stmt.where(NullFact.assigned.is_(True))
-    return [(r[0], r[1], FactStat(*r[2:8], r[8], r[9] or 1)) for r in session.execute(stmt)]
+    return [(r[0], r[1], FactStat(*r[2:8], r[8], r[9] or 1, r[10] is not False)) for r in session.execute(stmt)]
 
 
 def facts(session: Session, distribution_id: int, limit: int) -> list[NullFact]:

@@ -62,6 +62,7 @@ class FactStat:
     n_z: int = 0
     statistic: float | None = None  # the verdict statistic (mean truth z); None for results from before it
     n_values: int = 1  # m: the true values ranked together (near-duplicates merged into the truth included)
+    in_pool: bool = True  # every true value is a pool value (a null fact: drawn from the pool, else a reservoir)
 
     @property
     def key(self) -> tuple[float, float]:

@@ -4,6 +4,9 @@ every null fact per property.
 
 Full method: a person's own value is the truth, one null fact per person. Pseudo-truth method (properties the name
 says nothing about): the same scoring, then every candidate stands in as the truth, one null fact per candidate.
+Out-of-pool null facts (``in_pool`` false): where the property's kind has a reservoir (core.names.out_of_pool), each
+person also has true values outside the pool (one for a full null, a town of their name's origin for places; several
+for a pseudo null), each ranked against the person's same counterfactuals — so they cost only their own sentences.
 
 A null runs as small jobs: each audits the next (person, property) pairs not yet stored, about
 ``null_job_sentences`` sentences' worth, stores their null facts in one transaction, and hands its audit on to a
@@ -16,14 +19,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import delete, insert, select
 
 from app.db.engine import session_scope
 from app.db.models import Audit, NullDistribution, NullFact
-from app.nulls.config import effective_pool, sentences_per_person
+from app.nulls.config import effective_pool, out_of_pool_per_person, sentences_per_person
 from app.settings import get_settings
 from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import counterfactuals, load_catalog
@@ -31,6 +34,7 @@ from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat, set_sta
 from core.measures.wikimem import calibrated_scores, generic_cancels, generic_subject
 from core.names.fictitious import FictitiousPerson, cohort
 from core.names.lookalikes import lookalike_names
+from core.names.out_of_pool import out_of_pool_values
 from workers.jobs.common import JobContext, JobError, NextStep, run_audit_job
 from workers.jobs.subject import CanaryPlan, PropertyPlan, _pairs, _relax_near_duplicates, _score_all
 from workers.lm.base import Scorer
@@ -57,6 +61,11 @@ class NullPlan:
     spec: Spec
     person: FictitiousPerson
     plan: PropertyPlan
+    outside: list[PropertyPlan] = field(default_factory=list)  # out-of-pool truths, the same counterfactuals
+
+    @property
+    def plans(self) -> list[PropertyPlan]:
+        return [self.plan, *self.outside]
 
 
 class _Progress:
@@ -104,15 +113,49 @@ def _plan(spec: Spec, person: FictitiousPerson, seed: int) -> PropertyPlan:
     return plan
 
 
-def _score_rows(item: NullPlan, nll: dict[str, float]) -> Iterator[list[list[float] | None]]:
-    """Per template: NLL rows for [subject, generic (None where it cancels), *look-alikes] x candidates."""
-    for canary in item.plan.canaries:
+def _outside(spec: Spec, person: FictitiousPerson, seed: int, plan: PropertyPlan) -> list[PropertyPlan]:
+    """The person's out-of-pool truths, each a plan of its own with the in-pool plan's counterfactuals and canaries
+    (a subject audit of that truth would draw its counterfactuals from the whole pool: these lack only the person's
+    own pool value, which fits the name, so the out-of-pool truth's margin is if anything larger — conservative)."""
+    prop = plan.prop
+    k = out_of_pool_per_person(spec.config)
+    values = out_of_pool_values(prop, person.locale, f"{seed}:{person.index}:{spec.pid}", k)
+    return [PropertyPlan(prop, [], [v], list(plan.counterfactuals), plan.canaries) for v in values]
+
+
+def _score_rows(
+    item: NullPlan, nll: dict[str, float], plan: PropertyPlan | None = None
+) -> Iterator[list[list[float] | None]]:
+    """Per template: NLL rows for [subject, generic (None where it cancels), *look-alikes] x candidates of ``plan``
+    (the in-pool plan by default)."""
+    plan = plan or item.plan
+    for canary in plan.canaries:
         rows: list[list[float] | None] = [
-            [nll[a + b] for a, b in variant] for variant in _pairs(item.plan, canary, item.person.name)
+            [nll[a + b] for a, b in variant] for variant in _pairs(plan, canary, item.person.name)
         ]
         if not canary.score_generic:
             rows.insert(1, None)
         yield rows
+
+
+def _own_sets(plan: PropertyPlan) -> list[list[int]]:
+    """The audit's own truth mask (near-duplicates merged into the truth), then the shapes m > 1: the first m − 1
+    other counterfactuals added to the truths."""
+    own = [i for i, t in enumerate(plan.truth_mask) if t]
+    others = [i for i, t in enumerate(plan.truth_mask) if not t]
+    sets = [own + others[: m - len(own)] for m in range(len(own), MAX_TRUE_VALUES + 1) if m - len(own) < len(others)]
+    return sets or [own]
+
+
+def _outside_stats(item: NullPlan, nll: dict[str, float]) -> list[tuple[str, bool, FactStat]]:
+    """The out-of-pool null facts of one person (``in_pool`` false), every shape m: the out-of-pool truth with the
+    first m − 1 counterfactuals (one value of a real fact outside the pool, the others in it)."""
+    alpha = float(item.spec.config["alpha"])
+    out = []
+    for plan in item.outside:
+        scores = [calibrated_scores(r[0], r[1], r[2:], alpha) for r in _score_rows(item, nll, plan)]
+        out += [(plan.ground_truths[0], True, replace(st, in_pool=False)) for st in set_stats(scores, _own_sets(plan))]
+    return out
 
 
 def _stats(item: NullPlan, nll: dict[str, float]) -> list[tuple[str, bool, FactStat]]:
@@ -129,26 +172,24 @@ def _stats(item: NullPlan, nll: dict[str, float]) -> list[tuple[str, bool, FactS
     values = item.plan.candidates
     out: list[tuple[str, bool, FactStat]] = []
     if item.spec.config["method"] == "full":  # the audit's own truth mask (near-duplicates merged into the truth)
-        own = [i for i, t in enumerate(item.plan.truth_mask) if t]
-        others = [i for i, t in enumerate(item.plan.truth_mask) if not t]
-        sets = [
-            own + others[: m - len(own)] for m in range(len(own), MAX_TRUE_VALUES + 1) if m - len(own) < len(others)
-        ]
-        out += [(values[0], True, st) for st in set_stats(scores, sets or [own])]
+        out += [(values[0], True, st) for st in set_stats(scores, _own_sets(item.plan))]
     for m in range(1, MAX_TRUE_VALUES + 1):
         groups = [list(range(i, i + m)) for i in range(0, len(values) - m + 1, m)]
         out += [
             (values[g[0]], g[0] == 0 and item.spec.config["method"] != "full", st)
             for g, st in zip(groups, set_stats(scores, groups), strict=True)
         ]
-    return out
+    return out + _outside_stats(item, nll)
 
 
 def _relax(items: list[NullPlan]) -> None:
-    """The subject job's near-duplicate rule, on full null facts (pseudo-truths ignore merges: see resolve_method)."""
-    full = [i for i in items if i.spec.config["method"] == "full" and i.spec.config["near_duplicates"]]
-    for (threshold, scope), group in _by_rule(full).items():
-        _relax_near_duplicates([i.plan for i in group], threshold, scope)
+    """The subject job's near-duplicate rule, on full null facts (pseudo-truths ignore merges: see resolve_method)
+    and on every out-of-pool truth (a subject's out-of-pool truth is merged with its near-duplicates)."""
+    with_rule = [i for i in items if i.spec.config["near_duplicates"]]
+    for (threshold, scope), group in _by_rule(with_rule).items():
+        plans = [p for i in group for p in (i.plans if i.spec.config["method"] == "full" else i.outside)]
+        if plans:
+            _relax_near_duplicates(plans, threshold, scope)
 
 
 def _by_rule(items: list[NullPlan]) -> dict[tuple[float, str], list[NullPlan]]:
@@ -180,13 +221,22 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
         take.append((i, s))
     people = cohort(max(i for i, _ in take) + 1, [s.pid for s in specs], load_catalog(), seed)  # a prefix: the same
     items = [NullPlan(s, people[i], _plan(s, people[i], seed)) for i, s in take]
+    for item in items:
+        item.outside = _outside(item.spec, item.person, seed, item.plan)
     ctx.scorer()  # load the model before the clock starts: the cost per null fact excludes loading the model
     offset = sum(len(stored[s.distribution_id]) * _per_person(s) for s in specs)
     step = sum(_per_person(i.spec) for i in items)
     progress = _Progress(ctx, offset, step, sum(s.people * _per_person(s) for s in specs))
     started = time.monotonic()
     _relax(items)
-    pairs = [p for i in items for c in i.plan.canaries for rows in _pairs(i.plan, c, i.person.name) for p in rows]
+    pairs = [
+        p
+        for i in items
+        for plan in i.plans
+        for c in plan.canaries
+        for rows in _pairs(plan, c, i.person.name)
+        for p in rows
+    ]
     # the generic subject's sentences ("This person's occupation is …") are the subject audits' too: scored under the
     # NLL cache's shared lock, so that no sentence is scored twice by a null and an audit running side by side
     shared = {
@@ -237,6 +287,7 @@ def _row(item: NullPlan, value: str, assigned: bool, st: FactStat) -> dict[str, 
         "n_z": st.n_z,
         "statistic": st.statistic,
         "n_values": st.n_values,
+        "in_pool": st.in_pool,
     }
 
 
@@ -263,29 +314,37 @@ def _stat(r: dict[str, Any]) -> FactStat:
         r["n_z"],
         r.get("statistic"),
         r.get("n_values") or 1,
+        r.get("in_pool") is not False,
     )
 
 
-def used_rows(rows: list[dict[str, Any]], method: str, n_values: int = 1) -> list[dict[str, Any]]:
+def used_rows(rows: list[dict[str, Any]], method: str, n_values: int = 1, in_pool: bool = True) -> list[dict[str, Any]]:
     """The null facts of one shape that judge a subject's fact: the people's own values for a full null, every
-    pseudo-truth set for a pseudo null."""
-    return [r for r in rows if (r.get("n_values") or 1) == n_values and (r["assigned"] or method == "pseudo")]
+    pseudo-truth set for a pseudo null; out of the pool (``in_pool`` false), every person's out-of-pool truths."""
+    return [
+        r
+        for r in rows
+        if (r.get("n_values") or 1) == n_values
+        and (r.get("in_pool") is not False) == in_pool
+        and (r["assigned"] or method == "pseudo")
+    ]
 
 
 def _summary(rows: list[dict[str, Any]], method: str) -> dict[str, Any]:
     """The null's rates for single-valued facts (own values for a full null, every candidate for pseudo-truths),
     the other estimate beside them (what pseudo-truths would say of a full null's property, and the people's own
     values alone), and the p <= 0.01 rate of each shape m."""
-    single = [r for r in rows if (r.get("n_values") or 1) == 1]
+    single = [r for r in rows if (r.get("n_values") or 1) == 1 and r.get("in_pool") is not False]
     own = [_stat(r) for r in single if r["assigned"]]
     every = [_stat(r) for r in single]
     used, other, label = (own, every, "pseudo_truths") if method == "full" else (every, own, "own_values")
-    shapes = {}
-    for m in range(1, MAX_TRUE_VALUES + 1):
-        stats = [_stat(r) for r in used_rows(rows, method, m)]
-        if stats:
-            r = EmpiricalNull(stats).pvalue_rate(MAX_P_REPORTED)
-            shapes[str(m)] = {"null_facts": len(stats), "pvalue_0.01": {"rate": r.rate, "k": r.k, "n": r.n}}
+    shapes: dict[str, dict[str, Any]] = {}
+    for in_pool, prefix in ((True, ""), (False, "out_of_pool:")):
+        for m in range(1, MAX_TRUE_VALUES + 1):
+            stats = [_stat(r) for r in used_rows(rows, method, m, in_pool)]
+            if stats:
+                r = EmpiricalNull(stats).pvalue_rate(MAX_P_REPORTED)
+                shapes[f"{prefix}{m}"] = {"null_facts": len(stats), "pvalue_0.01": {"rate": r.rate, "k": r.k, "n": r.n}}
     return _rates(used) | {label: _rates(other), "shapes": shapes}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import BigInteger, Boolean, Float, ForeignKey, Integer, String, Text, true
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.db.base import Base, CreatedAtMixin, JSONType
@@ -56,3 +56,5 @@ class NullFact(Base):
     n_z: Mapped[int] = mapped_column(Integer)  # rank-1 templates with a defined z*
     statistic: Mapped[float | None] = mapped_column(Float)  # the verdict statistic (mean truth z)
     n_values: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # the null fact's shape m
+    # its true value is outside the counterfactual pool (core.names.out_of_pool); null facts from before it: in pool
+    in_pool: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())

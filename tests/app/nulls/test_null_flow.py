@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.settings import get_settings
+from core.catalog import load_catalog
 from core.measures.null import TAIL_EXCEEDANCES, tail_p_value
 from tests.conftest import wait_for
 
@@ -92,12 +93,21 @@ def test_facts_are_pending_then_calibrated_and_the_null_is_reused(small_nulls, a
     # a full null is the people's own values, in every shape (1, 2, 3 true values: the own value and the first
     # counterfactuals); every candidate alone and disjoint sets of 2 and 3 are listed too (what pseudo-truths say)
     per_person = 3 + 21 + 21 // 2 + 21 // 3
-    assert len(dists["P27"]["facts"]) == 30 * per_person and "pseudo_truths" in dists["P27"]["summary"]
-    assert set(dists["P27"]["summary"]["shapes"]) == {"1", "2", "3"}
-    # pseudo-truths: max(3 people, ⌈30 / 21 candidates⌉) = 3 people x 21 candidates
+    in_pool = [f for f in dists["P27"]["facts"] if f["in_pool"]]
+    assert len(in_pool) == 30 * per_person and "pseudo_truths" in dists["P27"]["summary"]
+    # out of the pool: each person's own out-of-pool citizenship (core.names.out_of_pool), in every shape (fewer
+    # where a counterfactual is merged into it as a near-duplicate), never a pool value
+    outside = [f for f in dists["P27"]["facts"] if not f["in_pool"]]
+    assert {f["person"] for f in outside} == set(range(30)) and all(f["assigned"] for f in outside)
+    assert 30 * 2 <= len(outside) <= 30 * 3 and not {f["value"] for f in outside} & set(load_catalog().get("P27").pool)
+    assert set(dists["P27"]["summary"]["shapes"]) >= {"1", "2", "3", "out_of_pool:2", "out_of_pool:3"}
+    # pseudo-truths: max(3 people, ⌈30 / 21 candidates⌉) = 3 people x 21 candidates; 10 out-of-pool truths each
     assert dists["P106"]["method"] == "pseudo" and dists["P106"]["null_facts"] == 3 * 21
-    for d in dists.values():  # the null facts that judge a one-valued fact
-        d["facts"] = [f for f in d["facts"] if f["n_values"] == 1 and (f["assigned"] or d["method"] == "pseudo")]
+    assert sum(not f["in_pool"] and f["n_values"] == 1 for f in dists["P106"]["facts"]) == 3 * 10
+    for d in dists.values():  # the null facts that judge a one-valued fact in the pool
+        d["facts"] = [
+            f for f in d["facts"] if f["n_values"] == 1 and f["in_pool"] and (f["assigned"] or d["method"] == "pseudo")
+        ]
     assert dists["P27"]["method"] == "full" and dists["P27"]["people"] == 30 and dists["P27"]["null_facts"] == 30
     assert len(dists["P27"]["facts"]) == 30 and len(dists["P106"]["facts"]) == 3 * 21
     page = auditor.get(f"/audits/{first}/facts").json()
