@@ -46,7 +46,8 @@ SUFFIX = ".null.json.gz"  # a file's name ends so
 SOURCES = ("shipped", "imported")  # null_distributions.source; None: computed here
 MAX_DISTRIBUTIONS = 64  # a null audit's properties (app.nulls.request: at most 64)
 MAX_ROWS = 400_000  # null facts per distribution: 2,000 people x (3 own shapes + every candidate's pseudo-truths)
-MAX_JSON_BYTES = 512 * 1024 * 1024  # decompressed: a file that inflates past this is refused (a gzip bomb)
+MAX_JSON_BYTES = 512 * 1024 * 1024  # decompressed, at most: a file that inflates past this is refused (a gzip bomb)
+INFLATION = 16  # an import inflates to at most this many times max_null_artifact_bytes (JSON compresses ~10x)
 MAX_TEXT = 1000  # characters of a Text column's value (a catalog value)
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 SKIPPED_COLUMNS = ("id", "distribution_id")  # row ids: the importing database gives its own
@@ -144,16 +145,18 @@ def build(session: Session, audit_id: str, weights: Mapping[str, Any] | None = N
 # -- import: parse and validate everything before writing anything ----------------------------------------------------
 
 
-def parse(data: bytes) -> dict[str, Any]:
-    """The document of a file's bytes (gzip-compressed or plain JSON), inflated to at most MAX_JSON_BYTES."""
+def parse(data: bytes, max_json_bytes: int = MAX_JSON_BYTES) -> dict[str, Any]:
+    """The document of a file's bytes (gzip-compressed or plain JSON), inflated to at most ``max_json_bytes``."""
     if data[:2] == b"\x1f\x8b":
         inflater = zlib.decompressobj(wbits=31)
         try:
-            text = inflater.decompress(data, MAX_JSON_BYTES + 1)
+            text = inflater.decompress(data, max_json_bytes + 1)
         except zlib.error:
             raise InvalidInput("body", "not a readable gzip file: send a file `memaudit nulls export` wrote") from None
-        if len(text) > MAX_JSON_BYTES or inflater.unconsumed_tail:
-            raise PayloadTooLarge(f"the file inflates past {MAX_JSON_BYTES} bytes", field="body")
+        if len(text) > max_json_bytes or inflater.unconsumed_tail:
+            raise PayloadTooLarge(f"the file inflates past {max_json_bytes} bytes", field="body")
+        if not inflater.eof:
+            raise InvalidInput("body", "the gzip file is cut short: send the whole file")
     else:
         text = data
     try:
@@ -333,7 +336,7 @@ def store(session: Session, artifact: Artifact, model: str, source: str) -> tupl
             fingerprint=artifact.fingerprint,
             people=d["people"],
             n_facts=d["n_facts"],
-            summary=(d["summary"] or {}) | {"source": source},
+            summary=d["summary"],  # as exported: a file exported again is the same file (its digest)
             source=source,
             artifact_sha256=artifact.sha256,
         )
@@ -341,7 +344,7 @@ def store(session: Session, artifact: Artifact, model: str, source: str) -> tupl
         session.flush()
         facts = [dict(zip(d["columns"], r, strict=True)) | {"distribution_id": row.id} for r in d["rows"]]
         session.execute(insert(NullFact), facts)
-        summary["properties"][d["property"]] = row.summary
+        summary["properties"][d["property"]] = (d["summary"] or {}) | {"source": source}
         summary["null_facts"] += d["n_facts"]
     audit.summary = summary
     session.flush()
@@ -354,7 +357,7 @@ def import_bytes(session: Session, data: bytes, model: str | None, settings: Set
 
     if len(data) > settings.max_null_artifact_bytes:
         raise PayloadTooLarge(f"the file is larger than {settings.max_null_artifact_bytes} bytes", field="body")
-    artifact = validate(parse(data))
+    artifact = validate(parse(data, min(MAX_JSON_BYTES, INFLATION * settings.max_null_artifact_bytes)))
     name = model or artifact.model
     check_model(settings, name, field="model" if model else "model.name")
     check_fingerprint(session, name, artifact)

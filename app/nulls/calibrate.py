@@ -108,6 +108,7 @@ class Resolved:
             null_facts=r.n_facts if r else None,
             method=r.method if r else None,
             lookalikes=r.config.get("lookalikes") if r else None,
+            source=(r.source or "computed") if r else None,
             progress=self.progress,
             message=self.message,
         )

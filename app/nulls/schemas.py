@@ -34,6 +34,9 @@ class NullRef(BaseModel):
     null_facts: int | None = None
     method: str | None = None
     lookalikes: str | None = None
+    source: Literal["computed", "shipped", "imported"] | None = Field(
+        default=None, description="computed here, shipped with memaudit (docs/measures.md), or imported from a file"
+    )
     progress: NullProgress | None = Field(default=None, description="pending: how far the null is, and its ETA")
     message: str | None = Field(default=None, description="missing: why there is no null, and how to create it")
 
