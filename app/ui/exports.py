@@ -1,5 +1,6 @@
-"""Dashboard pages of the forget set (preview, filters, downloads), the registered models, and the comparison of
-two models on the same subjects. The forget set comes from app/forget_set/service.py, as the API's export."""
+"""Dashboard pages of the forget set (preview, filters, downloads), the registered models, and the verifications of
+unlearned models against them (/ui/compare: did the forgetting work?). The forget set comes from
+app/forget_set/service.py, as the API's export; a verification is an audit (app/verification)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,34 @@ from itertools import islice
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import HTMLResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, StreamingResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from app.audits import repository
-from app.db.models.audit import AuditStatus
-from app.deps import SessionDep, SettingsDep, require_roles
+from app.audits import service as audits
+from app.audits.kinds import KindsDep
+from app.db.engine import session_scope
+from app.deps import SUBMITTERS, SessionDep, SettingsDep, require_roles
+from app.errors import InvalidInput
 from app.forget_set import service as forget_set
 from app.forget_set.policies import DEFAULT, NO_NULL, POLICIES
 from app.forget_set.repository import ForgetFilters
 from app.forget_set.router import EXPORTERS, MEDIA, SUFFIX
-from app.privacy import access_log
+from app.limits import check_rate
 from app.privacy.access_log import logged_export
+from app.settings import get_settings
 from app.streaming import download
-from app.subjects import service as subjects
-from app.ui import verdicts
-from app.ui.web import Signed, UiRoute, render
+from app.ui import session as ui_session
+from app.ui.session import check_csrf
+from app.ui.web import Signed, UiRoute, render, url
+from app.validation import Page
+from app.verification.schemas import MAX_PEOPLE
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
 PREVIEW_ROWS = 50
 COUNT_CAP = 10_000  # the preview counts records up to this many (a bounded loop over the export)
-COMPARE_SUBJECTS = 50  # subjects compared at most, newest first
+VERIFICATIONS_SHOWN = 50  # verifications per page of /ui/compare, newest first
 
 
 # Who may read the forget set here: the roles GET /forget-set serves. One rule for its names and values: a regulator
@@ -98,71 +107,98 @@ def models_page(request: Request, ui: Signed, settings: SettingsDep) -> HTMLResp
     return render(request, "models.html", models=models)
 
 
-def _latest_by_subject(session, principal, model: str) -> dict[int, str]:  # noqa: ANN001
-    """subject id -> the newest succeeded subject audit of it on ``model`` (among those the principal sees)."""
-    filters = {"kind": "subject", "model": model, "status": AuditStatus.SUCCEEDED}
-    rows, _ = repository.page(session, principal, filters=filters, page=1, page_size=200)
-    latest: dict[int, str] = {}
-    for audit in rows:  # newest first
-        if audit.subject_id is not None and audit.subject_id not in latest:
-            latest[audit.subject_id] = audit.id
-    return latest
+def _verification_row(audit) -> dict[str, Any]:  # noqa: ANN001
+    summary, options = audit.summary or {}, audit.options or {}
+    return {
+        "id": audit.id,
+        "before": options.get("before"),
+        "after": audit.model,
+        "status": audit.status,
+        "created_at": audit.created_at,
+        "targets": summary.get("targets") or {},
+        "over_forgetting": summary.get("over_forgetting"),
+    }
 
 
-def _facts(session, principal, audit_id: str) -> dict[str, Any]:  # noqa: ANN001
-    facts = subjects.read_facts(session, principal, audit_id, "summary")
-    access_log.record(session, principal, "read_facts", subject_id=facts.subject_id, audit_id=audit_id)
-    return {f.property: f for f in facts.facts}
-
-
-def _verdict(fact) -> str:  # noqa: ANN001
-    """The default policy's verdict on one fact (as the audit page says it): memorized / not shown / a status."""
-    if fact is None:
-        return "–"
-    status, memorized = verdicts.fact_status(fact.calibration)
-    if memorized is not None:
-        return "memorized" if memorized else "not shown"
-    return status
-
-
-def _compare(session, principal, a: str, b: str) -> list[dict[str, Any]]:  # noqa: ANN001
-    left, right = _latest_by_subject(session, principal, a), _latest_by_subject(session, principal, b)
-    rows = []
-    for subject_id in [s for s in left if s in right][:COMPARE_SUBJECTS]:
-        fa, fb = (_facts(session, principal, side[subject_id]) for side in (left, right))
-        person = subjects.repository.get_subject(session, subject_id)
-        for pid in sorted(set(fa) | set(fb)):
-            x, y = fa.get(pid), fb.get(pid)
-            rows.append(
-                {
-                    "subject_id": subject_id,
-                    "name": person.name if person else "",
-                    "audit_a": left[subject_id],
-                    "audit_b": right[subject_id],
-                    "property": pid,
-                    "label": (x or y).label,
-                    "values": (x or y).values,
-                    "a": x,
-                    "b": y,
-                    "a_verdict": _verdict(x),
-                    "b_verdict": _verdict(y),
-                    "differs": _verdict(x) in ("memorized", "not shown")
-                    and _verdict(y) in ("memorized", "not shown")
-                    and _verdict(x) != _verdict(y),
-                }
-            )
-    return rows
+def _verifications(request: Request, session, ui, settings, page: int, form: dict, errors: list, status: int = 200):  # noqa: ANN001, ANN202
+    filters = {"kind": "verification"}
+    rows, total = repository.page(session, ui.principal, filters=filters, page=page, page_size=VERIFICATIONS_SHOWN)
+    return render(
+        request,
+        "compare.html",
+        status_code=status,
+        rows=[_verification_row(a) for a in rows],
+        total=total,
+        page=page,
+        pages=max(1, -(-total // VERIFICATIONS_SHOWN)),
+        models=sorted(settings.models),
+        can_submit=ui.principal.role in SUBMITTERS,
+        form=form,
+        errors=errors,
+    )
 
 
 @router.get("/compare", response_class=HTMLResponse)
 def compare_page(
-    request: Request,
-    session: SessionDep,
-    settings: SettingsDep,
-    ui: Signed,
-    a: Annotated[str | None, Query(max_length=300)] = None,
-    b: Annotated[str | None, Query(max_length=300)] = None,
+    request: Request, session: SessionDep, settings: SettingsDep, ui: Signed, page: Page = 1
 ) -> HTMLResponse:
-    rows = _compare(session, ui.principal, a, b) if a and b else []
-    session.commit()  # the access log, before the page leaves
-    return render(request, "compare.html", rows=rows, a=a, b=b, models=sorted(settings.models))
+    """Verifications: did the forgetting work? The verification audits this principal may see (newest first, each
+    with its counts: removed, still retrievable, inconclusive, over-forgetting), and a form that starts one. Each
+    opens on its audit page (app/verification/page.py)."""
+    return _verifications(request, session, ui, settings, page, {}, [])
+
+
+def _ids(text: str, field: str) -> list[int]:
+    """Subject ids from a form's text: numbers separated by commas or spaces (at most MAX_PEOPLE)."""
+    parts = text.replace(",", " ").split()[: MAX_PEOPLE + 1]
+    if len(parts) > MAX_PEOPLE:
+        raise InvalidInput(field, f"at most {MAX_PEOPLE} subject ids")
+    if not all(p.isdigit() and 0 < len(p) <= 18 for p in parts):
+        raise InvalidInput(field, "write subject ids as numbers separated by commas or spaces")
+    return [int(p) for p in parts]
+
+
+def _verification_body(form: dict[str, str]) -> dict[str, Any]:
+    people = _ids(form.get("subject_ids", ""), "people.subject_ids")
+    body: dict[str, Any] = {
+        "kind": "verification",
+        "model": form.get("after", "").strip(),
+        "before": form.get("before", "").strip(),
+        "people": {"batch_id": form["batch_id"].strip()}
+        if form.get("batch_id", "").strip()
+        else {"subject_ids": people},
+        "locality": {"subject_ids": _ids(form.get("locality", ""), "locality.subject_ids")},
+    }
+    relearn = _ids(form.get("relearn", ""), "options.relearning.subject_ids")
+    if relearn:
+        body["options"] = {"relearning": {"subject_ids": relearn}}
+    return body
+
+
+@router.post("/compare", response_class=HTMLResponse)
+async def start_verification(request: Request, ui: Signed, kinds: KindsDep) -> HTMLResponse | RedirectResponse:
+    """The form's verification, submitted as POST /audits would take it (the API's validation and messages)."""
+    form = {k: v for k, v in (await request.form(max_files=0, max_fields=20)).items() if isinstance(v, str)}
+    check_csrf(ui, form.get(ui_session.CSRF_FIELD))
+    require_roles(*SUBMITTERS)(ui.principal)
+    return await run_in_threadpool(_start_verification, request, ui, kinds, form)
+
+
+def _start_verification(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse | RedirectResponse:  # noqa: ANN001
+    settings = get_settings()
+    errors: list[tuple[str, str]] = []
+    try:
+        body = kinds["verification"].create.model_validate(_verification_body(form))
+        check_rate(settings, ui.principal.id, "submissions", settings.submit_rate_per_minute)
+        with session_scope() as session:
+            audit, _ = audits.create_audit(session, settings, ui.principal, body, None, kinds)
+            session.commit()  # committed, and enqueued by the commit's hook, before the page says so
+            audit_id = audit.id
+    except ValidationError as exc:  # field names only
+        errors = [(".".join(str(p) for p in e["loc"]), e["type"]) for e in exc.errors()]
+    except InvalidInput as exc:
+        errors = [(exc.field or "", exc.message)]
+    if errors:
+        with session_scope() as session:
+            return _verifications(request, session, ui, settings, 1, form, errors, status=422)
+    return RedirectResponse(url(f"/audits/{audit_id}"), status_code=303)

@@ -12,7 +12,6 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.ui.conftest import (
-    GROUNDTRUTH_DIR,
     Stack,
     assert_no_label_clipped,
     finish,
@@ -98,21 +97,6 @@ def test_every_page_kind_renders_with_its_numbers(stack: Stack, browser, subject
     page.goto("/ui/models")
     assert "groundtruth-tiny" in page.inner_text("table")
     shoot(page, stack, "models")
-    page.context.close()
-
-
-def test_compare_two_models_on_the_same_person(stack: Stack, browser, subject: dict) -> None:  # noqa: ANN001
-    person = subject["person"]
-    facts = "\n".join(f"{pid} = {v}" for pid, values in person["facts"].items() for v in values)
-    page = sign_in(browser, stack, stack.keys["auditor"])
-    other_model = f"hf:{GROUNDTRUTH_DIR}"  # the same weights under another name: a second model, cheaply
-    audit_id, _ = submit_form(page, person["name"], facts, model=other_model)
-    assert wait_for(stack.client("auditor"), audit_id, timeout=240)["status"] == "succeeded"
-    page.goto(f"/ui/compare?a=groundtruth-tiny&b={other_model}")
-    rows = page.locator("table.list tbody tr")
-    assert rows.count() == len(person["facts"])
-    assert page.locator("tr.differs").count() == 0  # identical weights memorize identically
-    shoot(page, stack, "compare")
     page.context.close()
 
 

@@ -1,0 +1,59 @@
+"""The dashboard's verification pages in chromium (they replace /ui/compare): an auditor starts a verification from
+the form (before: groundtruth-tiny, after: the same weights as an hf: path), follows it to its audit page and reads
+each fact's status with both p-values; the list shows it with its counts; a bad form names the field and echoes
+nothing; a regulator reads the list but gets no form."""
+
+from __future__ import annotations
+
+from tests.conftest import wait_for
+from tests.ui.conftest import GROUNDTRUTH_DIR, Stack, shoot, sign_in, trained_person
+
+
+def _audited(stack: Stack) -> tuple[int, int]:
+    """A trained person audited on groundtruth-tiny through the API: (subject id, facts)."""
+    person = trained_person()
+    facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
+    body = {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": person["name"], "facts": facts}}
+    api = stack.client("auditor")
+    audit = api.post("/audits", json=body).json()
+    assert wait_for(api, audit["id"], timeout=300)["status"] == "succeeded"
+    return audit["subject_id"], len(person["facts"])
+
+
+def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack, browser) -> None:  # noqa: ANN001
+    subject_id, n_facts = _audited(stack)
+    after = f"hf:{GROUNDTRUTH_DIR}"  # the same weights under another name: a fake unlearning, cheaply
+    page = sign_in(browser, stack, stack.keys["auditor"], "/ui/compare")
+    assert page.locator("h1").inner_text() == "Did the forgetting work?"
+    page.fill("#before", "groundtruth-tiny")
+    page.fill("#after", after)
+    page.fill("#subject_ids", "not-a-number")
+    page.click("form.verify-form button[type=submit]")
+    alert = page.locator("[role=alert]").inner_text()
+    assert "people.subject_ids" in alert and "not-a-number" not in alert, alert
+    page.fill("#subject_ids", str(subject_id))
+    page.click("form.verify-form button[type=submit]")
+    page.wait_for_url("**/ui/audits/*")
+    audit_id = page.url.rstrip("/").split("/")[-1]
+    assert wait_for(stack.client("auditor"), audit_id, timeout=600)["status"] == "succeeded"
+    page.reload()
+    rows = page.locator("table.verification-facts tbody tr")
+    assert rows.count() == n_facts, page.inner_text("main")
+    statuses = {s.strip().split("\n")[0] for s in page.locator("td.status strong").all_inner_texts()}
+    assert statuses <= {"removed", "still retrievable", "inconclusive"} and statuses, statuses
+    assert "removed" not in statuses, "identical weights cannot have forgotten anything"
+    assert page.locator("table.verification-summary").count() == 1
+    assert trained_person()["name"] in page.inner_text("table.verification-facts")
+    shoot(page, stack, "verification")
+
+    page.goto("/ui/compare")
+    link = page.locator(f"a.verification-link[href$='{audit_id}']")
+    assert link.count() == 1
+    assert f"groundtruth-tiny → {after}" in page.inner_text("table.verifications")
+    shoot(page, stack, "verifications")
+    page.context.close()
+
+    regulator = sign_in(browser, stack, stack.keys["regulator"], "/ui/compare")
+    assert regulator.locator(f"a.verification-link[href$='{audit_id}']").count() == 1
+    assert regulator.locator("form.verify-form").count() == 0, "a regulator reads, submits nothing"
+    regulator.context.close()
