@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from app.batches import repository
 from app.batches.schemas import BatchReport, ModelComparison
 from app.db.models.batch import Batch
+from app.forget_set.policies import LENIENT
 from app.nulls.cohort import MAX_COHORT, cohort_of
 
 
@@ -29,7 +30,7 @@ def read_report(session: Session, batch: Batch) -> BatchReport:
     if len(batch.models) > 1 and batch.people > MAX_COHORT:  # bounded like the cohorts: no million-row reads a poll
         notes.append(
             f"model comparison left out: more than {MAX_COHORT} people; compare in parts with"
-            " GET /forget-set?batch_id=…&policy=lenient per model"
+            f" GET /forget-set?batch_id=…&policy={LENIENT.name} per model"
         )
         return BatchReport(batch_id=batch.id, cohorts=cohorts, comparison=[], notes=notes)
     return BatchReport(batch_id=batch.id, cohorts=cohorts, comparison=_compare(session, batch), notes=notes)

@@ -13,6 +13,7 @@ from app.audits.repository import visible
 from app.auth.keys import Principal
 from app.db.models import Audit
 from app.errors import InvalidInput, NotFound
+from app.forget_set.policies import DEFAULT
 from app.nulls.calibrate import Calibrator, Resolved, null_people, result_stat
 from app.nulls.schemas import CalibrationInfo, CohortNumbers, CohortStatsRead
 from app.subjects.repository import results_for_audit
@@ -86,7 +87,7 @@ def cohort_of(session: Session, audits: list[Audit]) -> CohortStatsRead:
         n = null_cohort_stats(keys, facts_by_key, null_people(resolved))
         fpr = [resolved[k].rates["pvalue"].rate for ks in keys for k in ks]
         null = _numbers(n, sum(fpr) / len(fpr) if fpr else None)
-    info = CalibrationInfo(policy="pvalue", max_p=calibrator.max_p, nulls=[f.ref() for f in resolved.values()])
+    info = CalibrationInfo(policy=DEFAULT, max_p=calibrator.max_p, nulls=[f.ref() for f in resolved.values()])
     return CohortStatsRead(
         audits=[a.id for a in audits],
         cohort=cohort,
