@@ -18,6 +18,7 @@ from app.nulls.config import subject_fingerprint
 from app.privacy.access_log import logged_export
 from app.settings import get_settings
 from app.streaming import csv_lines, jsonl_lines, with_end_marker
+from app.verification.repository import verification_of
 from core.catalog import load_catalog, split_template
 from core.provenance import unrecorded
 
@@ -41,6 +42,8 @@ CSV_FIELDS = [
     "null_audit_id",
     "null_status",
     "provenance",
+    "verified_by",
+    "verification_status",
 ]
 TOFU_PERTURBED = 5  # perturbed answers per question, as in TOFU
 FORMATS = ("jsonl", "csv", "tofu")
@@ -82,6 +85,8 @@ def records(
                     "canaries": retrieved,
                     **calibration,
                     "provenance": _provenance(verdicts, audit, result.property_id, calibration),
+                    # did the forgetting work? the newest verification of this fact (app/verification), or null
+                    "verification": verification_of(session, audit.id, subject.id, result.property_id),
                     **extra,
                 }
         if left_out is not None:
@@ -132,6 +137,7 @@ def tofu_records(rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             "property": row["property"],
             "audit_id": row["audit_id"],
             "templates": sorted({0, paraphrase}),
+            "verification": row["verification"],
             "policy": row["policy"],
             "p_value": row["p_value"],
             "null_audit_id": row["null"]["null_audit_id"],
@@ -145,15 +151,17 @@ def _fill(question: str, name: str) -> str:
 
 
 def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
-    null, fpr = row["null"], row["policy_fpr"]
+    null, fpr, verified = row["null"], row["policy_fpr"], row["verification"] or {}
     return (
-        {k: row[k] for k in CSV_FIELDS[:-4]}
+        {k: row[k] for k in CSV_FIELDS[:-6]}
         | {"canaries": " | ".join(row["canaries"])}
         | {
             "policy_fpr": fpr["rate"] if fpr else None,
             "null_audit_id": null["null_audit_id"],
             "null_status": null["status"],
             "provenance": json.dumps(row["provenance"], sort_keys=True, separators=(",", ":")),
+            "verified_by": verified.get("verified_by"),
+            "verification_status": verified.get("status"),
         }
     )
 

@@ -58,3 +58,26 @@ def delete_facts(session: Session, person_id: int) -> None:
     for fact in session.scalars(select(VerificationFact).where(VerificationFact.person_id == person_id)):
         session.delete(fact)
     session.flush()
+
+
+def verification_of(session: Session, before_audit_id: str, subject_id: int, property_id: str) -> dict | None:
+    """The newest succeeded verification of one forget-set fact (this audit's, this person's, this property's):
+    which verification, the after model, the fact's status and its after p-value; None when none checked it."""
+    row = session.execute(
+        select(VerificationFact.status, VerificationFact.p_after, Audit.id, Audit.model)
+        .join(VerificationPerson, VerificationPerson.id == VerificationFact.person_id)
+        .join(Audit, Audit.id == VerificationFact.audit_id)
+        .where(
+            VerificationPerson.before_audit_id == before_audit_id,
+            VerificationPerson.subject_id == subject_id,
+            VerificationFact.property_id == property_id,
+            VerificationFact.target.is_(True),
+            Audit.status == AuditStatus.SUCCEEDED,
+        )
+        .order_by(Audit.finished_at.desc(), Audit.id)
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    status, p_after, audit_id, model = row
+    return {"verified_by": audit_id, "after_model": model, "status": status, "p_after": p_after}

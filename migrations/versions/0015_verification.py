@@ -51,6 +51,7 @@ def upgrade() -> None:
     with op.batch_alter_table("verification_people", schema=None) as batch_op:
         batch_op.create_index(batch_op.f("ix_verification_people_audit_id"), ["audit_id"], unique=False)
         batch_op.create_index(batch_op.f("ix_verification_people_subject_id"), ["subject_id"], unique=False)
+        batch_op.create_index(batch_op.f("ix_verification_people_before_audit_id"), ["before_audit_id"], unique=False)
     op.create_table(
         "verification_facts",
         sa.Column("id", BIG_ID, autoincrement=True, nullable=False),
@@ -85,6 +86,7 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f("ix_verification_facts_person_id"))
     op.drop_table("verification_facts")
     with op.batch_alter_table("verification_people", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_verification_people_before_audit_id"))
         batch_op.drop_index(batch_op.f("ix_verification_people_subject_id"))
         batch_op.drop_index(batch_op.f("ix_verification_people_audit_id"))
     op.drop_table("verification_people")

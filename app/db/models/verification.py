@@ -25,7 +25,7 @@ class VerificationPerson(Base):
     position: Mapped[int] = mapped_column(Integer)
     subject_id: Mapped[int] = mapped_column(ForeignKey("subjects.id", ondelete="CASCADE"), index=True)
     role: Mapped[str] = mapped_column(String(16))  # forgotten | locality
-    before_audit_id: Mapped[str | None] = mapped_column(ForeignKey("audits.id", ondelete="SET NULL"))
+    before_audit_id: Mapped[str | None] = mapped_column(ForeignKey("audits.id", ondelete="SET NULL"), index=True)
     # property id -> template indices the forget set exposed (held out by the probe); null: the audited ones
     exposed: Mapped[dict[str, list[int]] | None] = mapped_column(JSONType)
     targets: Mapped[list[str] | None] = mapped_column(JSONType)  # property ids of the forget set (forgotten)
