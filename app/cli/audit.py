@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
 
 from app.cli.client import add_client_arguments, make_client
-from app.cli.output import NULL_WAIT_SECONDS, duration, failure_line, wait, wait_for_nulls
+from app.cli.output import NULL_WAIT_SECONDS, duration, failure_line, null_source_line, wait, wait_for_nulls
 from app.db.vocabulary import AuditStatus
 from app.errors import DomainError, InvalidInput
 from app.forget_set.policies import DEFAULT, NO_NULL, POLICIES
@@ -141,6 +141,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     else:
         print_table(label, facts)
         print(f"\n{SHARE_NOTE}.")
+        if source := null_source_line(facts):
+            print(source)
     return 0
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from app.cli.audit import SHARE_NOTE, add_audit_options, audit_options, plan_line, print_table
 from app.cli.client import Client, add_client_arguments, make_client
-from app.cli.output import duration, failure_line, wait, wait_for_nulls
+from app.cli.output import duration, failure_line, null_source_line, wait, wait_for_nulls
 from app.db.vocabulary import AuditStatus
 from app.forget_set.policies import DEFAULT, NO_NULL
 from app.settings import get_settings
@@ -94,6 +94,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     lenient = total = scored = cached = 0
     all_facts: list[dict[str, Any]] = []
     calibration: Counter[str] = Counter()  # facts by calibration status: ready | pending | failed
+    sources: dict[str, None] = {}  # where the nulls came from, when not computed here (shipped, imported)
     for name, audit_id in audits:
         audit = wait(client, audit_id, name)
         if audit["status"] != AuditStatus.SUCCEEDED:
@@ -101,6 +102,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             return 1
         facts = wait_for_nulls(client, audit_id, args.null_wait)
         print_table(name, facts)
+        sources.setdefault(null_source_line(facts) or "")
         all_facts += facts["facts"]
         lenient += sum(f["lenient"] for f in facts["facts"])
         total += len(facts["facts"])
@@ -117,7 +119,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         " value ranked first under at least one template (what chance alone also gives, see the null's rates)."
     )
     print(f"Scored {scored:,} new sentences, {cached:,} read from the NLL cache.")
-    for note in calibration_notes(calibration):
+    for note in [*calibration_notes(calibration), *filter(None, sources)]:
         print(note)
     records = f"{n} record{'' if n == 1 else 's'}"
     rule = "p <= 0.01" if calibrated else f"{NO_NULL}: the null is not ready"

@@ -248,6 +248,19 @@ def wait_for_nulls(client: Client, audit_id: str, limit: float, quiet: bool = Fa
     return client.facts(audit_id)
 
 
+def null_source_line(facts: dict[str, Any]) -> str | None:
+    """Where the p-values' null came from when it was not computed here: shipped with memaudit, or imported."""
+    sources = {n.get("source") for n in (facts.get("calibration") or {}).get("nulls", []) if n["status"] == "ready"}
+    if "shipped" in sources:
+        return (
+            "p-values against the null shipped with memaudit for this model and configuration (fictitious people,"
+            ' computed by benchmarks/ship_null.py; docs/measures.md, "Shipped nulls")'
+        )
+    if "imported" in sources:
+        return "p-values against an imported null (memaudit nulls import)"
+    return None
+
+
 def failure_line(audit: dict[str, Any], local: bool) -> str:
     """One line saying how an audit ended, with its recorded reason."""
     reason = audit.get("error") or ""

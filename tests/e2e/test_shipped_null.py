@@ -1,0 +1,118 @@
+"""The shipped null cannot drift from the code: its key is the one the CLI's default configuration has today, and a
+sample of its fictitious people, recomputed now on the default model through the service (a `null` audit of the
+same properties, options and seed, on a fresh database: every sentence scored again), gives the stored statistics
+of every column of every null fact, exactly (docs/measures.md, "Shipped nulls")."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from sqlalchemy import select
+
+from tests.conftest import Api, make_key, wait_for
+
+SAMPLE = 2  # fictitious people recomputed: the cohort's first (a null's people are a prefix of its cohort)
+# Float columns (statistic, z_star) agree to this absolute difference; every other column exactly. Not float
+# equality: the engine scores sentences in float32 packs of whatever sentences a job holds, so a sentence's NLL moves
+# in its last bits with its pack companions (measured: 3 people shipped vs 2 recomputed, same machine and threads,
+# at most 2.4e-5 on z_star and 1.6e-5 on the statistic, z-scores of order 1). A change of the code moves them by far
+# more; a p-value moves only where a null fact's statistic lies within this of the audited fact's.
+TOLERANCE = 1e-4
+
+
+def shipped_file(model: str) -> Path:
+    from app.nulls.artifact import SUFFIX
+    from app.nulls.shipped import SHIPPED_DIR
+
+    return SHIPPED_DIR / f"{model}{SUFFIX}"
+
+
+def expected_keys(model: str) -> dict[str, str]:
+    """The configuration key of each demo property under the CLI's default options today."""
+    from app.db.engine import session_scope
+    from app.nulls.config import config_key, effective_pool, null_config, resolve_method
+    from benchmarks.ship_null import default_options, demo_properties
+
+    options = default_options()
+    with session_scope() as s:
+        keys = {}
+        for pid in demo_properties():
+            pool = effective_pool(s, pid, options)
+            config = null_config(pid, options, options["lookalikes"], pool, resolve_method("auto", pid, options))
+            keys[pid] = config_key(config)
+    return keys
+
+
+def recompute(api: Api, document: dict, people: int) -> tuple[str, dict[str, list[list]]]:
+    """A null audit of the file's properties (in its order: the cohort depends on it), options and seed, for its
+    first ``people`` people; returns its fingerprint and its stored rows per property in the file's columns."""
+    from app.db.engine import session_scope
+    from app.db.models import NullDistribution, NullFact
+
+    body = {
+        "kind": "null",
+        "model": document["model"]["name"],
+        "properties": [d["property"] for d in document["distributions"]],
+        "options": document["options"],
+        "facts_per_property": people,
+        "min_people": people,
+    }
+    r = api.post("/audits", json=body)
+    assert r.status_code == 202, r.text
+    assert wait_for(api, r.json()["id"], timeout=1800)["status"] == "succeeded"
+    columns = document["distributions"][0]["columns"]
+    rows: dict[str, list[list]] = {}
+    with session_scope() as s:
+        dists = s.scalars(select(NullDistribution).where(NullDistribution.audit_id == r.json()["id"]))
+        fingerprints = set()
+        for d in dists:
+            fingerprints.add(d.fingerprint)
+            stmt = select(*(getattr(NullFact, c) for c in columns)).where(NullFact.distribution_id == d.id)
+            rows[d.property_id] = [list(x) for x in s.execute(stmt.order_by(NullFact.id))]
+    assert len(fingerprints) == 1
+    return fingerprints.pop(), rows
+
+
+def same(a: object, b: object) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=0.0, abs_tol=TOLERANCE)
+    return a == b
+
+
+def check_sample(path: Path, api: Api, people: int = SAMPLE) -> int:
+    """Recompute ``people`` people of the artifact at ``path`` and compare; returns the null facts compared."""
+    from app.nulls.artifact import parse, validate
+
+    artifact = validate(parse(path.read_bytes()))
+    document = artifact.document
+    fingerprint, rows = recompute(api, document, people)
+    assert fingerprint == artifact.fingerprint, (
+        "the default model's weights or loading changed: run benchmarks.ship_null"
+    )
+    compared = 0
+    for d in document["distributions"]:
+        at = d["columns"].index("person")
+        stored = [r for r in d["rows"] if r[at] < people]
+        now = rows[d["property"]]
+        assert len(now) == len(stored), f"{d['property']}: null facts per person changed: run benchmarks.ship_null"
+        for i, (x, y) in enumerate(zip(stored, now, strict=True)):
+            diff = [c for c, a, b in zip(d["columns"], x, y, strict=True) if not same(a, b)]
+            assert not diff, f"{d['property']} null fact {i}: {diff} differ from the code's: run benchmarks.ship_null"
+        compared += len(stored)
+    return compared
+
+
+def test_shipped_null_is_what_the_code_computes(sqlite_env):
+    from app.nulls.artifact import parse, validate
+    from app.settings import get_settings
+
+    model = get_settings().default_model
+    path = shipped_file(model)
+    assert path.is_file(), f"no shipped null for {model}: python -m benchmarks.ship_null writes it"
+    artifact = validate(parse(path.read_bytes()))
+    assert artifact.keys() == expected_keys(model), (
+        "the null's key changed (configuration, statistic, generator or out-of-pool reservoir): the shipped null no"
+        " longer matches the CLI's default configuration; run python -m benchmarks.ship_null"
+    )
+    assert check_sample(path, Api(make_key("admin"))) > 0
