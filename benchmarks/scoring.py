@@ -3,7 +3,7 @@
     pip install -e '.[bench]'               # the peers: lm-evaluation-harness 0.4.13 and minicons 0.3.39
     python -m benchmarks.scoring            # 4 subject audits x 2 templates, 8 interleaved rounds (~25 min)
     python -m benchmarks.scoring --quick    # 1 subject audit x 1 template, 4 rounds (~5 min)
-    python -m benchmarks.scoring --modes packed expand --pack-tokens 512 128   # engine variants too (cold)
+    python -m benchmarks.scoring --modes packed expand --pack-tokens 256 512 128   # engine variants too (cold)
 
 Workload (WikiMem-shaped, generated here): templates "{subject}'s occupation is {value}." and "{subject} was born in
 {value}.", each with subject variants (the real name, two letter-scrambled look-alikes, the generic "This person")
@@ -60,7 +60,7 @@ from benchmarks.scoring_methods import (
     timed,
 )
 from workers.lm.engine import Engine
-from workers.lm.hf import HFScorer
+from workers.lm.hf import CPU_PACK_TOKENS, HFScorer
 
 SUBJECTS = [
     "Barack Obama",
@@ -348,7 +348,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sample", type=int, default=32, help="sentences per one-per-pass trial")
     parser.add_argument("--peer-batch", type=int, default=32, help="batch size of lm-eval and minicons")
     parser.add_argument("--modes", nargs="+", default=["packed"], choices=["expand", "packed"])
-    parser.add_argument("--pack-tokens", nargs="+", type=int, default=[512], help="packed engine's pack sizes")
+    parser.add_argument(
+        "--pack-tokens",
+        nargs="+",
+        type=int,
+        default=[CPU_PACK_TOKENS],
+        help=f"packed engine's pack sizes (default: the service's on a CPU, {CPU_PACK_TOKENS})",
+    )
     parser.add_argument("--bf16", action="store_true", help="also measure the bf16 engine's speed and NLL error")
     parser.add_argument("--no-count", action="store_true", help="skip the counted-work trials")
     parser.add_argument("--no-scaling", action="store_true")

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from workers.lm.engine import Engine
+from workers.lm.hf import CPU_PACK_TOKENS
 
 INSTALL_HINT = "the real peers need the bench extra: pip install -e '.[bench]' (lm-eval, minicons)"
 
@@ -169,7 +170,7 @@ def engine_variants(scorer: Any, modes: Sequence[str], pack_tokens: Sequence[int
     for mode in modes:
         for pack in pack_tokens if mode == "packed" else [0]:
             name = f"engine {mode}/{pack}" if mode == "packed" else "engine expand"
-            variants[name] = Engine(scorer.model, scorer.device, scorer.batch_tokens, mode, pack or 512)  # type: ignore[arg-type]
+            variants[name] = Engine(scorer.model, scorer.device, scorer.batch_tokens, mode, pack or CPU_PACK_TOKENS)  # type: ignore[arg-type]
     return variants
 
 

@@ -29,7 +29,8 @@ from workers.lm.base import ProgressCallback
 from workers.lm.plan import batch_rows, chunk_groups, make_plan, pack_rows
 
 Mode = Literal["expand", "packed"]
-LOGITS_BUDGET_BYTES = 256 * 2**20  # fp32 logits (+ slack), per forward pass
+LOGITS_BUDGET_BYTES = 256 * 2**20  # fp32 logits (+ slack), per forward pass, on a CPU
+GPU_LOGITS_BUDGET_BYTES = 2 * 2**30  # on CUDA: 5,461 scored positions of a 49,152-token vocabulary (docs/engine.md)
 MAX_GROUPS_PER_CHUNK = 256  # bounds the prefix KV kept alive while its continuations run
 SOFTMAX_ROWS = 8  # rows normalised together: 8 x vocab floats stay in the CPU cache
 
@@ -75,7 +76,8 @@ class Engine:
         self.device = device
         self.mode: Mode = mode
         vocab = model.get_output_embeddings().weight.shape[0]
-        self.max_rows = max(16, LOGITS_BUDGET_BYTES // (vocab * 4 * 2))  # scored positions per pass
+        budget = GPU_LOGITS_BUDGET_BYTES if device.type == "cuda" else LOGITS_BUDGET_BYTES
+        self.max_rows = max(16, budget // (vocab * 4 * 2))  # scored positions per pass
         self.batch_tokens = max(1, batch_tokens)  # token positions per forward pass
 
     @torch.inference_mode()
