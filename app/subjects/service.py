@@ -30,6 +30,7 @@ from app.subjects.schemas import (
     SubjectAuditOptions,
 )
 from app.subjects.wikidata_source import fetch_facts
+from app.verification.erasure import held_out_sentences
 from core.catalog import Catalog, UnknownProperty, ValueProblem, load_catalog, split_template
 from core.names.lookalikes import lookalikes_for
 
@@ -276,6 +277,7 @@ def _sentence_hashes(session: Session, subject: Subject) -> set[str]:
                 for cand in c.candidates:
                     for h in names:
                         hashes.add(cache.text_hash(_sentence(c.template, h, cand.value)))
+    hashes.update(cache.text_hash(text) for text in held_out_sentences(session, subject))  # its verifications'
     return hashes
 
 

@@ -1,0 +1,125 @@
+"""The verification kind's contract through the service, small and quick (a tiny null: its p-values are coarse, the
+statuses are not what is checked here; tests/e2e/test_verification.py measures those): bad input is a 422 naming the
+field and echoing nothing; a verification of the same weights under another name finds every after p-value equal to
+the before one and removes nothing; its results hold no name or value; the person's evidence entry is written and
+read by their page; the forget-set export names the verification; erasing the person deletes its verification rows
+and the cached scores of every sentence the verification scored (held-out templates included)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import func, select
+
+from app.settings import GROUNDTRUTH_DIR
+from tests.conftest import wait_for
+
+MANIFEST = GROUNDTRUTH_DIR.parent / "manifest.json"
+SMALL_NULL = {"MEMAUDIT_NULL_MIN_PEOPLE": "2", "MEMAUDIT_NULL_MAX_PEOPLE": "3", "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "3"}
+
+
+@pytest.fixture
+def audited(sqlite_env, api_factory, monkeypatch):  # noqa: ANN001, ANN201
+    from app.settings import get_settings
+
+    for k, v in SMALL_NULL.items():
+        monkeypatch.setenv(k, v)
+    get_settings.cache_clear()
+    api = api_factory("auditor")
+    people = json.loads(MANIFEST.read_text())["trained"][:2]
+    audits = []
+    for person in people:
+        facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
+        body = {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": person["name"], "facts": facts}}
+        audits.append(api.post("/audits", json=body).json())
+    for audit in audits:
+        assert wait_for(api, audit["id"], timeout=600)["status"] == "succeeded"
+    return {"api": api, "people": people, "audits": audits, "factory": api_factory}
+
+
+def body(audited: dict, **people) -> dict:  # noqa: ANN003
+    forgotten, untouched = (a["subject_id"] for a in audited["audits"])
+    return {
+        "kind": "verification",
+        "model": f"hf:{GROUNDTRUTH_DIR}",  # the same weights under another name
+        "before": "groundtruth-tiny",
+        "people": people or {"subject_ids": [forgotten]},
+        "locality": {"subject_ids": [untouched]},
+    }
+
+
+def test_bad_input_names_the_field_and_echoes_nothing(audited) -> None:  # noqa: ANN001
+    api, name = audited["api"], audited["people"][0]["name"]
+    forgotten = audited["audits"][0]["subject_id"]
+    cases = {
+        "people": body(audited) | {"people": {"subject_ids": [forgotten], "batch_id": "x"}},
+        "people.subject_ids[0]": body(audited, subject_ids=[10**9]),
+        "people.forget_set[0].audit_id": body(
+            audited, forget_set=[{"subject_id": forgotten, "property": "P106", "audit_id": "f" * 32, "subject": name}]
+        ),
+        "before": body(audited) | {"before": "no-such-model"},
+        "model": body(audited) | {"model": "groundtruth-tiny"},
+        "options.relearning.subject_ids[0]": body(audited)
+        | {"options": {"relearning": {"subject_ids": [audited["audits"][1]["subject_id"]]}}},
+    }
+    for field, sent in cases.items():
+        answer = api.post("/audits", json=sent)
+        assert answer.status_code == 422, (field, answer.text)
+        assert name not in answer.text and "f" * 32 not in answer.text, answer.text
+        fields = [d.get("field") or ".".join(str(p) for p in d.get("loc", [])) for d in answer.json()["detail"]]
+        assert any(field in f for f in fields), (field, answer.text)
+    other = audited["factory"]("auditor")  # another auditor's person reads as absent
+    answer = other.post("/audits", json=body(audited))
+    assert answer.status_code == 422 and "people.subject_ids[0]" in answer.text
+
+
+def test_same_weights_remove_nothing_and_erasure_forgets_what_was_scored(audited) -> None:  # noqa: ANN001
+    from app.db.engine import session_scope
+    from app.db.models import NllCache, Subject
+    from app.db.models.verification import VerificationPerson
+    from app.nll_cache import repository as cache
+    from app.subjects.service import _sentence_hashes
+    from app.verification.erasure import held_out_sentences
+
+    api, person = audited["api"], audited["people"][0]
+    forgotten = audited["audits"][0]["subject_id"]
+    created = api.post("/audits", json=body(audited))
+    assert created.status_code == 202, created.text
+    audit_id = created.json()["id"]
+    assert wait_for(api, audit_id, timeout=900)["status"] == "succeeded"
+    page = api.get(f"/audits/{audit_id}/verification").json()
+    assert page["total"] == len(page["facts"]) == sum(len(p["facts"]) for p in audited["people"])
+    for f in page["facts"]:
+        assert f["after"]["p_value"] == f["before"]["p_value"], f  # same weights, same configuration: same scores
+        assert f["status"] != "removed" and f["paired_p"] == 1.0, f
+        assert f["held_out"]["templates"] and not set(f["held_out"]["templates"]) & {0, 1, 2}, f
+        assert f["held_out"]["before_retrieved"] == f["held_out"]["after_retrieved"], f
+    text = json.dumps(page)
+    assert person["name"] not in text and not any(v in text for vs in person["facts"].values() for v in vs)
+    assert page["summary"]["over_forgetting"] is None or page["summary"]["over_forgetting"]["k"] == 0
+
+    exported = api.get("/forget-set", params={"audit_id": audited["audits"][0]["id"], "policy": "lenient"})
+    records = [json.loads(line) for line in exported.text.splitlines()[:-1]]
+    assert records and all(r["verification"]["verified_by"] == audit_id for r in records)
+
+    admin = audited["factory"]("admin")
+    chain = [json.loads(line) for line in admin.get("/evidence").text.splitlines()[:-1]]
+    ours = [json.loads(e["payload"]) for e in chain if json.loads(e["payload"])["kind"] == "verification"]
+    assert len(ours) == 1 and ours[0]["audit_id"] == audit_id, ours  # one per forgotten person
+    assert ours[0]["body"]["forgotten"] is False and person["name"] not in json.dumps(ours)
+
+    with session_scope() as s:
+        subject = s.get(Subject, forgotten)
+        held = {cache.text_hash(t) for t in held_out_sentences(s, subject)}
+        hashes = _sentence_hashes(s, subject)
+        cached = s.scalar(select(func.count()).select_from(NllCache).where(NllCache.text_hash.in_(list(held))))
+    assert held and held <= hashes, "erasure forgets the held-out templates' sentences too"
+    assert cached >= len(held), "scored and cached (the same weights share one fingerprint: once)"
+    assert api.delete(f"/subjects/{forgotten}").status_code == 200
+    with session_scope() as s:
+        rows = select(func.count()).select_from(VerificationPerson).where(VerificationPerson.subject_id == forgotten)
+        assert s.scalar(rows) == 0
+        assert s.scalar(select(func.count()).select_from(NllCache).where(NllCache.text_hash.in_(list(hashes)))) == 0
+    after = api.get(f"/audits/{audit_id}/verification").json()
+    assert {f["subject_id"] for f in after["facts"]} == {audited["audits"][1]["subject_id"]}
