@@ -3,7 +3,7 @@ demo's default configuration, computed by the service itself (a `null` audit, ex
 then written as a null artifact (app/nulls/artifact.py, `memaudit.null/1`).
 
     nice -n 10 python -m benchmarks.ship_null                 # smollm2-135m, the demo's properties
-    python -m benchmarks.ship_null --database var/ship-null.sqlite3 --out app/nulls/shipped
+    python -m benchmarks.ship_null --model groundtruth-tiny --properties P106 P27 P19 P21 P1412
 
 The database is kept between runs (var/ship-null.sqlite3 by default): a run after a code change re-computes the null
 with every unchanged sentence read from its NLL cache. MEMAUDIT_TORCH_THREADS defaults to 1 here.
@@ -53,7 +53,7 @@ def compute(client: Any, model: str, properties: list[str], options: dict[str, A
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=None, help="default: the CLI's default model")
-    parser.add_argument("--database", default=str(REPO / "var" / "ship-null.sqlite3"))
+    parser.add_argument("--database", default=str(REPO / "var" / "ship-null.sqlite3"), help="kept: its NLL cache")
     parser.add_argument("--out", default=str(REPO / "app" / "nulls" / "shipped"))
     parser.add_argument("--properties", nargs="*", default=None, help="default: the demo's properties")
     args = parser.parse_args(argv)
@@ -87,8 +87,8 @@ def write(client: Any, audit_id: str, model: str, out_dir: Path) -> Path:
 
     data = client.null_artifact(audit_id)
     artifact = validate(parse(data))
-    if not (artifact.document["model"].get("weights") or {}).get("sha256"):
-        raise SystemExit(f"ship_null: {model} has no single weights file this process can see: nothing to match")
+    if not artifact.document["model"].get("weights"):
+        raise SystemExit(f"ship_null: {model}'s weights are not visible to this process: nothing to match them by")
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{model}{SUFFIX}"
     out.write_bytes(data)

