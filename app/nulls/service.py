@@ -119,12 +119,13 @@ def ensure_nulls(
     ``options`` are the subject audit's stored options. Returns the queued null audit's id, or None when every
     property is covered."""
     current = repository.latest_fingerprint(session, model)
-    missing: dict[str, str] = {}  # property -> configuration key
+    missing: dict[str, tuple[str, int]] = {}  # property -> (configuration key, people)
     for pid in sorted(set(pids), key=lambda p: int(p[1:])):
         pool = effective_pool(session, pid, options)
-        key = config_key(null_config(pid, options, lookalikes, pool, resolve_method("auto", pid, options)))
+        config = null_config(pid, options, lookalikes, pool, resolve_method("auto", pid, options))
+        key = config_key(config)
         if not any(_covers(d, status, current) for d, status in repository.distributions(session, model, key)):
-            missing[pid] = key
+            missing[pid] = (key, people_needed(config, len(pool), settings))
     shipped = import_shipped(session, model, missing, current, settings)  # a shipped file instead of computing
     left = [pid for pid in missing if pid not in shipped]
     return trigger(session, model, options, lookalikes, left, settings) if left else None

@@ -104,17 +104,23 @@ def matches(artifact: Artifact, model: str, settings: Settings) -> bool:
 
 
 def import_shipped(
-    session: Session, model: str, needed: Mapping[str, str], fingerprint: str | None, settings: Settings
+    session: Session,
+    model: str,
+    needed: Mapping[str, tuple[str, int]],
+    fingerprint: str | None,
+    settings: Settings,
 ) -> set[str]:
-    """Import the shipped nulls that hold some of ``needed`` (property -> configuration key) for ``model``, in the
-    caller's transaction. ``fingerprint``: the weights the model's audits ran on so far (None before any): a file
-    computed on others is not used. Returns the properties now covered."""
+    """Import the shipped nulls that hold some of ``needed`` (property -> (configuration key, fictitious people the
+    settings ask for)) for ``model``, in the caller's transaction: a file of as many people as this deployment's
+    null would have (``null_facts_per_property`` and the people bounds: one that asks for more or fewer computes
+    its own). ``fingerprint``: the weights the model's audits ran on so far (None before any): a file computed on
+    others is not used. Returns the properties now covered."""
     if not settings.shipped_nulls or not needed:
         return set()
     covered: set[str] = set()
     for artifact in shipped():
-        keys = artifact.keys()
-        hits = {pid for pid, key in needed.items() if keys.get(pid) == key} - covered
+        held = {d["property"]: (d["key"], d["people"]) for d in artifact.document["distributions"]}
+        hits = {pid for pid, wanted in needed.items() if held.get(pid) == wanted} - covered
         if not hits or fingerprint not in (None, artifact.fingerprint) or not matches(artifact, model, settings):
             continue
         store(session, artifact, model, "shipped")
