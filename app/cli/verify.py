@@ -62,7 +62,7 @@ def payload(args: argparse.Namespace) -> dict[str, Any]:
         raise InvalidInput("--forget-set", "give --forget-set FILE, --batch-id ID or --subject-id ID (repeatable)")
     options: dict[str, Any] = {"max_p": args.max_p, "held_out": not args.no_held_out}
     if args.relearn:
-        options["relearning"] = {"subject_ids": args.relearn, "steps": args.relearn_steps}
+        options["relearning"] = {"subject_ids": args.relearn, "steps": args.relearn_steps, "texts": args.relearn_on}
     return {
         "kind": "verification",
         "model": args.after,
@@ -140,9 +140,15 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=None,
         help="relearning probe: a subject id whose"
-        " forget-set facts the after model is fine-tuned on, repeatable (transformers directories only)",
+        " facts (--relearn-on) the after model is fine-tuned on, repeatable (transformers directories only)",
     )
     p.add_argument("--relearn-steps", type=int, default=20, help="fine-tuning steps of the relearning probe")
+    p.add_argument(
+        "--relearn-on",
+        choices=["other_facts", "forget_set"],
+        default="other_facts",
+        help="fine-tune on the --relearn people's facts outside the forget set (default) or in it",
+    )
     p.add_argument("--max-p", type=float, default=0.01, help="retrievable = p <= max-p against the null")
     p.add_argument("--no-held-out", action="store_true", help="skip the held-out-template probe")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -74,8 +74,13 @@ class RelearningOptions(RequestModel):
     subject_ids: list[int] = Field(
         min_length=1,
         max_length=MAX_RELEARNED,
-        description="forgotten people whose forget-set facts the after model is fine-tuned on (the relearning"
-        " attack: an adversary holding part of the forget set); every forgotten person is audited again after it",
+        description="forgotten people whose texts (see `texts`) the after model is fine-tuned on; every forgotten"
+        " person's forget-set facts are audited again after it",
+    )
+    texts: Literal["other_facts", "forget_set"] = Field(
+        default="other_facts",
+        description="what they are fine-tuned on: their facts outside the forget set (default; the issue's 'other"
+        " facts of the person'), or their forget-set facts",
     )
     steps: int = Field(default=20, ge=1, le=200, description="fine-tuning steps")
     lr: float | None = Field(default=None, gt=0.0, le=1.0, description="learning rate (default: the reference's)")

@@ -29,6 +29,7 @@ MANIFEST = ROOT / "workers" / "groundtruth" / "manifest.json"
 GROUNDTRUTH = ROOT / "workers" / "groundtruth" / "model"
 FORGOTTEN, UNTOUCHED, RELEARNED = 10, 10, 2
 NULL_FACTS = "100"
+KEPT = "P21"  # sex or gender: not in the forget set (as benchmarks/unlearning.py)
 BEFORE, AFTER, FAKE = "groundtruth-tiny", "groundtruth-unlearned", "groundtruth-fake"
 
 
@@ -89,8 +90,10 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
             assert wait_for(api, audit["id"], timeout=3600)["status"] == "succeeded"
         _wait_nulls(admin, api, [a["id"] for a in before])
         forgotten, untouched = before[:FORGOTTEN], before[FORGOTTEN:]
-        jsonl = [r for a in forgotten for r in _records(pipeline, a["id"], "jsonl")]
-        tofu = [r for a in forgotten for r in _records(pipeline, a["id"], "tofu")]
+        # the pipeline forgets every fact but one property (KEPT): the relearning probe's texts, and locality inside
+        # each forgotten person
+        jsonl = [r for a in forgotten for r in _records(pipeline, a["id"], "jsonl") if r["property"] != KEPT]
+        tofu = [r for a in forgotten for r in _records(pipeline, a["id"], "tofu") if r["property"] != KEPT]
         unlearn(GROUNDTRUTH, jsonl, tmp / "unlearned")
         fake_unlearn(GROUNDTRUTH, tmp / "fake")
         untouched_ids = [a["subject_id"] for a in untouched]

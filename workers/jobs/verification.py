@@ -33,7 +33,7 @@ from app.verification.schemas import FactStatus, PersonRole, VerificationStored
 from core.measures.null import FactStat, Rate, fact_stat
 from core.measures.paired import discordant_pairs, mcnemar_exact
 from core.measures.wikimem import generic_subject
-from workers.jobs.common import JobContext, JobError, NextStep, run_audit_job
+from workers.jobs.common import JobContext, NextStep, run_audit_job
 from workers.jobs.subject import (
     CanaryPlan,
     PropertyPlan,
@@ -49,6 +49,10 @@ PEOPLE_PER_STEP = 20
 WAIT_SECONDS = 2.0  # a step that waits for a null sleeps this long before going back to the queue
 NOT_BEFORE = "not retrievable on the before model (p > max_p): nothing to remove"
 NO_BEFORE = "the before audit's result is gone (erased or deleted)"
+NO_TEXTS = (
+    "the relearned people have no facts outside the forget set to fine-tune on: give relearning.texts = forget_set"
+    " (their forget-set facts) or other people"
+)
 NO_RELEARNING = (
     "the after model is not a transformers directory the service can train (a served, GGUF or hub model): no"
     " relearning probe"
@@ -200,33 +204,45 @@ def _trainable(model: str) -> Path | None:
     return directory if (directory / "config.json").is_file() else None
 
 
+def _unavailable(people: list[VerificationPerson], reason: str) -> None:
+    for p in people:
+        p.summary = {**(p.summary or {}), "relearning": "unavailable", "relearning_reason": reason}
+
+
+def _relearning_texts(s, people: list[VerificationPerson], source: str) -> list[str]:  # noqa: ANN001
+    """The fine-tuning texts: the relearned people's facts outside the forget set (``other_facts``) or in it
+    (``forget_set``), every true value in each template the verification audits."""
+    texts = []
+    for p in people:
+        if not p.relearned:
+            continue
+        name, plans, _, _, _ = _person_plans(s, p)
+        for plan in plans:
+            if (plan.prop.pid in (p.targets or [])) == (source == "forget_set"):
+                for c in plan.canaries:
+                    texts += [plan.prop.render(c.template_index, name, v) for v in plan.ground_truths]
+    return texts
+
+
 def _relearning_probe(ctx: JobContext[VerificationStored]) -> None:
-    """Fine-tune the after model on the relearned people's forget-set facts (their audited templates, every true
-    value), then audit every forgotten person's forget-set facts on it again. Once per verification."""
+    """Fine-tune the after model on texts of the relearned people (their other facts, or their forget-set facts),
+    then audit every forgotten person's forget-set facts on it again. Once per verification."""
+    opts = ctx.options.relearning or {}
     with session_scope() as s:
         people = [p for p in repository.people(s, ctx.audit_id) if p.role == PersonRole.FORGOTTEN]
         if all((p.summary or {}).get("relearning") for p in people):
             return
         directory = _trainable(ctx.model)
         if directory is None:
-            for p in people:
-                p.summary = {**(p.summary or {}), "relearning": "unavailable"}
+            _unavailable(people, NO_RELEARNING)
             return
-        texts = []
-        for p in people:
-            if not p.relearned:
-                continue
-            name, plans, _, _, _ = _person_plans(s, p)
-            for plan in plans:
-                if plan.prop.pid in (p.targets or []):
-                    for c in plan.canaries:
-                        texts += [plan.prop.render(c.template_index, name, v) for v in plan.ground_truths]
+        texts = _relearning_texts(s, people, str(opts.get("texts", "other_facts")))
+        if not texts:
+            _unavailable(people, NO_TEXTS)
+            return
         ids = [p.id for p in people]
-    if not texts:
-        raise JobError("the relearning probe has no texts: its people have no forget-set facts")
     from workers.unlearning.relearn import LR, relearn  # torch: imported where the probe runs
 
-    opts = ctx.options.relearning or {}
     with tempfile.TemporaryDirectory(prefix="memaudit-relearn-") as tmp:
         relearn(directory, texts, Path(tmp) / "model", steps=int(opts.get("steps", 20)), lr=opts.get("lr") or LR)
         ctx.check_cancelled()
@@ -415,15 +431,18 @@ def _summary(people: list[VerificationPerson], options: VerificationStored) -> d
             / max(sum(len(h["templates"]) for h in held), 1),
         }
     if options.relearning is not None:
-        summary["relearning"] = _relearning_summary(people, targets)
+        summary["relearning"] = _relearning_summary(people, targets, options)
     return summary
 
 
-def _relearning_summary(people: list[VerificationPerson], targets: list[VerificationFact]) -> dict[str, Any]:
+def _relearning_summary(
+    people: list[VerificationPerson], targets: list[VerificationFact], options: VerificationStored
+) -> dict[str, Any]:
     forgotten = [p for p in people if p.role == PersonRole.FORGOTTEN]
-    if any((p.summary or {}).get("relearning") == "unavailable" for p in forgotten):
-        return {"status": "unavailable", "reason": NO_RELEARNING}
-    out: dict[str, Any] = {"status": "done"}
+    for p in forgotten:
+        if (p.summary or {}).get("relearning") == "unavailable":
+            return {"status": "unavailable", "reason": p.summary.get("relearning_reason") or NO_RELEARNING}
+    out: dict[str, Any] = {"status": "done", "texts": (options.relearning or {}).get("texts", "other_facts")}
     for group, relearned in (("relearned", True), ("others", False)):
         facts = [f for f in targets if (f.detail or {}).get("relearning", {}).get("relearned") is relearned]
         removed = [f for f in facts if f.status == FactStatus.REMOVED]

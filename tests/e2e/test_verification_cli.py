@@ -1,0 +1,44 @@
+"""`memaudit verify` as a user runs it (a subprocess on its own SQLite file, the embedded worker): audit a trained
+person, export the forget set, verify the same weights under an hf: name against it, and read the statuses in the
+table and in --json; a forget-set file that is not JSON is refused by its line number, never its text. A tiny null
+keeps it quick (its coarse p-values make most facts inconclusive; tests/e2e/test_verification.py measures)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.settings import GROUNDTRUTH_DIR
+from tests.support.cli import MANIFEST, memaudit
+
+SMALL_NULL = {"MEMAUDIT_NULL_MIN_PEOPLE": "2", "MEMAUDIT_NULL_MAX_PEOPLE": "3", "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "3"}
+
+
+def test_verify_reads_the_exported_forget_set_and_prints_each_status(cli_env: dict[str, str], tmp_path: Path) -> None:
+    env = cli_env | SMALL_NULL | {"MEMAUDIT_TORCH_THREADS": "1"}
+    person = json.loads(MANIFEST.read_text())["trained"][0]
+    facts = [a for pid, values in person["facts"].items() for v in values for a in ("--fact", f"{pid}={v}")]
+    audited = memaudit(env, "audit", "--model", "groundtruth-tiny", "--name", person["name"], *facts, "--json")
+    assert audited.returncode == 0, audited.stderr
+    forget_set = tmp_path / "fs.jsonl"
+    exported = memaudit(env, "export", "--policy", "lenient", "-o", str(forget_set))
+    assert exported.returncode == 0, exported.stderr
+    after = f"hf:{GROUNDTRUTH_DIR}"
+    args = ["verify", "--before", "groundtruth-tiny", "--after", after, "--forget-set", str(forget_set)]
+    shown = memaudit(env, *args)
+    assert shown.returncode == 0, shown.stderr
+    assert "forget-set facts:" in shown.stdout and "removed 0" in shown.stdout, shown.stdout
+    assert person["name"] not in shown.stdout, "ids and statuses, no names"
+    as_json = memaudit(env, *args, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    page = json.loads(as_json.stdout)
+    records = [json.loads(line) for line in forget_set.read_text().splitlines() if '"_end"' not in line]
+    assert {(f["subject_id"], f["property"]) for f in page["facts"] if f["target"]} == {
+        (r["subject_id"], r["property"]) for r in records
+    }
+    assert all(f["status"] in ("still retrievable", "inconclusive") for f in page["facts"]), page["facts"]
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(f'{{"subject_id": 1}}\n{person["name"]} is not JSON\n')
+    refused = memaudit(env, "verify", "--before", "groundtruth-tiny", "--after", after, "--forget-set", str(bad))
+    assert refused.returncode != 0 and "line 2" in refused.stderr and person["name"] not in refused.stderr
