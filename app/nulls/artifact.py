@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
 from sqlalchemy import Boolean, Float, Integer, String, Text, insert, select
 from sqlalchemy.orm import Session
 
@@ -36,6 +37,7 @@ from app.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from app.nulls import repository
 from app.nulls.config import config_key
 from app.settings import Settings
+from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import load_catalog
 from core.measures.null import MAX_TRUE_VALUES, STATISTIC
 from core.names.fictitious import GENERATOR
@@ -184,11 +186,12 @@ def _cell_ok(column: Any, value: Any) -> bool:
     if isinstance(kind, Boolean):
         return isinstance(value, bool)
     if isinstance(kind, Integer):
-        return isinstance(value, int) and not isinstance(value, bool)
+        return isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31
     if isinstance(kind, Float):
         return _number(value)
     if isinstance(kind, String | Text):
-        return isinstance(value, str) and len(value) <= (getattr(kind, "length", None) or MAX_TEXT)
+        limit = getattr(kind, "length", None) or MAX_TEXT
+        return isinstance(value, str) and len(value) <= limit and "\x00" not in value  # PostgreSQL refuses NUL
     return False
 
 
@@ -214,6 +217,10 @@ def validate(document: dict[str, Any]) -> Artifact:
     )
     _need(isinstance(document.get("seed"), int) and document["seed"] >= 0, "seed", "the cohort's seed (>= 0)")
     _need(isinstance(document.get("options"), dict), "options", "the null audit's options (an object)")
+    try:
+        SubjectAuditOptions.model_validate(document["options"])
+    except ValidationError:
+        raise InvalidInput("options", "not the options of a subject audit this version knows") from None
     distributions = document.get("distributions")
     _need(
         isinstance(distributions, list) and 0 < len(distributions) <= MAX_DISTRIBUTIONS,
