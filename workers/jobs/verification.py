@@ -46,7 +46,9 @@ from workers.lm.base import Scorer
 from workers.lm.registry import ModelLoadError, load_directory, resolve_spec
 
 PEOPLE_PER_STEP = 20
-WAIT_SECONDS = 2.0  # a step that waits for a null sleeps this long before going back to the queue
+# a step that waits for a null sleeps this long before going back to the queue: the null's chunks take turns with it
+# on the lane, and each sleep delays them
+WAIT_SECONDS = 0.5
 NOT_BEFORE = "not retrievable on the before model (p > max_p): nothing to remove"
 NO_BEFORE = "the before audit's result is gone (erased or deleted)"
 NO_TEXTS = (
