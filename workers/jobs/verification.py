@@ -289,9 +289,10 @@ def _after_audit(audit: Audit, before: Audit, fingerprint: str | None) -> Any:
 def _after_calibration(  # noqa: ANN202
     calibrator: Calibrator, audit: Audit, before: Audit, fingerprint: str | None, pid: str, stat: dict[str, Any]
 ):
-    in_pool = stat.pop("in_pool", True)
-    fact = FactStat(**stat)
-    reason = uncalibrated_reason(SimpleNamespace(statistic=fact.statistic, in_pool=in_pool, n_values=fact.n_values))
+    fact = FactStat(**stat)  # its shape (m true values, in the pool or not) picks the null facts that judge it
+    reason = uncalibrated_reason(
+        SimpleNamespace(statistic=fact.statistic, in_pool=fact.in_pool, n_values=fact.n_values)
+    )
     return calibrator.calibrate(_after_audit(audit, before, fingerprint), pid, fact, reason)
 
 
