@@ -11,8 +11,9 @@ the baseline + 2 paraphrases, the truth and 20 counterfactuals per fact), cached
 exactly as the service computes it (``core.measures.wikimem`` at α = 1, ``core.measures.null``):
 
 - statistic: ``share`` (the landed one: share of rank-1 templates, then z̄*), ``rank`` (mean −ln of each
-  template's exact rank p-value of the best true value) or ``z`` (mean over templates of the best true value's
-  calibrated score in counterfactual standard deviations: ``core.measures.wikimem.truth_z``);
+  template's exact rank p-value of the best true value), ``z`` (mean over templates of the best true value's
+  calibrated score in counterfactual standard deviations: ``core.measures.wikimem.truth_z``) or ``logshare`` (mean
+  over templates of the best true value's log softmax share among the candidates: ``truth_log_share``);
 - look-alikes: ``reversed``, ``same_origin``, ``both`` (all four names in the calibration mean);
 - templates: 1 (baseline) or 3 (baseline + 2 paraphrases); counterfactuals: the first 10 or all 20 drawn.
 
@@ -20,8 +21,11 @@ The judge of every variant is a null of fictitious people whose names fit their 
 the service's null cohort), scored the same way; each fact's p-value is computed against the null of its property,
 as the service does. Reported per variant: recall (the known cohort flagged at p <= level), the false-positive rate
 on the unknown cohort and on the null itself (leave-one-out), Fisher's exact test of known vs unknown, and the
-sentences the variant scores per fact. Facts whose true value is outside the catalog pool are reported apart
-(``in_pool``): the service says ``uncalibrated`` for them. Results go to benchmarks/results_verdict_power.json.
+sentences the variant scores per fact. Facts whose true value is outside the catalog pool (``in_pool`` false) are
+judged, as the service judges them, against the null's out-of-pool facts: each null person also has a truth drawn
+from the property's out-of-pool reservoir (``core.names.out_of_pool``; a town of the name's origin for places),
+ranked against the person's same counterfactuals; they are reported apart too (``out_of_pool``). Results go to
+benchmarks/results_verdict_power.json.
 """
 
 from __future__ import annotations
@@ -42,15 +46,16 @@ from typing import Any
 
 from core.catalog import counterfactuals, load_catalog, split_template
 from core.measures.null import EmpiricalNull, FactStat, Rate, fact_stat, rank_evidence
-from core.measures.wikimem import calibrated_scores, template_outcome
+from core.measures.wikimem import calibrated_scores, template_outcome, truth_log_share
 from core.names.fictitious import cohort
 from core.names.lookalikes import lookalike_names
+from core.names.out_of_pool import out_of_pool_values
 
 REPO = Path(__file__).resolve().parent.parent
 PIDS = ("P106", "P27", "P19", "P21", "P1412")
 MAX_TEMPLATES, MAX_COUNTERFACTUALS, SIMILAR = 3, 20, 2
 SCHEMES = ("reversed", "same_origin", "both")
-STATISTICS = ("share", "rank", "z")
+STATISTICS = ("share", "rank", "z", "logshare")
 TEMPLATE_COUNTS = (1, 3)
 COUNTERFACTUAL_COUNTS = (10, 20)
 
@@ -58,7 +63,7 @@ COUNTERFACTUAL_COUNTS = (10, 20)
 @dataclass
 class Fact:
     person: str
-    group: str  # known | unknown | null
+    group: str  # known | unknown | null | null_out (a null person's out-of-pool truth)
     pid: str
     truths: list[str]
     candidates: list[str]  # truths first, then MAX_COUNTERFACTUALS counterfactuals
@@ -67,7 +72,8 @@ class Fact:
 
 
 def _people(model: str, null_people: int, seed: int) -> list[tuple[str, str, dict[str, list[str]]]]:
-    """(name, group, {pid: true values}) for the known and unknown cohorts of ``model`` and the null cohort."""
+    """(name, group, {pid: true values}) for the known and unknown cohorts of ``model`` and the null cohort (whose
+    out-of-pool truths :func:`build_facts` adds)."""
     catalog = load_catalog()
     out: list[tuple[str, str, dict[str, list[str]]]] = []
     if model == "groundtruth-tiny":
@@ -84,7 +90,7 @@ def _people(model: str, null_people: int, seed: int) -> list[tuple[str, str, dic
                     facts.setdefault(f["property"], []).append(f["value"])
                 out.append((p["name"], group, facts))
     for person in cohort(null_people, PIDS, catalog, seed):
-        out.append((person.name, "null", {pid: [person.facts[pid]] for pid in PIDS}))
+        out.append((person.name, f"null:{person.locale}:{person.index}", {pid: [person.facts[pid]] for pid in PIDS}))
     return out
 
 
@@ -105,7 +111,13 @@ def build_facts(model: str, null_people: int, seed: int) -> list[Fact]:
             pool = {prop.value_key(v) for v in prop.pool}
             in_pool = all(prop.value_key(t) in pool for t in truths)
             drawn = counterfactuals(prop, truths, MAX_COUNTERFACTUALS, seed * 1_000_003 + i + 1)
-            facts.append(Fact(name, group, pid, truths, truths + drawn, in_pool, names))
+            if not group.startswith("null:"):
+                facts.append(Fact(name, group, pid, truths, truths + drawn, in_pool, names))
+                continue
+            _, locale, index = group.split(":")
+            facts.append(Fact(name, "null", pid, truths, truths + drawn, in_pool, names))
+            for value in out_of_pool_values(prop, locale, f"{seed}:{index}:{pid}", 1):  # as workers/jobs/null.py
+                facts.append(Fact(name, "null_out", pid, [value], [value, *drawn], False, names))
     return facts
 
 
@@ -193,6 +205,8 @@ def fact_outcome(fact: Fact, nll: dict[str, float], variant: dict[str, Any], as_
         return FactStat(stat.share, stat.strict, stat.lenient, stat.z_star, stat.n_templates, stat.n_z)
     if variant["statistic"] == "rank":
         return replace(stat, statistic=rank_evidence([(o.rank, len(candidates) - m, m) for o in outcomes]))
+    if variant["statistic"] == "logshare":
+        return replace(stat, statistic=sum(truth_log_share(o.scores, truth) for o in outcomes) / len(outcomes))
     return stat
 
 
@@ -213,22 +227,34 @@ def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dic
     grid = itertools.product(STATISTICS, SCHEMES, TEMPLATE_COUNTS, COUNTERFACTUAL_COUNTS)
     for statistic, scheme, templates, n_cf in grid:
         variant = {"statistic": statistic, "scheme": scheme, "templates": templates, "counterfactuals": n_cf}
-        stats = [(f, fact_outcome(f, nll, variant)) for f in facts if f.group != "null"]
-        shapes = {(f.pid, min(len(f.truths), 3)) for f, _ in stats} | {(pid, 1) for pid in PIDS}
-        null_facts = [f for f in facts if f.group == "null"]
+        stats = [(f, fact_outcome(f, nll, variant)) for f in facts if f.group in ("known", "unknown")]
+        shapes = {(f.pid, min(len(f.truths), 3), f.in_pool) for f, _ in stats} | {(pid, 1, True) for pid in PIDS}
+        null_facts = {True: [f for f in facts if f.group == "null"], False: [f for f in facts if f.group == "null_out"]}
         nulls = {
-            (pid, m): EmpiricalNull([fact_outcome(f, nll, variant, m) for f in null_facts if f.pid == pid])
-            for pid, m in shapes
+            (pid, m, inside): EmpiricalNull(
+                [fact_outcome(f, nll, variant, m) for f in null_facts[inside] if f.pid == pid]
+            )
+            for pid, m, inside in shapes
+            if any(f.pid == pid for f in null_facts[inside])
         }
         flagged: dict[str, dict[str, list[int]]] = {g: {} for g in ("known", "unknown")}
+        outside: dict[str, list[int]] = {"known": [], "unknown": []}
         for f, s in stats:
-            if f.group == "null":
-                continue
-            usable = statistic == "share" or (f.in_pool and len(f.truths) <= 3)
-            null = nulls[(f.pid, 1)] if statistic == "share" else nulls[(f.pid, min(len(f.truths), 3))]
-            hit = int(usable and null.p_value(s) <= level)
+            shape = (f.pid, 1, True) if statistic == "share" else (f.pid, min(len(f.truths), 3), f.in_pool)
+            usable = statistic == "share" or (shape in nulls and len(f.truths) <= 3)
+            hit = int(usable and nulls[shape].p_value(s) <= level)
             flagged[f.group].setdefault(f.pid, []).append(hit)
-        own = [n for (_, m), n in nulls.items() if m == 1]
+            if not f.in_pool:
+                outside[f.group].append(hit)
+        own = [n for (_, m, inside), n in nulls.items() if m == 1 and inside]
+        null_by_pid = {
+            pid: sum(p <= level for p in n.leave_one_out_p_values())
+            for (pid, m, inside), n in nulls.items()
+            if m == 1 and inside
+        }
+        null_size = {pid: len(n) for (pid, m, inside), n in nulls.items() if m == 1 and inside}
+        out_null = [n for (_, m, inside), n in nulls.items() if m == 1 and not inside]
+        out_fp = sum(sum(p <= level for p in n.leave_one_out_p_values()) for n in out_null)
         null_fp = sum(sum(p <= level for p in n.leave_one_out_p_values()) for n in own)
         null_n = sum(len(n) for n in own)
         known = [h for hs in flagged["known"].values() for h in hs]
@@ -245,6 +271,15 @@ def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dic
                     sum(flagged["unknown"].get(pid, [])),
                     len(flagged["unknown"].get(pid, [])) - sum(flagged["unknown"].get(pid, [])),
                 ),
+                "null": [null_by_pid[pid], null_size[pid]],
+                "fisher_p_vs_null": fisher_greater(
+                    sum(flagged["known"].get(pid, [])),
+                    len(flagged["known"].get(pid, [])) - sum(flagged["known"].get(pid, [])),
+                    null_by_pid[pid],
+                    null_size[pid] - null_by_pid[pid],
+                ),
+                # the unknown cohort's 95 % interval holds the null's own rate (leave-one-out)
+                "unknown_covers_null": _covers(flagged["unknown"].get(pid, []), null_by_pid[pid] / null_size[pid]),
             }
             for pid in PIDS
         }
@@ -254,12 +289,23 @@ def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dic
                 "recall": _rate(kf, len(known)),
                 "fpr_unknown": _rate(uf, len(unknown)),
                 "fpr_null_loo": _rate(null_fp, null_n),
+                "out_of_pool": {
+                    "recall": _rate(sum(outside["known"]), len(outside["known"])),
+                    "fpr_unknown": _rate(sum(outside["unknown"]), len(outside["unknown"])),
+                    "fpr_null_loo": _rate(out_fp, sum(len(n) for n in out_null)),
+                },
                 "fisher_p": fisher_greater(kf, len(known) - kf, uf, len(unknown) - uf),
+                "fisher_p_vs_null": fisher_greater(kf, len(known) - kf, null_fp, null_n - null_fp),
                 "sentences_per_fact": templates * (1 + n_cf) * names,
                 "per_property": per_property,
             }
         )
     return rows
+
+
+def _covers(hits: list[int], rate: float) -> bool:
+    r = Rate.of(sum(hits), len(hits))
+    return r.low <= rate <= r.high
 
 
 def _rate(k: int, n: int) -> dict[str, Any]:
@@ -309,7 +355,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "null_people": args.null_people,
         "counterfactuals_drawn": args.counterfactuals,
         "level": args.level,
-        "facts": {g: sum(f.group == g for f in facts) for g in ("known", "unknown", "null")},
+        "facts": {g: sum(f.group == g for f in facts) for g in ("known", "unknown", "null", "null_out")},
         "out_of_pool": {g: sum(f.group == g and not f.in_pool for f in facts) for g in ("known", "unknown")},
         "variants": rows,
     }

@@ -118,6 +118,17 @@ def truth_z(scores: Sequence[float], is_ground_truth: Sequence[bool]) -> float:
     return (best - mean) / std if std > 0.0 else 0.0
 
 
+def truth_log_share(scores: Sequence[float], is_ground_truth: Sequence[bool]) -> float:
+    """The best true value's share of the candidates' softmax over calibrated scores, in logs:
+    s(v*) − log(e^{s(v*)} + Σ_{u∉G} e^{s(u)}) (≤ 0; computed stably). A statistic measured against truth z in
+    benchmarks/verdict_power.py (``logshare``): it weighs the truth's margin over the few best counterfactuals, not over
+    their mean."""
+    best = max(s for s, g in zip(scores, is_ground_truth, strict=True) if g)
+    pool = [best, *(s for s, g in zip(scores, is_ground_truth, strict=True) if not g)]
+    top = max(pool)
+    return best - top - math.log(sum(math.exp(x - top) for x in pool))
+
+
 @dataclass(frozen=True)
 class TemplateOutcome:
     scores: list[float]

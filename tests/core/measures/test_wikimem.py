@@ -17,6 +17,7 @@ from core.measures.wikimem import (
     similar_names,
     subject_summary,
     template_outcome,
+    truth_log_share,
     z_star,
 )
 
@@ -242,3 +243,11 @@ def test_similar_names_always_terminate(name):
 def test_similar_names_keep_the_papers_reversals_first():
     assert run_bounded(similar_names, "Al Bo", 10)[0][:2] == ["La Bo", "Al Ob"]
     assert similar_names("Jane Doe", 4)[:2] == ["Enaj Doe", "Jane Eod"]
+
+
+def test_truth_log_share_by_hand() -> None:
+    # best truth 2.0 (the other truth, 1.0, is left out), counterfactuals 0.0 and 2.0: log(e^2 / (e^2 + e^0 + e^2))
+    assert truth_log_share([1.0, 2.0, 0.0, 2.0], [True, True, False, False]) == pytest.approx(
+        2.0 - math.log(2 * math.exp(2.0) + 1.0)
+    )
+    assert truth_log_share([1000.0, 0.0], [True, False]) == pytest.approx(-math.exp(-1000.0), abs=1e-12)  # stable
