@@ -67,7 +67,17 @@ EXPECTED_LINKS = {
     "capacity text": {"self", "texts"},
     "dynamics": {"self", "strings", "series"},
     "null": {"self", "null"},
+    "verification": {"self", "verification"},
 }
+
+
+def verification(subject_id: int) -> dict:
+    """A verification of the subject audit's person (it needs that audit finished): the same weights as an hf: path."""
+    from app.settings import GROUNDTRUTH_DIR
+
+    after = f"hf:{GROUNDTRUTH_DIR}"
+    people = {"subject_ids": [subject_id]}
+    return {"kind": "verification", "model": after, "before": "groundtruth-tiny", "people": people}
 
 
 def test_every_advertised_link_of_a_finished_audit_answers_200(sqlite_env, api_factory):
@@ -75,12 +85,16 @@ def test_every_advertised_link_of_a_finished_audit_answers_200(sqlite_env, api_f
     upload = api.post("/datasets", data={"name": "films"}, files={"items": ("movies.dat", ITEMS.encode())})
     assert upload.status_code == 201, upload.text
     bodies = audits(upload.json()["id"])
-    assert {body["kind"] for body in bodies.values()} == set(KINDS), "one audit of every registered kind"
+    assert {body["kind"] for body in bodies.values()} | {"verification"} == set(KINDS), "one of every kind"
     created = {}
     for label, body in bodies.items():
         r = api.post("/audits", json=body)
         assert r.status_code == 202, (label, r.text)
         created[label] = r.json()["id"]
+    subject_id = wait_for(api, created["subject"], timeout=300)["subject_id"]
+    r = api.post("/audits", json=verification(subject_id))
+    assert r.status_code == 202, r.text
+    created["verification"] = r.json()["id"]
     for label, audit_id in created.items():
         done = wait_for(api, audit_id, timeout=300)
         assert done["status"] == "succeeded", (label, done)
