@@ -170,6 +170,12 @@ def corrupt(doc: dict, how: str) -> tuple[bytes, int, str]:
     if how == "cell":
         dist["rows"][-1][columns.index("share")] = "0.5"
         return gzip.compress(json.dumps(d).encode()), 422, f"distributions[0].rows[{len(dist['rows']) - 1}].share"
+    if how == "options":
+        d["options"]["paraphrases"] = "two"
+        return gzip.compress(json.dumps(d).encode()), 422, "options"
+    if how == "nul":  # PostgreSQL cannot store it: refused before it gets there
+        dist["rows"][0][columns.index("name")] = "A\u0000B"
+        return gzip.compress(json.dumps(d).encode()), 422, "distributions[0].rows[0].name"
     if how == "model":
         d["model"]["name"] = "no-such-model"
         return gzip.compress(json.dumps(d).encode()), 422, "model.name"
@@ -182,7 +188,7 @@ def corrupt(doc: dict, how: str) -> tuple[bytes, int, str]:
     raise AssertionError(how)
 
 
-BAD = ("format", "statistic", "generator", "fingerprint", "key", "shape", "column", "cell", "model", "truncated")
+BAD = ("format", "statistic", "generator", "fingerprint", "key", "shape", "column", "cell", "options", "nul", "model")
 
 
 def test_bad_files_are_refused_by_field_and_change_nothing(small_nulls, monkeypatch):
@@ -195,7 +201,7 @@ def test_bad_files_are_refused_by_field_and_change_nothing(small_nulls, monkeypa
     _reset_caches()
     admin = Api(make_key("admin"))
     before = counts()
-    for how in (*BAD, "not-json", "bomb"):
+    for how in (*BAD, "truncated", "not-json", "bomb"):
         data, status, field = corrupt(doc, how)
         r = admin.post("/nulls/import", content=data, headers={"Content-Type": "application/gzip"})
         assert r.status_code == status, (how, r.text)
