@@ -123,3 +123,19 @@ def test_same_weights_remove_nothing_and_erasure_forgets_what_was_scored(audited
         assert s.scalar(select(func.count()).select_from(NllCache).where(NllCache.text_hash.in_(list(hashes)))) == 0
     after = api.get(f"/audits/{audit_id}/verification").json()
     assert {f["subject_id"] for f in after["facts"]} == {audited["audits"][1]["subject_id"]}
+
+
+def test_the_relearning_probe_says_unavailable_for_a_model_it_cannot_train(audited) -> None:  # noqa: ANN001
+    api = audited["api"]
+    forgotten = audited["audits"][0]["subject_id"]
+    sent = body(audited) | {
+        "model": "knowledge-free",  # no weights: nothing to fine-tune
+        "options": {"relearning": {"subject_ids": [forgotten]}, "held_out": False},
+    }
+    created = api.post("/audits", json=sent)
+    assert created.status_code == 202, created.text
+    assert wait_for(api, created.json()["id"], timeout=900)["status"] == "succeeded"
+    page = api.get(f"/audits/{created.json()['id']}/verification").json()
+    probe = page["summary"]["relearning"]
+    assert probe["status"] == "unavailable" and "transformers directory" in probe["reason"], probe
+    assert all(f["relearning"] is None and f["held_out"] is None for f in page["facts"])
