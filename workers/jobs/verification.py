@@ -34,14 +34,8 @@ from core.measures.null import FactStat, Rate, fact_stat
 from core.measures.paired import discordant_pairs, mcnemar_exact
 from core.measures.wikimem import generic_subject
 from workers.jobs.common import JobContext, NextStep, run_audit_job
-from workers.jobs.subject import (
-    CanaryPlan,
-    PropertyPlan,
-    _plan,
-    _relax_near_duplicates,
-    _score_all,
-    canary_outcome,
-)
+from workers.jobs.subject import CanaryPlan, PropertyPlan, _plan, _relax_near_duplicates, _score_all, canary_outcome
+from workers.jobs.subject import _pairs as subject_pairs
 from workers.lm.base import Scorer
 from workers.lm.registry import ModelLoadError, load_directory, resolve_spec
 
@@ -133,9 +127,8 @@ def _outcomes(plan: PropertyPlan, canaries: list[CanaryPlan], name: str, nll: di
 
 
 def _pairs(plans: list[PropertyPlan], canaries: dict[str, list[CanaryPlan]], name: str) -> list[tuple[str, str]]:
-    from workers.jobs.subject import _pairs as rows_of
-
-    return [p for plan in plans for c in canaries[plan.prop.pid] for row in rows_of(plan, c, name) for p in row]
+    """Every sentence pair of these canaries, as the subject job scores them."""
+    return [p for plan in plans for c in canaries[plan.prop.pid] for row in subject_pairs(plan, c, name) for p in row]
 
 
 def _stat(plan: PropertyPlan, outcomes: list) -> dict[str, Any]:
