@@ -132,7 +132,7 @@ class HeldOutRead(BaseModel):
     before_retrieved: int
     after_retrieved: int
     paired_p: float | None = Field(description="exact McNemar, one-sided (fewer retrieved after)")
-    chance: float = Field(description="a template's chance of ranking a true value first: 1 / candidates")
+    chance: float = Field(description="a template's chance of ranking a true value first: true values / candidates")
 
 
 class RelearningRead(BaseModel):

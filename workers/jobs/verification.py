@@ -161,6 +161,7 @@ def _score_person(ctx: JobContext[VerificationStored], person_id: int, after: Sc
             "after_templates": [o.memorized for o in after_out],
             "after_stat": _stat(plan, after_out),
             "candidates": len(plan.candidates),
+            "truths": sum(plan.truth_mask),
         }
         if before is not None and held[pid]:
             detail["held_out_raw"] = {
@@ -347,7 +348,8 @@ def _judge(  # noqa: ANN001
         fact.paired_p = mcnemar_exact(*discordant_pairs(d["before_templates"], d["after_templates"]))
         status, reason = status_of(b_cal, a_cal)
         fact.status, fact.reason = status, reason
-        chance = 1.0 / max(int(d.get("candidates") or 1), 1)
+        # a template's chance of ranking a true value first when nothing is known: m true values among the candidates
+        chance = int(d.get("truths") or 1) / max(int(d.get("candidates") or 1), 1)
         raw = d.get("held_out_raw")
         if raw:
             d["held_out"] = {
