@@ -132,17 +132,20 @@ def test_unlearned_people_are_removed_and_untouched_people_stay(flow) -> None:  
     page = flow["real"]
     targets = [f for f in page["facts"] if f["target"]]
     untouched = [f for f in page["facts"] if f["role"] == "locality"]
+    retrievable = [f for f in untouched if f["before"]["memorized"]]  # "stay": those retrievable before
     removed, n = _share(targets, "removed")
-    kept, m = _share(untouched, "still retrievable")
+    kept, m = _share(retrievable, "still retrievable")
     summary = page["summary"]
     report = (
         f"reference unlearning of {FORGOTTEN} trained people on groundtruth-tiny: removed {removed}/{n} forget-set"
-        f" facts; untouched people still retrievable {kept}/{m}; over-forgetting {summary['over_forgetting']};"
+        f" facts; untouched people's facts retrievable before still retrievable {kept}/{m} (of {len(untouched)});"
+        f" over-forgetting (every locality fact) {summary['over_forgetting']};"
         f" paired test over every forget-set template {summary['paired']}; held out {summary.get('held_out')}"
     )
     print("\n" + report)
     assert n >= FORGOTTEN, report
     assert removed / n >= 0.9, report
+    assert m >= 0.9 * len(untouched), report  # trained people: nearly every fact is retrievable before
     assert kept / m >= 0.9, report
     assert {f["subject_id"] for f in targets} == {r["subject_id"] for r in flow["jsonl"]}
     assert all(f["before"]["memorized"] for f in targets), "the forget set holds the facts retrievable before"
