@@ -13,8 +13,8 @@ and carries 64 MiB a call, so:
         # there: the same weights (the GGUF file, de-quantized by transformers as here, float32, TF32 off) and the
         # same engine (workers/lm/engine.py, prefix sharing), writes OUT/nll.npz
     python -m benchmarks.verdict_power_gpu import --model smollm2-135m --file OUT/nll.npz
-        # here: refuses unless the check sample agrees with the CPU's NLLs (max |difference| <= 5e-3 nats; measured on an H100: max 1.15e-3, mean 7.4e-5), then
-        # stores the new NLLs in the cache under their sentences' keys
+        # here: refuses unless the check sample agrees with the CPU's NLLs (max |difference| <= 5e-3 nats; measured
+        # on an H100: max 1.15e-3, mean 7.4e-5), then stores the new NLLs in the cache under their sentences' keys
 
 The GGUF file (98 MB) travels in parts over several calls (``split``), which ``score`` joins.
 """
