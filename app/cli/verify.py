@@ -18,13 +18,15 @@ from app.cli.client import add_client_arguments, make_client
 from app.cli.output import wait
 from app.db.vocabulary import AuditStatus
 from app.errors import InvalidInput
+from app.verification.schemas import MAX_RECORDS
 
-MAX_LINES = 20_000  # forget-set records read from one file (the API's limit)
+SENT_FIELDS = ("subject_id", "property", "audit_id", "templates")  # what a verification reads of a record
 
 
 def read_forget_set(path: Path) -> list[dict[str, Any]]:
-    """The records of a forget-set file as `memaudit export` / GET /forget-set write it (jsonl or tofu); the end
-    marker line is skipped. A line that is not a JSON object is refused by its number, never its text."""
+    """The records of a forget-set file as `memaudit export` / GET /forget-set write it (jsonl or tofu), each
+    reduced to the fields a verification reads (no name, value or sentence is sent); the end marker line is
+    skipped. A line that is not a JSON object is refused by its number, never its text."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -43,9 +45,11 @@ def read_forget_set(path: Path) -> list[dict[str, Any]]:
             raise InvalidInput("--forget-set", f"line {n} is not a JSON object; give the file `memaudit export` wrote")
         if "_end" in row:
             continue
-        records.append(row)
-        if len(records) > MAX_LINES:
-            raise InvalidInput("--forget-set", f"more than {MAX_LINES} records; split the forget set")
+        records.append({k: row[k] for k in SENT_FIELDS if k in row})
+        if len(records) > MAX_RECORDS:
+            raise InvalidInput(
+                "--forget-set", f"more than {MAX_RECORDS} records: split the forget set, or verify a --batch-id"
+            )
     if not records:
         raise InvalidInput("--forget-set", "the file holds no record; export one with `memaudit export`")
     return records

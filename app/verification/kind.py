@@ -27,6 +27,6 @@ KIND = AuditKind(
     # on a batch lane, as the nulls it waits for: its steps take turns with their chunks (a verification on the
     # interactive lane would be served before them by the embedded runner, again and again)
     background=True,
-    max_body_bytes=16 * 1024 * 1024,  # 20,000 forget-set records as exported (names and sentences included)
+    max_body_bytes=1024 * 1024,  # 1,500 forget-set records of their four fields take ~150 KB
     page=KindPage(page.build, "kinds/verification.html", about=page.ABOUT),
 )

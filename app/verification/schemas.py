@@ -10,7 +10,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from app.validation import RequestModel
 from core.models import MODEL_HELP
 
-MAX_RECORDS = 20_000  # forget-set records in one request
+# forget-set records in one request (300 people of 5 facts): with its other lists, a body of the largest valid size
+# stays under the 50,000 JSON values any audit's body may hold (app/audits/body.py); more: several verifications,
+# or a batch (people.batch_id)
+MAX_RECORDS = 1_500
 MAX_PEOPLE = 1_000  # people (forgotten + locality) in one verification
 MAX_RELEARNED = 50  # people whose forget-set facts the relearning probe fine-tunes on
 
@@ -30,7 +33,8 @@ class PersonRole(StrEnum):
 
 class ForgetRecord(RequestModel):
     """One forget-set record as `GET /forget-set` writes it (format jsonl or tofu): only these fields are read,
-    the others (names, values, sentences) are ignored and never stored."""
+    the others (names, values, sentences) are ignored and never stored. Send only these (`memaudit verify` does):
+    a body counts every JSON value it holds against its limit."""
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False, strict=True)
 
@@ -39,7 +43,7 @@ class ForgetRecord(RequestModel):
     audit_id: str | None = Field(default=None, max_length=32, description="the before audit the record came from")
     templates: list[int] | None = Field(
         default=None,
-        max_length=100,
+        max_length=20,
         description="the property's template indices the export exposed (tofu records carry them): held out by"
         " the probe; absent: the templates the before audit probed",
     )
