@@ -20,6 +20,7 @@ from app.db.vocabulary import AuditStatus
 from app.errors import InvalidInput
 from app.verification.schemas import MAX_RECORDS
 
+MAX_FILE_BYTES = 64 * 2**20  # 1,500 exported records with their provenance are a few MB
 SENT_FIELDS = ("subject_id", "property", "audit_id", "templates")  # what a verification reads of a record
 
 
@@ -28,10 +29,16 @@ def read_forget_set(path: Path) -> list[dict[str, Any]]:
     reduced to the fields a verification reads (no name, value or sentence is sent); the end marker line is
     skipped. A line that is not a JSON object is refused by its number, never its text."""
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise InvalidInput("--forget-set", f"the file is larger than {MAX_FILE_BYTES // 2**20} MB; split it")
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidInput(
             "--forget-set", f"cannot read the file ({type(exc).__name__}); give a readable path"
+        ) from None
+    except UnicodeDecodeError:
+        raise InvalidInput(
+            "--forget-set", "the file is not UTF-8 text; give the file `memaudit export` wrote"
         ) from None
     records = []
     for n, line in enumerate(text.splitlines(), start=1):
