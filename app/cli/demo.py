@@ -46,8 +46,8 @@ NULL_MISSING_NOTE = (
 
 UNCALIBRATED_NOTE = (
     "memorized is `uncalibrated`: no null covers that fact's shape (a true value outside the property's pool of"
-    " counterfactual values, or more than 3 true values), so it gets no p-value (docs/measures.md); its ranks are"
-    " shown."
+    " counterfactual values where the null has no out-of-pool values of its kind, or more than 3 true values), so it"
+    " gets no p-value (docs/measures.md); its ranks are shown."
 )
 
 
