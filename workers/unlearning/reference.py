@@ -10,8 +10,8 @@ Forget-set records as the service exports them (app/forget_set/service.py), one 
   the answer differs from its perturbed answers (cut at word boundaries); the answer, and the paraphrased answer
   where it contains that value, are the texts to forget.
 
-Each text is split into a prefix (context) and a target (the value and the rest of the sentence); only the target's
-tokens are unlearned, so the template's words and the subject's name are not what the model forgets.
+Each text is split into a prefix, the value, and a suffix; only the value's tokens are unlearned, so the template's
+words, the subject's name and the sentence's end are not what the model forgets.
 
 Methods (full batch, Adam, ``steps`` steps):
 
@@ -26,7 +26,7 @@ The defaults were chosen on ``groundtruth-tiny`` (benchmarks/unlearning.py; docs
 
 from __future__ import annotations
 
-import copy
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -34,12 +34,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from core.catalog import Catalog, load_catalog
-from workers.unlearning.tuning import TargetText, adam, batch, load, save, target_logprob
+from core.catalog import SUBJECT_SLOT, Catalog, load_catalog
+from workers.unlearning.tuning import TargetText, adam, batch, load, save, target_logprob, train_embeddings_only
 
 METHODS = ("gradient_ascent", "npo")
+SCOPES = ("subject", "all")
 STEPS = 30
-LR = 1e-3
+LR = 1e-2
 NPO_BETA = 0.1
 VALUE_SLOT = "{value}"
 
@@ -53,11 +54,16 @@ def unlearn(
     steps: int = STEPS,
     lr: float = LR,
     seed: int = 0,
+    scope: str = "subject",
 ) -> Path:
     """Unlearn the facts of ``records`` from the model directory ``source``; write the result to ``out`` (a model
-    directory transformers loads, tokenizer included) and return ``out``."""
+    directory transformers loads, tokenizer included) and return ``out``. ``scope``: which weights move —
+    ``subject`` (default) the input-embedding rows of the forgotten subjects' name tokens, ``all`` every weight
+    (use a far smaller ``lr``: on groundtruth-tiny it forgets every trained person, see the module docstring)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}")
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if lr <= 0:
@@ -70,25 +76,39 @@ def unlearn(
     model, tokenizer = load(source)
     b = batch(tokenizer, examples)
     n_target = b.target.sum(1).clamp(min=1)
-    reference = None
+    if scope == "subject":
+        rows = subject_token_ids(tokenizer, {ex.subject for ex in examples if ex.subject})
+        if not rows:
+            raise ValueError("scope 'subject' needs the records' subjects: none was found (use scope 'all')")
+        train_embeddings_only(model, rows)
+    ref_logp = None
     if method == "npo":
-        reference = copy.deepcopy(model).eval()
         with torch.no_grad():
-            ref_logp = target_logprob(reference, b)
+            ref_logp = target_logprob(model.eval(), b)
     model.train()
     opt = adam(model, lr)
     for _ in range(steps):
         logp = target_logprob(model, b)
-        if method == "gradient_ascent":
-            loss = (logp / n_target).mean()  # = −(per-token NLL): descending it ascends the NLL
+        if ref_logp is None:
+            loss = (logp / n_target).mean()  # −(per-token NLL of the values): descending it ascends their NLL
         else:
             loss = -(2.0 / NPO_BETA) * F.logsigmoid(-NPO_BETA * (logp - ref_logp)).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
     model.eval()
-    note = {"method": method, "steps": steps, "lr": lr, "seed": seed, "records": len(records), "texts": len(examples)}
-    return save(model, tokenizer, source, out, note)
+    note = {"method": method, "scope": scope, "steps": steps, "lr": lr, "seed": seed}
+    return save(model, tokenizer, source, out, note | {"records": len(records), "texts": len(examples)})
+
+
+def subject_token_ids(tokenizer, subjects: Iterable[str]) -> list[int]:
+    """The token ids of the subjects' names, alone and after a space (a byte-level BPE spells a word differently
+    at the start of a text and inside it)."""
+    ids: set[int] = set()
+    for subject in subjects:
+        for spelling in (subject, " " + subject):
+            ids.update(tokenizer(spelling, add_special_tokens=False)["input_ids"])
+    return sorted(ids)
 
 
 def fake_unlearn(source: Path, out: Path) -> Path:
@@ -103,10 +123,11 @@ def forget_examples(records: Iterable[dict], catalog: Catalog | None = None) -> 
     """The (prefix, target) texts to forget for forget-set records (memaudit jsonl or TOFU; see the module
     docstring). Records of neither format (the jsonl end marker) give none; duplicates are dropped."""
     catalog = catalog if catalog is not None else load_catalog()
+    questions = _question_patterns(catalog)
     out: dict[TargetText, None] = {}
     for record in records:
         if "answer" in record:
-            found = _tofu_examples(record)
+            found = _tofu_examples(record, questions)
         elif {"subject", "property", "value"} <= record.keys():
             found = _jsonl_examples(record, catalog)
         else:
@@ -121,25 +142,46 @@ def _jsonl_examples(record: dict, catalog: Catalog) -> list[TargetText]:
     for canary in record.get("canaries") or []:
         if isinstance(canary, str) and canary.count(VALUE_SLOT) == 1:
             head, tail = canary.split(VALUE_SLOT)
-            found.append(TargetText(head, value + tail))
+            found.append(TargetText(head, value, tail, str(record["subject"])))
     if not found and record["property"] in catalog:
-        found.append(TargetText(*catalog.get(record["property"]).split(0, str(record["subject"]), value)))
+        head, rest = catalog.get(record["property"]).split(0, str(record["subject"]), value)
+        found.append(TargetText(head, value, rest[len(value) :], str(record["subject"])))
     return found
 
 
-def _tofu_examples(record: dict) -> list[TargetText]:
+def _tofu_examples(record: dict, questions: Sequence[re.Pattern[str]]) -> list[TargetText]:
     answer = str(record["answer"])
     perturbed = [str(p) for p in record.get("perturbed_answer") or [] if isinstance(p, str)]
+    subject = _subject_of(str(record.get("question") or ""), questions)
     start, end = _differing_span(answer, perturbed)
     if start >= end:
-        return [TargetText("", answer)]
+        return [TargetText("", answer, "", subject)]
     value = answer[start:end]
-    found = [TargetText(answer[:start], answer[start:])]
+    found = [TargetText(answer[:start], value, answer[end:], subject)]
     paraphrased = record.get("paraphrased_answer")
     if isinstance(paraphrased, str) and value in paraphrased and paraphrased != answer:
         at = paraphrased.index(value)
-        found.append(TargetText(paraphrased[:at], paraphrased[at:]))
+        found.append(TargetText(paraphrased[:at], value, paraphrased[at + len(value) :], subject))
     return found
+
+
+def _question_patterns(catalog: Catalog) -> list[re.Pattern[str]]:
+    """One pattern per catalog question ("What is {subject}'s occupation?"), the subject captured."""
+    return [
+        re.compile(
+            "".join("(.+)" if part == SUBJECT_SLOT else re.escape(part) for part in re.split(r"(\{subject\})", q))
+        )
+        for q in dict.fromkeys(prop.question for prop in catalog)
+    ]
+
+
+def _subject_of(question: str, patterns: Sequence[re.Pattern[str]]) -> str:
+    """The subject a TOFU question asks about (the export fills a catalog question), or "" if none matches."""
+    for pattern in patterns:
+        match = pattern.fullmatch(question)
+        if match:
+            return match.group(1)
+    return ""
 
 
 def _differing_span(answer: str, others: Sequence[str]) -> tuple[int, int]:

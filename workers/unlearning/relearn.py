@@ -11,14 +11,27 @@ from pathlib import Path
 
 import torch
 
-from workers.unlearning.tuning import TargetText, adam, batch, load, save, target_logprob
+from workers.unlearning.tuning import TargetText, adam, batch, load, save, target_logprob, train_embeddings_only
 
+SCOPES = ("all", "embeddings")
 STEPS = 20
 LR = 1e-3
 
 
-def relearn(source: Path, texts: list[str], out: Path, *, steps: int = STEPS, lr: float = LR, seed: int = 0) -> Path:
-    """Fine-tune the model directory ``source`` for ``steps`` steps on ``texts``; write it to ``out``."""
+def relearn(
+    source: Path,
+    texts: list[str],
+    out: Path,
+    *,
+    steps: int = STEPS,
+    lr: float = LR,
+    seed: int = 0,
+    scope: str = "all",
+) -> Path:
+    """Fine-tune the model directory ``source`` for ``steps`` steps on ``texts``; write it to ``out``. ``scope``:
+    ``all`` weights, or ``embeddings`` (the input embeddings only)."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if lr <= 0:
@@ -30,6 +43,8 @@ def relearn(source: Path, texts: list[str], out: Path, *, steps: int = STEPS, lr
     torch.manual_seed(seed)
     model, tokenizer = load(source)
     b = batch(tokenizer, [TargetText("", t) for t in texts])
+    if scope == "embeddings":
+        train_embeddings_only(model)
     n_target = b.target.sum(1).clamp(min=1)
     model.train()
     opt = adam(model, lr)
@@ -39,4 +54,6 @@ def relearn(source: Path, texts: list[str], out: Path, *, steps: int = STEPS, lr
         loss.backward()
         opt.step()
     model.eval()
-    return save(model, tokenizer, source, out, {"method": "relearn", "steps": steps, "lr": lr, "seed": seed})
+    return save(
+        model, tokenizer, source, out, {"method": "relearn", "scope": scope, "steps": steps, "lr": lr, "seed": seed}
+    )

@@ -24,11 +24,13 @@ MAX_EXAMPLES = 10_000  # a bound on one run's texts (a forget set of 10 people i
 
 @dataclass(frozen=True)
 class TargetText:
-    """One text to fit or to forget: ``prefix`` is context (not a target), ``target`` the tokens whose likelihood
-    moves (the value and the rest of the sentence)."""
+    """One text to fit or to forget: ``prefix + target + suffix``, of which only ``target``'s tokens are fitted or
+    forgotten (``prefix`` and ``suffix`` are context); ``subject`` names whom the text is about ("" if unknown)."""
 
     prefix: str
     target: str
+    suffix: str = ""
+    subject: str = ""
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ def load(source: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
 
 
 def batch(tokenizer: PreTrainedTokenizerBase, examples: Sequence[TargetText]) -> TokenBatch:
-    """One padded batch; a token is a target when its characters end past the prefix (a byte-level BPE token
+    """One padded batch; a token is a target when its characters overlap the target's (a byte-level BPE token
     carries the space before a word, so the value's first token starts inside the prefix's trailing space)."""
     if not examples:
         raise ValueError("nothing to train on: no example")
@@ -55,10 +57,11 @@ def batch(tokenizer: PreTrainedTokenizerBase, examples: Sequence[TargetText]) ->
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else start
     rows: list[tuple[list[int], list[int]]] = []
     for ex in examples:
-        text = ex.prefix + ex.target
+        text = ex.prefix + ex.target + ex.suffix
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids = [start, *enc["input_ids"]]
-        is_target = [0, *(1 if end > len(ex.prefix) else 0 for _, end in enc["offset_mapping"])]
+        lo, hi = len(ex.prefix), len(ex.prefix) + len(ex.target)
+        is_target = [0, *(1 if end > lo and begin < hi else 0 for begin, end in enc["offset_mapping"])]
         rows.append((ids, is_target))
     width = max(len(ids) for ids, _ in rows)
     ids_t = torch.full((len(rows), width), pad, dtype=torch.long)
@@ -92,4 +95,15 @@ def save(
 
 
 def adam(model: PreTrainedModel, lr: float) -> torch.optim.Optimizer:
-    return torch.optim.Adam(model.parameters(), lr=lr)
+    return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+
+
+def train_embeddings_only(model: PreTrainedModel, rows: Sequence[int] | None = None) -> None:
+    """Freeze every weight but the input embeddings; with ``rows``, only those rows move (the gradient is masked)."""
+    embedding = model.get_input_embeddings().weight
+    for p in model.parameters():
+        p.requires_grad_(p is embedding)
+    if rows is not None:
+        mask = torch.zeros(embedding.shape[0], 1)
+        mask[list(rows)] = 1.0
+        embedding.register_hook(lambda grad: grad * mask)
