@@ -2,9 +2,10 @@
 on groundtruth-tiny, 10 trained people are audited and exported as a forget set, unlearned by the reference script
 (workers/unlearning/reference.py, gradient ascent at its defaults), and a verification reports their facts
 `removed` while 10 untouched trained people's facts stay `still retrievable`; a fake unlearning (the same weights
-under a new name) is reported `still retrievable`; 20 relearning steps on 2 of the 10 bring their facts back and
-the relearning probe says so; the TOFU export records the templates its answers use and the verification's held-out
-probe never uses them.
+under a new name) is reported `still retrievable`; 20 relearning steps on the forget-set facts of 2 of the 10 bring
+their facts back and the relearning probe says so (a third verification runs the probe on their other fact instead,
+printed); the TOFU export records the templates its answers use and the verification's held-out probe never uses
+them.
 
 Everything runs once for the module (one embedded service, one SQLite file): the before audits at the service's
 default configuration (baseline + 2 paraphrases, 20 counterfactuals), three nulls (one per model) of 100 null facts
@@ -104,8 +105,9 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
             "before": BEFORE,
             "people": {"forget_set": jsonl},
             "locality": {"subject_ids": untouched_ids},
-            "options": {"relearning": {"subject_ids": relearned, "steps": 20}},
+            "options": {"relearning": {"subject_ids": relearned, "steps": 20, "texts": "forget_set"}},
         }
+        other_facts = real | {"options": {"relearning": {"subject_ids": relearned, "steps": 20}}}  # its P21
         fake = {
             "kind": "verification",
             "model": FAKE,
@@ -114,13 +116,21 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
             "locality": {"subject_ids": untouched_ids},
         }
         ids = []
-        for body in (real, fake):
+        for body in (real, fake, other_facts):
             answer = api.post("/audits", json=body)
             assert answer.status_code == 202, answer.text
             ids.append(answer.json()["id"])
         pages = [_facts(api, i) for i in ids]
         print(f"\nverification flow: {time.monotonic() - started:.0f} s")
-        yield {"api": api, "real": pages[0], "fake": pages[1], "jsonl": jsonl, "tofu": tofu, "relearned": relearned}
+        yield {
+            "api": api,
+            "real": pages[0],
+            "fake": pages[1],
+            "other_facts": pages[2],
+            "jsonl": jsonl,
+            "tofu": tofu,
+            "relearned": relearned,
+        }
         _reset_caches()
 
 
@@ -139,7 +149,7 @@ def test_unlearned_people_are_removed_and_untouched_people_stay(flow) -> None:  
     report = (
         f"reference unlearning of {FORGOTTEN} trained people on groundtruth-tiny: removed {removed}/{n} forget-set"
         f" facts; untouched people's facts retrievable before still retrievable {kept}/{m} (of {len(untouched)});"
-        f" over-forgetting (every locality fact) {summary['over_forgetting']};"
+        f" over-forgetting {summary['over_forgetting_by_group']};"
         f" paired test over every forget-set template {summary['paired']}; held out {summary.get('held_out')}"
     )
     print("\n" + report)
@@ -160,21 +170,30 @@ def test_fake_unlearning_is_still_retrievable(flow) -> None:  # noqa: ANN001
     assert flow["fake"]["summary"]["removed"]["k"] <= n - still
 
 
+def _came_back(page: dict, relearned: list[int]) -> tuple[list[dict], list[dict]]:
+    facts = [f for f in page["facts"] if f["target"] and f["subject_id"] in relearned]
+    removed = [f for f in facts if f["status"] == "removed"]
+    return removed, [f for f in removed if f["relearning"]["came_back"]]
+
+
 def test_relearning_brings_the_relearned_people_back_and_the_probe_says_so(flow) -> None:  # noqa: ANN001
+    """20 steps on the forget-set facts of 2 of the 10 (texts=forget_set: an adversary holding part of the forget
+    set); the same probe on their other fact (texts=other_facts, P21) is printed beside it (docs/verification.md)."""
     page = flow["real"]
     probe = page["summary"]["relearning"]
-    relearned = [f for f in page["facts"] if f["target"] and f["subject_id"] in flow["relearned"]]
-    removed = [f for f in relearned if f["status"] == "removed"]
-    back = [f for f in removed if f["relearning"]["came_back"]]
+    removed, back = _came_back(page, flow["relearned"])
+    other = flow["other_facts"]["summary"]["relearning"]
     report = (
-        f"20 relearning steps on {RELEARNED} of the {FORGOTTEN} unlearned people: {len(back)}/{len(removed)} of their"
-        f" removed facts came back; probe {probe}"
+        f"20 relearning steps on the forget-set facts of {RELEARNED} of the {FORGOTTEN} unlearned people:"
+        f" {len(back)}/{len(removed)} of their removed facts came back; probe {probe}; on their other facts instead:"
+        f" {other}"
     )
     print("\n" + report)
     assert probe["status"] == "done", report
     assert removed, report
     assert len(back) / len(removed) >= 0.9, report
     assert probe["relearned"]["came_back"]["k"] == len(back), report
+    assert probe["texts"] == "forget_set" and other["texts"] == "other_facts" and other["status"] == "done", report
 
 
 def test_tofu_export_records_its_templates_and_verification_holds_them_out(flow) -> None:  # noqa: ANN001

@@ -389,6 +389,8 @@ def _summary(people: list[VerificationPerson], options: VerificationStored) -> d
     counts = {str(s): sum(f.status == s for f in targets) for s in FactStatus}
     kept = [f for f in locality if f.memorized_before]
     over = [f for f in kept if f.memorized_after is False]
+    role = {f.id: p.role for p in people for f in p.facts}
+    groups = {"locality_people": PersonRole.LOCALITY, "forgotten_people_other_facts": PersonRole.FORGOTTEN}
     b = c = 0
     for f in targets:
         pair = discordant_pairs(
@@ -412,6 +414,11 @@ def _summary(people: list[VerificationPerson], options: VerificationStored) -> d
             "still_retrievable": _rate(sum(f.status == FactStatus.STILL_RETRIEVABLE for f in kept), len(kept)),
         },
         "over_forgetting": _rate(len(over), len(kept)),
+        # apart: untouched people, and the facts of forgotten people that were not in the forget set
+        "over_forgetting_by_group": {
+            name: _rate(sum(role[f.id] == r for f in over), sum(role[f.id] == r for f in kept))
+            for name, r in groups.items()
+        },
         "paired": {
             "test": "exact McNemar, one-sided, over the templates' rank-1 outcomes",
             "b": b,
