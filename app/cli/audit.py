@@ -196,6 +196,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"wrote {n} record{'s' if n != 1 else ''} to {args.output or 'standard output'}", file=sys.stderr)
     if end.get("pending"):
         print(pending_line(end, args.policy), file=sys.stderr)
+    elif n == 0 and policy.p_values:  # every fact was judged, none selected: say so, an empty file is a verdict
+        print(
+            f"no fact passed --policy {policy.name} against its null: none is memorized by that test;"
+            " --policy lenient exports what a template ranks first, with no error control",
+            file=sys.stderr,
+        )
     return 0
 
 

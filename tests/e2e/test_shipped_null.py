@@ -120,3 +120,30 @@ def test_shipped_null_is_what_the_code_computes(sqlite_env, model):
         " longer matches the CLI's default configuration; run python -m benchmarks.ship_null"
     )
     assert check_sample(path, Api(make_key("admin"))) > 0
+
+
+def test_a_one_shot_audit_prints_p_values_from_the_shipped_null(cli_env, tmp_path):
+    """`memaudit audit` on groundtruth-tiny, no `serve` running, a fresh database: p-values at once from the shipped
+    null, an export after it that says what it wrote (never a silent 0), no audit left running."""
+    import sqlite3
+
+    from tests.support.cli import memaudit
+
+    facts = ["--fact", "P106=statistician", "--fact", "P27=Ghana", "--fact", "P19=Naples"]
+    run = memaudit(cli_env, "audit", "--model", "groundtruth-tiny", "--name", "Yselda Calderwick", *facts)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "p-values against the null shipped with memaudit" in run.stdout, run.stdout
+    rows = [line for line in run.stdout.splitlines() if "Ghana" in line or "Naples" in line or "statistician" in line]
+    assert len(rows) == 3 and not any("pending" in r for r in rows), run.stdout
+    assert all(" yes " in r or " no " in r for r in rows), run.stdout  # a verdict in every row
+    exported = memaudit(cli_env, "export", "--model", "groundtruth-tiny", "-o", str(tmp_path / "forget.jsonl"))
+    assert exported.returncode == 0, exported.stderr
+    n = len((tmp_path / "forget.jsonl").read_text().splitlines()) - 1  # the end marker
+    said = exported.stderr.strip().splitlines()
+    assert said[0] == f"wrote {n} record{'' if n == 1 else 's'} to {tmp_path / 'forget.jsonl'}", said
+    assert n > 0 or "no fact passed --policy pvalue" in said[1], said  # Yselda is a trained person: n > 0 expected
+    with sqlite3.connect(tmp_path / "cli.sqlite3") as db:
+        statuses = dict(db.execute("SELECT kind || ':' || status, count(*) FROM audits GROUP BY 1").fetchall())
+        sources = {r[0] for r in db.execute("SELECT source FROM null_distributions")}
+    assert statuses == {"subject:succeeded": 1, "null:succeeded": 1}, statuses  # nothing left running or queued
+    assert sources == {"shipped"}
