@@ -1,0 +1,302 @@
+"""Reference unlearning on groundtruth-tiny: removed / kept / fake / relearned rates, the paired test's false-positive
+rate on the null, and seconds — measured with the project's own WikiMem scoring directly on the model directories.
+
+    python -m benchmarks.unlearning [--forget 10] [--keep 10] [--null 40] [--steps N] [--lr X] [--method M]
+
+Cohorts (from workers/groundtruth/manifest.json): the first ``--forget`` trained people are unlearned, the next
+``--keep`` trained people are untouched (none of them shares a first or last name with a forgotten person), up to
+``--keep`` later trained people who do share one are the *name neighbours*, the first ``--null`` held-out people
+are people the model never saw, and ``--null`` fictitious people of real origins (core.names.fictitious, as the
+service's nulls) are the null.
+The forget set holds every fact of the forgotten people but sex or gender (``KEPT_PROPERTY``), as memaudit jsonl
+records whose canaries are the audit's default templates (baseline + 2 paraphrases); the kept property is the
+forgotten people's non-forgotten fact (locality inside a person) and the relearning text.
+
+Each fact is scored like a subject audit: templates ``AUDIT_TEMPLATES``, the true values and 20 counterfactuals
+(seeded), two look-alike names (α = 1); the statistic is truth z (mean over templates), its p-value empirical
+against the *same model's* null facts, so the after model is judged by its own null, as a verification does. A
+fact is **retrievable** at p <= 0.01. Rates:
+
+* removed: forgotten facts retrievable before and not after the unlearning;
+* kept: the untouched people's facts retrievable after (of those retrievable before); the same for the name
+  neighbours (over-forgetting: the reference unlearning moves the forgotten names' token embeddings, which the
+  neighbours' names share) and for the forgotten people's kept property;
+* fake: forgotten facts still retrievable on the fake unlearning (a copy of the weights);
+* relearned: forgotten facts of 2 of the unlearned people retrievable again after 20 steps of fine-tuning
+  (workers.unlearning.relearn defaults) on ``other_facts`` (their kept property in every template) or on
+  ``reworded_facts`` (their forgotten facts in the 8 templates the audit and the forget set did not use) or on
+  ``forget_set_facts`` (their forgotten facts in the audited templates: an adversary holding part of the forget set);
+* held out: people the model never saw, retrievable before and after (the method's chance rate);
+* paired test (core.measures.paired, exact McNemar at p <= 0.05 on every catalog template's rank-1 outcome):
+  its false-positive rate on the held-out people (never in the model: any "removal" is chance) and on the
+  untouched people, and its power on the forgotten facts.
+
+Results: benchmarks/results_unlearning.json. Prints rates and counts only (no names or facts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results_unlearning.json"
+MODEL = REPO / "workers" / "groundtruth" / "model"
+AUDIT_TEMPLATES = (0, 1, 2)  # the subject audit's default: baseline + 2 paraphrases
+KEPT_PROPERTY = "P21"  # not in the forget set: the relearning text, and locality inside a forgotten person
+N_COUNTERFACTUALS = 20
+N_LOOKALIKES = 2
+LEVEL = 0.01  # retrievable: p <= LEVEL against the model's own null
+PAIRED_LEVEL = 0.05
+RELEARN_PEOPLE = 2
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ranks: tuple[int, ...]  # best true value's rank per template
+    z: float  # truth z, mean over the templates
+
+
+def fact_outcome(scorer, catalog, name: str, pid: str, truths: Sequence[str], templates: Sequence[int], seed: int):
+    from core.catalog import counterfactuals
+    from core.measures.wikimem import calibrated_scores, similar_names, truth_z
+    from workers.groundtruth.scoring import best_truth_rank
+
+    prop = catalog.get(pid)
+    candidates = [*truths, *counterfactuals(prop, truths, N_COUNTERFACTUALS, seed)]
+    is_truth = [i < len(truths) for i in range(len(candidates))]
+    variants = similar_names(name, N_LOOKALIKES)
+    ranks, zs = [], []
+    for t in templates:
+        nll = {h: scorer.nll([prop.render(t, h, v) for v in candidates]) for h in (name, *variants)}
+        scores = calibrated_scores(nll[name], None, [nll[v] for v in variants], 1.0)
+        ranks.append(best_truth_rank(scores, is_truth))
+        zs.append(truth_z(scores, is_truth))
+    return Outcome(tuple(ranks), sum(zs) / len(zs))
+
+
+def cohort(model_dir: Path, people: Sequence[dict], pids: Sequence[str] | None = None, templates=AUDIT_TEMPLATES):
+    """{(person index, pid): Outcome} for ``people`` on ``model_dir`` (counterfactuals seeded by the person)."""
+    from core.catalog import load_catalog
+    from workers.groundtruth.scoring import SentenceScorer
+
+    catalog = load_catalog()
+    scorer = SentenceScorer(model_dir)
+    out = {}
+    for i, person in enumerate(people):
+        for pid, truths in person["facts"].items():
+            if pids is None or pid in pids:
+                out[(i, pid)] = fact_outcome(scorer, catalog, person["name"], pid, truths, templates, seed=i)
+    return out
+
+
+def p_value(z: float, null: Sequence[float]) -> float:
+    """Empirical p against the null's statistics: (1 + #{null >= z}) / (1 + N)."""
+    return (1 + sum(1 for x in null if x >= z)) / (1 + len(null))
+
+
+def forget_records(people: Sequence[dict], pids: Sequence[str], templates: Sequence[int] = AUDIT_TEMPLATES):
+    """memaudit jsonl forget-set records (the export's fields the reference unlearning reads) for ``people``."""
+    from core.catalog import load_catalog, split_template
+
+    catalog = load_catalog()
+    records = []
+    for person in people:
+        for pid in pids:
+            prop = catalog.get(pid)
+            canaries = ["".join(split_template(prop.templates[t], person["name"], "{value}")) for t in templates]
+            for value in person["facts"][pid]:
+                records.append({"subject": person["name"], "property": pid, "value": value, "canaries": canaries})
+    return records
+
+
+def kept_texts(person: dict, pid: str = KEPT_PROPERTY) -> list[str]:
+    """The person's non-forgotten fact in every catalog template: the relearning text (other facts of the person)."""
+    from core.catalog import load_catalog
+
+    prop = load_catalog().get(pid)
+    return [prop.render(t, person["name"], v) for t in range(len(prop.templates)) for v in person["facts"][pid]]
+
+
+def reworded_texts(person: dict, pids: Sequence[str], templates: Sequence[int] | None = None) -> list[str]:
+    """The person's facts of ``pids`` in ``templates``; by default the catalog templates the audit (and so the
+    forget set) did not use."""
+    from core.catalog import load_catalog
+
+    catalog = load_catalog()
+    return [
+        catalog.get(pid).render(t, person["name"], v)
+        for pid in pids
+        for t in range(len(catalog.get(pid).templates))
+        if (t not in AUDIT_TEMPLATES if templates is None else t in templates)
+        for v in person["facts"][pid]
+    ]
+
+
+def fictitious_null(n: int, pids: Sequence[str]) -> list[dict]:
+    """The service's null people (core.names.fictitious): names of real origins whose facts fit them."""
+    from core.catalog import load_catalog
+    from core.names.fictitious import cohort as fictitious
+
+    return [
+        {"name": p.name, "facts": {k: [v] for k, v in p.facts.items()}} for p in fictitious(n, pids, load_catalog(), 0)
+    ]
+
+
+def rate(hits: int, n: int) -> dict:
+    return {"hits": hits, "n": n, "rate": round(hits / n, 3) if n else None}
+
+
+def run(
+    n_forget: int, n_keep: int, n_null: int, method: str, steps: int, lr: float, paired: bool, scope: str = "subject"
+) -> dict:
+    import torch
+
+    from core.measures.null import clopper_pearson
+    from core.measures.paired import paired_p_value
+    from workers.groundtruth.evaluate import load_manifest
+    from workers.unlearning import fake_unlearn, relearn, unlearn
+
+    torch.set_num_threads(1)
+    manifest = load_manifest()
+    forget = manifest["trained"][:n_forget]
+    keep = manifest["trained"][n_forget : n_forget + n_keep]
+    held_out = manifest["held_out"][:n_null]
+    null_people = fictitious_null(n_null, list(manifest["properties"]))
+    parts = {part for p in forget for part in p["name"].split()}
+    rest = manifest["trained"][n_forget + n_keep :]
+    neighbours = [p for p in rest if set(p["name"].split()) & parts][:n_keep]
+    forgotten_pids = [p for p in manifest["properties"] if p != KEPT_PROPERTY]
+    seconds: dict[str, float] = {}
+
+    def timed(label, fn, *a, **kw):
+        t = time.perf_counter()
+        out = fn(*a, **kw)
+        seconds[label] = round(seconds.get(label, 0.0) + time.perf_counter() - t, 1)
+        return out
+
+    def judge(model_dir: Path) -> Callable[[Sequence[dict]], dict]:
+        """The model's own null, then {(person, pid): retrievable} for a cohort on that model."""
+        null_z = [o.z for o in timed("scoring", cohort, model_dir, null_people).values()]
+        return lambda people: {
+            k: p_value(o.z, null_z) <= LEVEL for k, o in timed("scoring", cohort, model_dir, people).items()
+        }
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        records = forget_records(forget, forgotten_pids)
+        after = timed("unlearn", unlearn, MODEL, records, tmp / "after", method=method, scope=scope, steps=steps, lr=lr)
+        fake = timed("fake_unlearn", fake_unlearn, MODEL, tmp / "fake")
+        relearners = forget[:RELEARN_PEOPLE]
+        relearn_texts = {
+            "other_facts": [t for p in relearners for t in kept_texts(p)],
+            "reworded_facts": [t for p in relearners for t in reworded_texts(p, forgotten_pids)],
+            "forget_set_facts": [t for p in relearners for t in reworded_texts(p, forgotten_pids, AUDIT_TEMPLATES)],
+        }
+        relearned = {
+            name: timed("relearn", relearn, after, texts, tmp / f"relearned_{name}")
+            for name, texts in relearn_texts.items()
+        }
+        on_before, on_after, on_fake = judge(MODEL), judge(after), judge(fake)
+        f_before, f_after, f_fake = on_before(forget), on_after(forget), on_fake(forget)
+        k_before, k_after = on_before(keep), on_after(keep)
+        n_before, n_after = on_before(neighbours), on_after(neighbours)
+        h_before, h_after = on_before(held_out), on_after(held_out)
+        forgotten = [k for k in f_before if k[1] != KEPT_PROPERTY and f_before[k]]
+        kept_in_person = [k for k in f_before if k[1] == KEPT_PROPERTY and f_before[k]]
+        untouched = [k for k in k_before if k_before[k]]
+        near = [k for k in n_before if n_before[k]]
+        relearn_facts = [k for k in forgotten if k[0] < RELEARN_PEOPLE and not f_after[k]]
+        result = {
+            "removed": rate(sum(not f_after[k] for k in forgotten), len(forgotten)),
+            "kept": rate(sum(k_after[k] for k in untouched), len(untouched)),
+            "kept_name_neighbours": rate(sum(n_after[k] for k in near), len(near)),
+            "kept_other_facts_of_forgotten": rate(sum(f_after[k] for k in kept_in_person), len(kept_in_person)),
+            "fake_still_retrievable": rate(sum(f_fake[k] for k in forgotten), len(forgotten)),
+            "relearned": {
+                name: rate(sum(judged[k] for k in relearn_facts), len(relearn_facts))
+                for name, model_dir in relearned.items()
+                for judged in [judge(model_dir)(relearners)]
+            },
+            "retrievable_before": {
+                "forgotten": rate(len(forgotten), sum(k[1] != KEPT_PROPERTY for k in f_before)),
+                "untouched": rate(len(untouched), len(k_before)),
+                "held_out": rate(sum(h_before.values()), len(h_before)),
+            },
+            "held_out_retrievable_after": rate(sum(h_after.values()), len(h_after)),
+        }
+        if paired:
+            every = tuple(range(11))
+            before = timed("scoring", cohort, MODEL, held_out, templates=every)
+            after_o = timed("scoring", cohort, after, held_out, templates=every)
+            ps = [paired_p_value(before[k].ranks, after_o[k].ranks) for k in before]
+            hits = sum(p <= PAIRED_LEVEL for p in ps)
+            f11_before = timed("scoring", cohort, MODEL, forget, forgotten_pids, templates=every)
+            f11_after = timed("scoring", cohort, after, forget, forgotten_pids, templates=every)
+            k11_before = timed("scoring", cohort, MODEL, keep, forgotten_pids, templates=every)
+            k11_after = timed("scoring", cohort, after, keep, forgotten_pids, templates=every)
+            power = [paired_p_value(f11_before[k].ranks, f11_after[k].ranks) for k in f11_after]
+            kept_p = [paired_p_value(k11_before[k].ranks, k11_after[k].ranks) for k in k11_after]
+            result["paired"] = {
+                "test": "exact McNemar, one-sided (removal), every catalog template (11)",
+                "level": PAIRED_LEVEL,
+                "false_positive_held_out": rate(hits, len(ps))
+                | {"upper95": round(clopper_pearson(hits, len(ps))[1], 4)},
+                "false_positive_untouched": rate(sum(p <= PAIRED_LEVEL for p in kept_p), len(kept_p)),
+                "power_forgotten": rate(sum(p <= PAIRED_LEVEL for p in power), len(power)),
+            }
+    result["settings"] = {
+        "method": method,
+        "scope": scope,
+        "steps": steps,
+        "lr": lr,
+        "forget_people": n_forget,
+        "keep_people": n_keep,
+        "name_neighbours": len(neighbours),
+        "null_people": n_null,
+        "relearn_people": RELEARN_PEOPLE,
+        "relearn_steps": 20,
+        "audit_templates": list(AUDIT_TEMPLATES),
+        "counterfactuals": N_COUNTERFACTUALS,
+        "lookalikes": f"{N_LOOKALIKES} reversed-letter (core.measures.wikimem.similar_names)",
+        "statistic": "truth z, empirical p against the model's own null (fictitious people, core.names.fictitious)",
+        "level": LEVEL,
+        "torch_threads": 1,
+        "load_average_1min": round(os.getloadavg()[0], 1),
+        "seconds": seconds,
+    }
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    from workers.unlearning.reference import LR, STEPS
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--forget", type=int, default=10)
+    ap.add_argument("--keep", type=int, default=10)
+    ap.add_argument("--null", type=int, default=40)
+    ap.add_argument("--method", default="gradient_ascent")
+    ap.add_argument("--scope", default="subject")
+    ap.add_argument("--steps", type=int, default=STEPS)
+    ap.add_argument("--lr", type=float, default=LR)
+    ap.add_argument("--no-paired", action="store_true", help="skip the paired test's null (every template: slow)")
+    ap.add_argument("--write", action="store_true", help=f"store the result in {RESULTS.name}")
+    args = ap.parse_args(argv)
+    random.seed(0)
+    result = run(
+        args.forget, args.keep, args.null, args.method, args.steps, args.lr, not args.no_paired, scope=args.scope
+    )
+    print(json.dumps(result, indent=1))
+    if args.write:
+        RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
