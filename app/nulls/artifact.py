@@ -162,12 +162,16 @@ def parse(data: bytes, max_json_bytes: int = MAX_JSON_BYTES) -> dict[str, Any]:
     else:
         text = data
     try:
-        document = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        document = json.loads(text, parse_constant=_not_a_number)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError):
         raise InvalidInput("body", "not JSON: send a null artifact (gzip JSON) `memaudit nulls export` wrote") from None
     if not isinstance(document, dict):
         raise InvalidInput("body", "a null artifact is a JSON object")
     return document
+
+
+def _not_a_number(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")  # NaN and Infinity: no statistic of a stored null is one
 
 
 def _need(ok: bool, field: str, message: str) -> None:
