@@ -23,7 +23,7 @@ import json
 import math
 import re
 import zlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -285,16 +285,16 @@ def _distribution(d: Any, at: str, seen: set[str]) -> None:
 # -- import: write -----------------------------------------------------------------------------------------------------
 
 
-def imported(session: Session, model: str, sha256: str) -> str | None:
-    """The succeeded null audit of ``model`` an artifact was already imported into (None when it was not)."""
+def imported(session: Session, model: str, sha256: str) -> dict[str, str]:
+    """property -> the succeeded null audit of ``model`` each of an artifact's distributions was imported into."""
     stmt = (
-        select(NullDistribution.audit_id)
+        select(NullDistribution.property_id, NullDistribution.audit_id)
         .join(Audit, Audit.id == NullDistribution.audit_id)
         .where(NullDistribution.artifact_sha256 == sha256, NullDistribution.model == model)
         .where(Audit.status == "succeeded")
-        .limit(1)
+        .order_by(NullDistribution.id)
     )
-    return session.scalar(stmt)
+    return {pid: audit_id for pid, audit_id in session.execute(stmt)}
 
 
 def check_fingerprint(session: Session, model: str, artifact: Artifact) -> None:
@@ -309,12 +309,19 @@ def check_fingerprint(session: Session, model: str, artifact: Artifact) -> None:
     )
 
 
-def store(session: Session, artifact: Artifact, model: str, source: str) -> tuple[str, bool]:
-    """Create the succeeded null audit of a validated artifact for ``model`` (in the caller's transaction), or find
-    the one it was imported into. Returns (null audit id, created)."""
+def store(
+    session: Session, artifact: Artifact, model: str, source: str, pids: Collection[str] | None = None
+) -> tuple[str, bool]:
+    """Create the succeeded null audit of a validated artifact's distributions for ``model`` (those of ``pids``; all
+    by default) that were not imported for it yet, in the caller's transaction. Returns (null audit id, created):
+    the new audit, or where every one was imported already, the audit the first of them was imported into."""
     found = imported(session, model, artifact.sha256)
-    if found is not None:
-        return found, False
+    wanted = [d for d in artifact.document["distributions"] if pids is None or d["property"] in pids]
+    if not wanted:
+        raise ValueError("none of these properties is in the artifact")
+    todo = [d for d in wanted if d["property"] not in found]
+    if not todo:
+        return found[wanted[0]["property"]], False
     doc, now = artifact.document, utcnow()
     summary: dict[str, Any] = {
         "source": source,
@@ -336,7 +343,7 @@ def store(session: Session, artifact: Artifact, model: str, source: str) -> tupl
     )
     session.add(audit)
     session.flush()
-    for d in doc["distributions"]:
+    for d in todo:
         row = NullDistribution(
             audit_id=audit.id,
             model=model,

@@ -123,6 +123,6 @@ def import_shipped(
         hits = {pid for pid, wanted in needed.items() if held.get(pid) == wanted} - covered
         if not hits or fingerprint not in (None, artifact.fingerprint) or not matches(artifact, model, settings):
             continue
-        store(session, artifact, model, "shipped")
+        store(session, artifact, model, "shipped", hits)  # only what is needed: other sizes compute their own
         covered |= hits
     return covered

@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
 from tests.conftest import Api, _reset_caches, make_key, wait_for
 
@@ -277,3 +277,39 @@ def test_a_submission_imports_the_shipped_null_instead_of_computing(sqlite_env):
         for pid in pids:
             found = Calibrator(s).resolve(subject, pid)
             assert found.status == "ready" and found.ref().source == "shipped", pid
+
+
+def test_a_deployment_asking_for_another_null_size_computes_its_own(sqlite_env, monkeypatch):
+    """A shipped file holds 200 null facts (people) per name-hinted property: with null_facts_per_property 100 the
+    submission queues its own null for those (rolled back here, so nothing runs); occupation's pseudo-truth null is
+    20 people either way (null_min_people), so the shipped one still serves it."""
+    from app.cli.audit import audit_options
+    from app.cli.demo import PEOPLE, add_demo_command
+    from app.db.engine import session_factory
+    from app.db.models import NullDistribution
+    from app.nulls.service import ensure_nulls
+    from app.settings import get_settings
+    from app.subjects.schemas import SubjectAuditOptions
+
+    monkeypatch.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", "100")
+    _reset_caches()
+    settings = get_settings()
+    parser = argparse.ArgumentParser()
+    add_demo_command(parser.add_subparsers())
+    options = SubjectAuditOptions(**audit_options(parser.parse_args(["demo"]))).model_dump(mode="json")
+    pids = {f["property"] for p in json.loads(PEOPLE.read_text())["people"] for f in p["facts"]}
+    s = session_factory()()
+    try:
+        assert ensure_nulls(s, settings.default_model, options, "same_origin", pids, settings) is not None
+        by_source = {(r.source, r.property_id, r.people) for r in s.scalars(select(NullDistribution))}
+        assert by_source == {("shipped", "P106", 20)} | {(None, p, 100) for p in pids - {"P106"}}, by_source
+        # the default size again (another deployment of the same database): the rest of the file is imported, once
+        monkeypatch.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", "200")
+        _reset_caches()
+        s.execute(delete(NullDistribution).where(NullDistribution.source.is_(None)))
+        assert ensure_nulls(s, settings.default_model, options, "same_origin", pids, get_settings()) is None
+        shipped_rows = [(r.property_id, r.people) for r in s.scalars(select(NullDistribution))]
+        assert sorted(shipped_rows) == sorted([("P106", 20), *((p, 200) for p in pids - {"P106"})]), shipped_rows
+    finally:
+        s.rollback()
+        s.close()
