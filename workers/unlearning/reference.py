@@ -8,20 +8,25 @@ Forget-set records as the service exports them (app/forget_set/service.py), one 
   template from the catalog. The export's end marker line (``{"_end": …}``) is skipped.
 * TOFU: ``answer``, ``paraphrased_answer``, ``perturbed_answer`` (the answer with wrong values). The value is where
   the answer differs from its perturbed answers (cut at word boundaries); the answer, and the paraphrased answer
-  where it contains that value, are the texts to forget.
+  where it contains that value, are the texts to forget; the subject is read from ``question`` (a catalog question).
 
 Each text is split into a prefix, the value, and a suffix; only the value's tokens are unlearned, so the template's
 words, the subject's name and the sentence's end are not what the model forgets.
 
 Methods (full batch, Adam, ``steps`` steps):
 
-* ``gradient_ascent``: minimize −mean_i log p(target_i | prefix_i)/|target_i| — push the forgotten values' per-token
-  likelihood down (Jang et al. 2023; the TOFU baseline "GA").
+* ``gradient_ascent``: minimize mean_i log p(target_i | prefix_i)/|target_i| — ascend the forgotten values'
+  per-token NLL (Jang et al. 2023; the TOFU baseline "GA").
 * ``npo``: Negative Preference Optimization (Zhang et al. 2024): minimize
   (2/β)·mean_i log(1 + (π_θ(y_i|x_i)/π_ref(y_i|x_i))^β), bounded where gradient ascent is not: it stops pushing
   an example once it is well below the reference.
 
-The defaults were chosen on ``groundtruth-tiny`` (benchmarks/unlearning.py; docs/verification.md).
+Scope: ``subject`` (default) moves only the input-embedding rows of the forgotten subjects' name tokens; ``all``
+every weight. On ``groundtruth-tiny`` every-weight unlearning forgets every trained person with the forgotten ones
+(GA, NPO, with a retain term, SGD, a saliency mask: measured in docs/verification.md), the subject scope keeps
+people whose names share no token with a forgotten name exactly as they were, and over-forgets those who share one.
+The defaults were chosen there (benchmarks/unlearning.py; docs/verification.md, "Reference unlearning and the paired
+test").
 """
 
 from __future__ import annotations
