@@ -87,6 +87,9 @@ class RelearningOptions(RequestModel):
         " facts of the person'), or their forget-set facts",
     )
     steps: int = Field(default=20, ge=1, le=200, description="fine-tuning steps")
+    scope: Literal["all", "embeddings"] = Field(
+        default="all", description="the weights fine-tuned: all of them, or the input embeddings only"
+    )
     lr: float | None = Field(default=None, gt=0.0, le=1.0, description="learning rate (default: the reference's)")
 
 

@@ -240,7 +240,8 @@ def _relearning_probe(ctx: JobContext[VerificationStored]) -> None:
     from workers.unlearning.relearn import LR, relearn  # torch: imported where the probe runs
 
     with tempfile.TemporaryDirectory(prefix="memaudit-relearn-") as tmp:
-        relearn(directory, texts, Path(tmp) / "model", steps=int(opts.get("steps", 20)), lr=opts.get("lr") or LR)
+        steps, lr, scope = int(opts.get("steps", 20)), opts.get("lr") or LR, str(opts.get("scope", "all"))
+        relearn(directory, texts, Path(tmp) / "model", steps=steps, lr=lr, scope=scope)
         ctx.check_cancelled()
         scorer = load_directory(f"{ctx.model} (relearned)", Path(tmp) / "model")
         for person_id in ids:
