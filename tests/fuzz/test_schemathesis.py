@@ -14,7 +14,8 @@ import pytest
 from tests.app.wikidata.fake_server import FakeWikidata
 from tests.conftest import make_key
 
-CONFIG = Path(__file__).with_name("schemathesis.toml")
+HERE = Path(__file__).resolve().parent
+CONFIG = HERE / "schemathesis.toml"
 MAX_EXAMPLES = int(os.environ.get("MEMAUDIT_FUZZ_EXAMPLES", "40"))
 SEED = os.environ.get("MEMAUDIT_FUZZ_SEED", "20261123")
 ITEMS = "1::Toy Story (1995)::Animation|Comedy\n2::Jumanji (1995)::Adventure\n3::Heat (1995)::Action\n"
@@ -92,7 +93,11 @@ def test_the_api_keeps_its_openapi_promises(live_api, wikidata, tmp_path):
         "--report-dir",
         str(tmp_path),
     ]
-    env = {**os.environ, **ids, "NO_COLOR": "1"}
+    hooks = {
+        "SCHEMATHESIS_HOOKS": "fuzz_hooks",
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    env = {**os.environ, **ids, **hooks, "NO_COLOR": "1"}
     run = subprocess.run(command, capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
     (tmp_path / "schemathesis.out").write_text(run.stdout + run.stderr)
     assert run.returncode == 0, run.stdout[-12000:] + run.stderr[-3000:]
