@@ -11,7 +11,6 @@ verdict statistic, the name generator or the null-fact columns changed since it 
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
 from collections.abc import Mapping
@@ -24,10 +23,10 @@ from sqlalchemy.orm import Session
 from app.errors import DomainError
 from app.nulls.artifact import SUFFIX, Artifact, parse, store, validate
 from app.settings import ModelSpec, Settings
+from core.files import file_sha256
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 log = logging.getLogger("memaudit.nulls")
-_DIGESTS: dict[tuple[str, int, int], str] = {}
 MAX_FILES = 64  # a model directory of more files is not matched (hub snapshots are not shipped)
 
 
@@ -41,19 +40,6 @@ def shipped() -> tuple[Artifact, ...]:
         except (DomainError, OSError) as exc:
             log.warning("shipped null %s not used: %s", path.name, getattr(exc, "message", type(exc).__name__))
     return tuple(out)
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's contents, remembered per (path, size, modification time)."""
-    stat = path.stat()
-    memo = (str(path), stat.st_size, stat.st_mtime_ns)
-    if memo not in _DIGESTS:
-        h = hashlib.sha256()
-        with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 22), b""):
-                h.update(chunk)
-        _DIGESTS[memo] = h.hexdigest()
-    return _DIGESTS[memo]
 
 
 def weights_file(model: str, settings: Settings) -> Path | None:

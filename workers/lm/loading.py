@@ -12,13 +12,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from app.settings import ModelSpec, Settings
+from core.files import file_sha256
 from workers.lm import gguf_cache
 from workers.lm.base import ModelLoadError
 from workers.lm.registry import ModelSource
@@ -30,7 +30,6 @@ _FINGERPRINT_SUFFIXES = {".safetensors", ".bin", ".pt", ".pth", ".gguf", ".json"
 # Token text GPT-2-style tokenizers (GPT-2, SmolLM, Qwen, ...) put between documents during pre-training; when the
 # tokenizer does not prepend a BOS of its own, this is what the model saw before the first token of a document.
 _DOCUMENT_SEPARATORS = ("<|endoftext|>",)
-_HASH_MEMO: dict[tuple[str, int, int], str] = {}
 
 
 @dataclass
@@ -61,18 +60,6 @@ def pick_dtype(spec: ModelSpec, device: torch.device) -> torch.dtype:
     return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[spec.dtype]
 
 
-def _file_digest(path: Path) -> str:
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _HASH_MEMO:
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(chunk)
-        _HASH_MEMO[key] = digest.hexdigest()
-    return _HASH_MEMO[key]
-
-
 def weights_fingerprint(source: ModelSource) -> str:
     """sha256 over the model's weight, config and tokenizer files (names and contents)."""
     if source.gguf_file:
@@ -86,7 +73,7 @@ def weights_fingerprint(source: ModelSource) -> str:
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.relative_to(source.directory).as_posix().encode())
-        digest.update(_file_digest(path).encode())
+        digest.update(file_sha256(path).encode())
     return digest.hexdigest()
 
 
@@ -172,7 +159,7 @@ def _load(name: str, source: ModelSource, dtype: torch.dtype, settings: Settings
     Returns (tokenizer, model on CPU, how it was loaded)."""
     if not source.gguf_file:
         return load_tokenizer(name, source), _load_weights(name, source, dtype), f"read {source.location}"
-    sha = _file_digest(source.directory / source.gguf_file)
+    sha = file_sha256(source.directory / source.gguf_file)
     entry = gguf_cache.entry_dir(settings, sha, dtype)
     cached = gguf_cache.cached_source(entry, sha)
     if cached is not None:
