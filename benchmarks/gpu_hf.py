@@ -209,6 +209,25 @@ def run(args: argparse.Namespace) -> None:
     print(f"wrote {out / 'results_gpu_hf.json'}")
 
 
+def record(results: dict[str, Any], row: dict[str, Any], secs: list[float], sentences: int, null_total: int) -> None:
+    """One timed run: its best round, its rate, what the whole default null would take at that rate; printed."""
+    rate = sentences / min(secs)
+    row |= {"sentences": sentences, "seconds": min(secs), "sentences_per_s": rate}
+    row["default_null_seconds"] = null_total / rate
+    results["runs"].append(row)
+    print(json.dumps(row), flush=True)
+
+
+def engine_for(model: Any, device: Any, batch: int, pack: int) -> Any:
+    """The engine at ``batch`` token positions per pass, its logits budget raised to match (the engine's own
+    budget caps the scored positions per pass: 682 on a CPU, 5,461 on CUDA for this vocabulary)."""
+    from workers.lm.engine import Engine
+
+    eng = Engine(model, device, batch, pack_tokens=min(pack, batch))
+    eng.max_rows = max(eng.max_rows, batch)
+    return eng
+
+
 def shipped(work: dict[str, Any], results: dict[str, Any], config: Any, device: Any, timed: Any) -> None:
     import torch
     import transformers
@@ -221,12 +240,9 @@ def shipped(work: dict[str, Any], results: dict[str, Any], config: Any, device: 
         w = work[kind]
         eng.score(w["sentences"][:256], w["prefixes"][:256])
         secs = [timed(eng.score, w["sentences"], w["prefixes"]) for _ in range(3)]
-        rate = len(w["sentences"]) / min(secs)
-        row = {"dtype": "float32", "method": "engine as shipped", "workload": kind, "sentences": len(w["sentences"])}
-        row |= {"batch_tokens": 8192, "pack_tokens": 2048, "max_rows": eng.max_rows, "seconds": min(secs)}
-        row |= {"sentences_per_s": rate, "default_null_seconds": work["null_default_sentences"] / rate}
-        results["runs"].append(row)
-        print(json.dumps(row), flush=True)
+        row = {"dtype": "float32", "method": "engine as shipped", "workload": kind}
+        row |= {"batch_tokens": 8192, "pack_tokens": 2048, "max_rows": eng.max_rows}
+        record(results, row, secs, len(w["sentences"]), work["null_default_sentences"])
 
 
 def sweep(args, work, results, config, dtype_name, device, timed, deadline) -> None:  # noqa: ANN001, PLR0913
@@ -234,10 +250,10 @@ def sweep(args, work, results, config, dtype_name, device, timed, deadline) -> N
     import torch
     import transformers
 
-    import workers.lm.engine as engine_mod
     from workers.lm.engine import Engine
     from workers.lm.whole import score_whole
 
+    total = work["null_default_sentences"]
     dtype = getattr(torch, dtype_name)
     model = transformers.LlamaForCausalLM(config).to(device=device, dtype=dtype).eval()
     subj = work["subject"]
@@ -253,24 +269,18 @@ def sweep(args, work, results, config, dtype_name, device, timed, deadline) -> N
         for pack in args.pack_tokens:
             if time.monotonic() > deadline:
                 break
-            engine_mod.LOGITS_BUDGET_BYTES = max(256 * 2**20, batch * config.vocab_size * 8)
-            eng = Engine(model, device, batch, pack_tokens=min(pack, batch))
+            eng = engine_for(model, device, batch, pack)
             eng.score(subj["sentences"][:256], subj["prefixes"][:256])  # warm-up: kernels, allocator
             secs = [timed(eng.score, subj["sentences"], subj["prefixes"]) for _ in range(args.rounds)]
-            row = {"dtype": dtype_name, "method": "engine", "batch_tokens": batch, "pack_tokens": min(pack, batch)}
-            row |= {"workload": "subject", "sentences": len(subj["sentences"]), "seconds": min(secs)}
-            row["sentences_per_s"] = len(subj["sentences"]) / min(secs)
+            row = {"dtype": dtype_name, "method": "engine", "batch_tokens": batch, "pack_tokens": eng.pack_tokens}
+            row |= {"workload": "subject"}
             row["peak_mem_gb"] = torch.cuda.max_memory_allocated() / 1e9 if device.type == "cuda" else None
-            results["runs"].append(row)
-            print(json.dumps(row), flush=True)
+            record(results, row, secs, len(subj["sentences"]), total)
         if time.monotonic() > deadline:
             break
         secs = [timed(score_whole, model, subj["sentences"], batch, device) for _ in range(args.rounds)]
         row = {"dtype": dtype_name, "method": "whole", "batch_tokens": batch, "workload": "subject"}
-        row |= {"sentences": len(subj["sentences"]), "seconds": min(secs)}
-        row["sentences_per_s"] = len(subj["sentences"]) / min(secs)
-        results["runs"].append(row)
-        print(json.dumps(row), flush=True)
+        record(results, row, secs, len(subj["sentences"]), total)
     best = max(
         (r for r in results["runs"] if r.get("method") == "engine" and r["dtype"] == dtype_name),
         key=lambda r: r["sentences_per_s"],
@@ -278,20 +288,11 @@ def sweep(args, work, results, config, dtype_name, device, timed, deadline) -> N
     )
     if best is not None and time.monotonic() < deadline:
         null = work["null"]
-        engine_mod.LOGITS_BUDGET_BYTES = max(256 * 2**20, best["batch_tokens"] * config.vocab_size * 8)
-        eng = Engine(model, device, best["batch_tokens"], pack_tokens=best["pack_tokens"])
+        eng = engine_for(model, device, best["batch_tokens"], best["pack_tokens"])
         secs = [timed(eng.score, null["sentences"], null["prefixes"]) for _ in range(args.rounds)]
-        rate = len(null["sentences"]) / min(secs)
-        row = {
-            "dtype": dtype_name,
-            "method": "engine",
-            "workload": "null sample",
-            "sentences": len(null["sentences"]),
-        }
-        row |= {"batch_tokens": best["batch_tokens"], "pack_tokens": best["pack_tokens"], "seconds": min(secs)}
-        row |= {"sentences_per_s": rate, "default_null_seconds": work["null_default_sentences"] / rate}
-        results["runs"].append(row)
-        print(json.dumps(row), flush=True)
+        row = {"dtype": dtype_name, "method": "engine", "workload": "null sample"}
+        row |= {"batch_tokens": best["batch_tokens"], "pack_tokens": best["pack_tokens"]}
+        record(results, row, secs, len(null["sentences"]), total)
     whole_best = max(
         (r for r in results["runs"] if r.get("method") == "whole" and r["dtype"] == dtype_name),
         key=lambda r: r["sentences_per_s"],
@@ -300,12 +301,9 @@ def sweep(args, work, results, config, dtype_name, device, timed, deadline) -> N
     if whole_best is not None and time.monotonic() < deadline:  # the lm-eval way on the null sample, side by side
         null = work["null"]
         secs = [timed(score_whole, model, null["sentences"], whole_best["batch_tokens"], device) for _ in range(2)]
-        rate = len(null["sentences"]) / min(secs)
-        row = {"dtype": dtype_name, "method": "whole", "workload": "null sample", "sentences": len(null["sentences"])}
-        row |= {"batch_tokens": whole_best["batch_tokens"], "seconds": min(secs), "sentences_per_s": rate}
-        row["default_null_seconds"] = work["null_default_sentences"] / rate
-        results["runs"].append(row)
-        print(json.dumps(row), flush=True)
+        row = {"dtype": dtype_name, "method": "whole", "workload": "null sample"}
+        row["batch_tokens"] = whole_best["batch_tokens"]
+        record(results, row, secs, len(null["sentences"]), total)
     del model
 
 
