@@ -75,8 +75,6 @@ def counts() -> tuple[int, int, int]:
 
 
 def test_export_import_round_trip_calibrates_alike_without_computing(small_nulls, sqlite_url, tmp_path, monkeypatch):
-    from core.catalog import load_catalog
-    from core.names.fictitious import cohort
 
     admin = Api(make_key("admin"))
     audit_id, _ = audit_subject(admin)
@@ -101,12 +99,7 @@ def test_export_import_round_trip_calibrates_alike_without_computing(small_nulls
     assert NAME not in text and PLACE not in text and "Quirinus" not in text
     doc = json.loads(text)
     assert doc["format"] == "memaudit.null/1" and doc["model"]["name"] == MODEL
-    pids = [d["property"] for d in doc["distributions"]]
-    people = max(d["people"] for d in doc["distributions"])
-    names = {p.name for p in cohort(people, pids, load_catalog(), doc["seed"])}
-    for d in doc["distributions"]:
-        at = d["columns"].index("name")
-        assert {row[at] for row in d["rows"]} <= names, "a name that is not the fictitious cohort's"
+    assert_only_fictitious_names(doc)
 
     # another deployment: the import is a succeeded null; the same audit there computes no null and gets the same p
     use_database(tmp_path / "other.sqlite3", sqlite_url, monkeypatch)
@@ -221,8 +214,6 @@ def test_bad_files_are_refused_by_field_and_change_nothing(small_nulls, monkeypa
 def test_shipped_null_validates_and_holds_fictitious_people_only():
     from app.cli.demo import PEOPLE
     from app.nulls.shipped import SHIPPED_DIR, shipped
-    from core.catalog import load_catalog
-    from core.names.fictitious import cohort
 
     files = sorted(SHIPPED_DIR.glob("*.null.json.gz"))
     assert files, "no shipped null: python -m benchmarks.ship_null writes it"
@@ -232,12 +223,7 @@ def test_shipped_null_validates_and_holds_fictitious_people_only():
         doc = artifact.document
         text = json.dumps(doc)
         assert not any(name in text for name in real), "a demo person's name in a shipped null"
-        pids = [d["property"] for d in doc["distributions"]]
-        people = max(d["people"] for d in doc["distributions"])
-        names = {p.name for p in cohort(people, pids, load_catalog(), doc["seed"])}
-        for d in doc["distributions"]:
-            at = d["columns"].index("name")
-            assert {row[at] for row in d["rows"]} <= names, "a name that is not the fictitious cohort's"
+        assert_only_fictitious_names(doc)
 
 
 def test_a_submission_imports_the_shipped_null_instead_of_computing(sqlite_env):
@@ -313,3 +299,16 @@ def test_a_deployment_asking_for_another_null_size_computes_its_own(sqlite_env, 
     finally:
         s.rollback()
         s.close()
+
+
+def assert_only_fictitious_names(doc: dict) -> None:
+    """Every name in an artifact is one of the fictitious cohort its seed regenerates (no personal data)."""
+    from core.catalog import load_catalog
+    from core.names.fictitious import cohort
+
+    pids = [d["property"] for d in doc["distributions"]]
+    people = max(d["people"] for d in doc["distributions"])
+    names = {p.name for p in cohort(people, pids, load_catalog(), doc["seed"])}
+    for d in doc["distributions"]:
+        at = d["columns"].index("name")
+        assert {row[at] for row in d["rows"]} <= names, "a name that is not the fictitious cohort's"
