@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+import threading
 from pathlib import Path
 from typing import Literal
 
@@ -327,6 +327,33 @@ class Settings(BaseSettings):
         return self
 
 
-@lru_cache
-def get_settings() -> Settings:
-    return Settings()
+class _SettingsCache:
+    """The process's settings, read once from the environment; ``cache_clear()`` makes the next call read it again.
+    Unlike ``functools.lru_cache``, a read that started before a clear and ends after it is returned to its caller
+    but not kept: a background thread (the embedded runner, the reconciler) reading the environment while a test or
+    a reload changes it must not leave the old settings cached for everyone after the clear."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value: Settings | None = None
+        self._generation = 0
+
+    def __call__(self) -> Settings:
+        value = self._value
+        if value is not None:
+            return value
+        with self._lock:
+            generation = self._generation
+        value = Settings()
+        with self._lock:
+            if self._generation == generation and self._value is None:
+                self._value = value
+            return self._value if self._value is not None else value
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._generation += 1
+            self._value = None
+
+
+get_settings = _SettingsCache()
