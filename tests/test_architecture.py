@@ -41,6 +41,9 @@ MAY_ALSO_IMPORT = {
     # a verification judges its facts once, when it ends, against the nulls it waited for (its evidence entries
     # record those verdicts): the one calibration there is, read-only
     "workers/jobs/verification.py": {"app.nulls.calibrate"},
+    # a null's summary stores each per-fact policy's rate, read from the one policy registry (no web or database
+    # import there)
+    "workers/jobs/null.py": {"app.forget_set.policies"},
 }
 AUDITS_MAY_IMPORT_FROM_APP = re.compile(r"^app\.(audits|auth|db|deps|errors|limits|queue|settings|validation)(\..*)?$")
 HEAVY = ("torch", "transformers", "vllm", "sentence_transformers")

@@ -63,6 +63,7 @@ class Policy:
     threshold: Threshold | None = None
     label: Label | None = None
     needs: tuple[tuple[str, str], ...] = ()
+    export_wide: bool = False  # its threshold is computed across the export (bh): no per-fact rate
 
     @property
     def p_values(self) -> bool:
@@ -166,6 +167,7 @@ BH = Policy(
     rate=_pvalue_rate,
     threshold=_bh_threshold,
     label=lambda f, threshold: f"bh(q={f.q:g}): p<={threshold:.4g}",
+    export_wide=True,
 )
 LENIENT = Policy(
     name="lenient",
@@ -191,5 +193,24 @@ SHARE = Policy(
 )
 
 POLICIES = PolicyRegistry([PVALUE, BH, LENIENT, STRICT, SHARE])
+
+
+def fact_rates(null: EmpiricalNull, max_p: float) -> dict[str, Rate]:
+    """Each registered policy's false-positive rate on ``null`` where one fact's selection does not depend on the
+    export (no threshold computed across it) nor on a parameter the policy needs: what every calibrated fact
+    reports (``calibration.fpr``) and a null's summary stores. A policy registered here gets its entry with no
+    other edit; ``bh`` (its threshold is the export's) and ``share`` (its ``min_share``; a fact reports the rate
+    at its own share) are left out."""
+    from app.forget_set.repository import ForgetFilters
+
+    filters = ForgetFilters(max_p=max_p)
+    rates = {}
+    for policy in POLICIES.values():
+        if not policy.needs and not policy.export_wide:
+            threshold = policy.threshold(filters, list) if policy.threshold else max_p
+            rates[policy.name] = policy.rate(null, filters, threshold)
+    return rates
+
+
 DEFAULT = PVALUE.name  # the API's default, and the demo's forget set where every fact has its p-value
 NO_NULL = LENIENT.name  # exports facts whose null is not ready (uncalibrated): what a pending export points to

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.models import Audit, Canary, FactResult, NullDistribution
+from app.forget_set.policies import fact_rates
 from app.nulls import repository
 from app.nulls.config import (
     config_key,
@@ -185,11 +186,7 @@ class Calibrator:
             shapes.setdefault((stat.n_values, stat.in_pool), []).append(stat)
         nulls = {shape: EmpiricalNull(stats) for shape, stats in shapes.items()}
         null = nulls.get((1, True)) or EmpiricalNull([s for _, _, s in every if s.in_pool])
-        rates = {
-            "lenient": null.rate(lambda f: f.lenient),
-            "strict": null.rate(lambda f: f.strict),
-            "pvalue": null.pvalue_rate(self.max_p),
-        }
+        rates = fact_rates(null, self.max_p)
         return Resolved(pid, "ready", row, null, people, rates, shapes=nulls)
 
     def calibrate(self, audit: Audit, pid: str, stat: FactStat, uncalibrated: str | None = None) -> FactCalibration:

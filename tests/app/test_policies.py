@@ -129,3 +129,30 @@ def test_a_policy_is_registered_once_and_says_what_it_needs(sqlite_env):
     share: Policy = POLICIES["share"]
     assert share.missing({"min_share": None}) == ("min_share", "0 to 1") and share.missing({"min_share": 0.5}) is None
     assert POLICIES["pvalue"].p_values and POLICIES["bh"].p_values and not share.p_values
+
+
+def test_a_per_fact_policy_registered_once_gets_its_rate_in_every_facts_calibration(stored):
+    """A fact's ``calibration.fpr`` lists each registered policy whose selection of one fact does not depend on the
+    export: a policy registered by one edit gets its entry there, an export-wide one (the toy Bonferroni) does not."""
+    key, aid = stored
+    every_template = Policy(
+        name="every_template",
+        description="retrievable by every template (a copy of strict)",
+        control="no error control",
+        rate=lambda null, f, _: null.rate(lambda s: s.strict),
+        prefilter=lambda result, _: result.strict.is_(True),
+    )
+
+    def fprs() -> list[dict]:
+        r = Api(key).get(f"/audits/{aid}/facts")
+        assert r.status_code == 200, r.text
+        return [f["calibration"]["fpr"] for f in r.json()["facts"] if f["calibration"]["status"] == "ready"]
+
+    before = fprs()
+    assert before and all({"pvalue", "lenient", "strict", "share"} <= set(f) for f in before), before
+    assert all("every_template" not in f and NAME not in f for f in before)
+    with POLICIES.registered(every_template), POLICIES.registered(TOY):
+        during = fprs()
+    assert [f["every_template"] for f in during] == [f["strict"] for f in before], during
+    assert all(NAME not in f for f in during), "an export-wide threshold has no per-fact rate"
+    assert all("every_template" not in f for f in fprs())

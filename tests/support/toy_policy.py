@@ -34,4 +34,5 @@ TOY = Policy(
     rate=rate,
     threshold=threshold,
     label=lambda f, t: f"bonferroni(max_p={f.max_p:g}): p<={t:.4g}",
+    export_wide=True,  # its threshold depends on the export: no per-fact rate in a fact's calibration
 )

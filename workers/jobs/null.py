@@ -26,6 +26,7 @@ from sqlalchemy import delete, insert, select
 
 from app.db.engine import session_scope
 from app.db.models import Audit, NullDistribution, NullFact
+from app.forget_set.policies import fact_rates
 from app.nulls.config import effective_pool, out_of_pool_per_person, sentences_per_person
 from app.settings import get_settings
 from app.subjects.schemas import SubjectAuditOptions
@@ -296,9 +297,7 @@ def _rates(stats: list[FactStat]) -> dict[str, Any]:
     rate = lambda r: {"rate": r.rate, "k": r.k, "n": r.n, "ci95": [r.low, r.high]}  # noqa: E731
     zs = [s for s in stats if s.z_star is not None]
     return {
-        "lenient": rate(null.rate(lambda f: f.lenient)),
-        "strict": rate(null.rate(lambda f: f.strict)),
-        "pvalue_0.01": rate(null.pvalue_rate(MAX_P_REPORTED)),
+        **{name: rate(r) for name, r in fact_rates(null, MAX_P_REPORTED).items()},  # pvalue at p <= 0.01
         "mean_share": sum(s.share for s in stats) / len(stats),
         "mean_z_star_rank1": sum(s.z_star * s.n_z for s in zs) / sum(s.n_z for s in zs) if zs else None,
     }
