@@ -69,35 +69,53 @@ class Fact:
     candidates: list[str]  # truths first, then MAX_COUNTERFACTUALS counterfactuals
     in_pool: bool
     names: dict[str, list[str]] = field(default_factory=dict)  # subject / reversed / same_origin -> names
+    cohort: str = ""  # the calibration_cohorts.json key a known or unknown person comes from
 
 
-def _people(model: str, null_people: int, seed: int) -> list[tuple[str, str, dict[str, list[str]]]]:
-    """(name, group, {pid: true values}) for the known and unknown cohorts of ``model`` and the null cohort (whose
-    out-of-pool truths :func:`build_facts` adds)."""
+def _people(
+    model: str, null_people: int, seed: int, known: Sequence[str] = ("famous",)
+) -> list[tuple[str, str, dict[str, list[str]], str]]:
+    """(name, group, {pid: true values}, cohort key) for the known and unknown cohorts of ``model`` and the null
+    cohort (whose out-of-pool truths :func:`build_facts` adds). ``known``: the calibration_cohorts.json keys of the
+    known cohort; keys after "famous" come after the null cohort, so every earlier person keeps its index (the seed of
+    its counterfactuals) and its cached sentences."""
     catalog = load_catalog()
-    out: list[tuple[str, str, dict[str, list[str]]]] = []
+    out: list[tuple[str, str, dict[str, list[str]], str]] = []
     if model == "groundtruth-tiny":
         manifest = json.loads((REPO / "workers" / "groundtruth" / "manifest.json").read_text())
         for split, group in (("trained", "known"), ("held_out", "unknown")):
             for p in manifest[split][:30]:
-                out.append((p["name"], group, {pid: list(v) for pid, v in p["facts"].items() if pid in PIDS}))
+                facts = {pid: list(v) for pid, v in p["facts"].items() if pid in PIDS}
+                out.append((p["name"], group, facts, split))
     else:
         cohorts = json.loads((REPO / "benchmarks" / "calibration_cohorts.json").read_text())
-        for key, group in (("famous", "known"), ("fictitious", "unknown")):
-            for p in cohorts[key]:
-                facts: dict[str, list[str]] = {}
-                for f in p["facts"]:
-                    facts.setdefault(f["property"], []).append(f["value"])
-                out.append((p["name"], group, facts))
+        first = [("famous", "known")] if "famous" in known else []
+        out += _cohort_people(cohorts, [*first, ("fictitious", "unknown")])
     for person in cohort(null_people, PIDS, catalog, seed):
-        out.append((person.name, f"null:{person.locale}:{person.index}", {pid: [person.facts[pid]] for pid in PIDS}))
+        facts = {pid: [person.facts[pid]] for pid in PIDS}
+        out.append((person.name, f"null:{person.locale}:{person.index}", facts, "null"))
+    if model != "groundtruth-tiny":
+        out += _cohort_people(cohorts, [(key, "known") for key in known if key != "famous"])
     return out
 
 
-def build_facts(model: str, null_people: int, seed: int) -> list[Fact]:
+def _cohort_people(
+    cohorts: dict[str, Any], keys: Sequence[tuple[str, str]]
+) -> list[tuple[str, str, dict[str, list[str]], str]]:
+    out = []
+    for key, group in keys:
+        for p in cohorts[key]:
+            facts: dict[str, list[str]] = {}
+            for f in p["facts"]:
+                facts.setdefault(f["property"], []).append(f["value"])
+            out.append((p["name"], group, facts, key))
+    return out
+
+
+def build_facts(model: str, null_people: int, seed: int, known: Sequence[str] = ("famous",)) -> list[Fact]:
     catalog = load_catalog()
     facts = []
-    for i, (name, group, by_pid) in enumerate(_people(model, null_people, seed)):
+    for i, (name, group, by_pid, key) in enumerate(_people(model, null_people, seed, known)):
         names = {
             "subject": [name],
             "reversed": lookalike_names(name, SIMILAR, "reversed")[0],
@@ -112,7 +130,7 @@ def build_facts(model: str, null_people: int, seed: int) -> list[Fact]:
             in_pool = all(prop.value_key(t) in pool for t in truths)
             drawn = counterfactuals(prop, truths, MAX_COUNTERFACTUALS, seed * 1_000_003 + i + 1)
             if not group.startswith("null:"):
-                facts.append(Fact(name, group, pid, truths, truths + drawn, in_pool, names))
+                facts.append(Fact(name, group, pid, truths, truths + drawn, in_pool, names, key))
                 continue
             _, locale, index = group.split(":")
             facts.append(Fact(name, "null", pid, truths, truths + drawn, in_pool, names))
@@ -123,7 +141,8 @@ def build_facts(model: str, null_people: int, seed: int) -> list[Fact]:
 
 def sentences(fact: Fact) -> list[tuple[str, str]]:
     prop = load_catalog().get(fact.pid)
-    every = [n for key in ("subject", "reversed", "same_origin") for n in fact.names[key]]
+    keys = {"subject"} | {k for s in SCHEMES for k in (("reversed", "same_origin") if s == "both" else (s,))}
+    every = [n for key in ("subject", "reversed", "same_origin") if key in keys for n in fact.names[key]]
     return [
         split_template(prop.templates[t], name, value)
         for t in range(min(MAX_TEMPLATES, len(prop.templates)))
@@ -238,12 +257,14 @@ def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dic
             if any(f.pid == pid for f in null_facts[inside])
         }
         flagged: dict[str, dict[str, list[int]]] = {g: {} for g in ("known", "unknown")}
+        by_cohort: dict[str, dict[str, list[int]]] = {}
         outside: dict[str, list[int]] = {"known": [], "unknown": []}
         for f, s in stats:
             shape = (f.pid, 1, True) if statistic == "share" else (f.pid, min(len(f.truths), 3), f.in_pool)
             usable = statistic == "share" or (shape in nulls and len(f.truths) <= 3)
             hit = int(usable and nulls[shape].p_value(s) <= level)
             flagged[f.group].setdefault(f.pid, []).append(hit)
+            by_cohort.setdefault(f.cohort, {}).setdefault(f.pid, []).append(hit)
             if not f.in_pool:
                 outside[f.group].append(hit)
         own = [n for (_, m, inside), n in nulls.items() if m == 1 and inside]
@@ -280,6 +301,10 @@ def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dic
                 ),
                 # the unknown cohort's 95 % interval holds the null's own rate (leave-one-out)
                 "unknown_covers_null": _covers(flagged["unknown"].get(pid, []), null_by_pid[pid] / null_size[pid]),
+                # each cohort key apart (e.g. "famous" alone when the known cohort is famous + famous_more)
+                "cohorts": {
+                    key: [sum(hits.get(pid, [])), len(hits.get(pid, []))] for key, hits in sorted(by_cohort.items())
+                },
             }
             for pid in PIDS
         }
@@ -327,7 +352,15 @@ def print_table(rows: list[dict[str, Any]], level: float) -> None:
         )
 
 
+def _subset(arg: str, allowed: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    chosen = tuple(a for a in arg.split(",") if a)
+    if not chosen or any(a not in allowed for a in chosen):
+        raise SystemExit(f"{flag}: choose one or more of {', '.join(allowed)}, comma-separated")
+    return chosen
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    global MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS, STATISTICS, SCHEMES
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="groundtruth-tiny")
     ap.add_argument("--null-people", type=int, default=100)
@@ -338,23 +371,41 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--chunk", type=int, default=2048)
     ap.add_argument("--cache", type=Path, default=REPO / "var" / "verdict_power_nll.sqlite3")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_verdict_power.json")
+    ap.add_argument(
+        "--known",
+        default="famous",
+        help="calibration_cohorts.json keys of the known cohort, comma-separated (e.g. famous,famous_more); results"
+        " go under MODEL, or MODEL:KEYS when not the default",
+    )
+    ap.add_argument("--statistics", default=",".join(STATISTICS), help="comma-separated subset of " + str(STATISTICS))
+    ap.add_argument(
+        "--schemes",
+        default=",".join(SCHEMES),
+        help="comma-separated subset of look-alike schemes; only the names they need are scored",
+    )
     args = ap.parse_args(argv)
+    known = tuple(k for k in args.known.split(",") if k)
+    STATISTICS, SCHEMES = (
+        _subset(args.statistics, STATISTICS, "--statistics"),
+        _subset(args.schemes, SCHEMES, "--schemes"),
+    )
     os.environ.setdefault("MEMAUDIT_TORCH_THREADS", str(args.threads))
-    global MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS
     MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS = args.counterfactuals, (args.counterfactuals // 2, args.counterfactuals)
     started, load = time.monotonic(), os.getloadavg()[0]
-    facts = build_facts(args.model, args.null_people, args.seed)
+    facts = build_facts(args.model, args.null_people, args.seed, known)
     nll = score_everything(args.model, facts, NllCache(args.cache, args.model), args.chunk)
     rows = evaluate(facts, nll, args.level)
     print_table(rows, args.level)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    results[args.model] = {
+    key = args.model if known == ("famous",) else f"{args.model}:{'+'.join(known)}"
+    results[key] = {
         "measured": time.strftime("%Y-%m-%d"),
         "load_average_1min_at_start": round(load, 2),
         "seconds": round(time.monotonic() - started, 1),
         "null_people": args.null_people,
         "counterfactuals_drawn": args.counterfactuals,
         "level": args.level,
+        "known_cohorts": list(known),
         "facts": {g: sum(f.group == g for f in facts) for g in ("known", "unknown", "null", "null_out")},
         "out_of_pool": {g: sum(f.group == g and not f.in_pool for f in facts) for g in ("known", "unknown")},
         "variants": rows,
