@@ -157,14 +157,19 @@ def _relax_near_duplicates(plans: list[PropertyPlan], threshold: float, scope: s
     Never for quantities and dates: MiniLM barely tells numbers apart ("72.5 kilograms" is above 0.75 with every
     mass in the pool). They are compared by value instead, when the counterfactuals are drawn (a normalised
     value equal to a truth is excluded from the pool: core.catalog.counterfactuals)."""
+    compared = []  # (plan, its truths under the rule)
+    for plan in plans:
+        if plan.prop.datatype in NUMERIC_DATATYPES:
+            continue
+        in_pool = {v.casefold() for v in plan.prop.pool}
+        truths = [g for g in plan.ground_truths if scope == "all" or g.casefold() not in in_pool]
+        if plan.counterfactuals and truths:
+            compared.append((plan, truths))
     try:
-        for plan in plans:
-            if plan.prop.datatype in NUMERIC_DATATYPES:
-                continue
-            in_pool = {v.casefold() for v in plan.prop.pool}
-            truths = [g for g in plan.ground_truths if scope == "all" or g.casefold() not in in_pool]
-            if not plan.counterfactuals or not truths:
-                continue
+        # every value in one batch first (embed_values keeps them): a null's out-of-pool plans have one new truth
+        # each, and one encode call per value was 45 % of a null's time (5x the batched cost per value, measured)
+        embed_values([v for plan, truths in compared for v in (*truths, *plan.counterfactuals)])
+        for plan, truths in compared:
             merges = near_duplicates(embed_values(truths), embed_values(plan.counterfactuals), threshold)
             for i, j, cos in merges:
                 plan.merged[plan.counterfactuals[i]] = (truths[j], round(cos, 4))
