@@ -4,6 +4,8 @@ knows at a fixed, valid false-positive rate — measured, not inherited.
     python -m benchmarks.verdict_power --model groundtruth-tiny           # trained vs held-out people
     python -m benchmarks.verdict_power --model smollm2-135m               # famous vs fictitious cohorts
     python -m benchmarks.verdict_power --model knowledge-free             # a scorer that knows nothing
+    python -m benchmarks.verdict_power --model smollm2-135m --null-people 200 --known famous,famous_more
+        --statistics z --schemes same_origin                               # (one command) 74 famous, default only
 
 Every sentence any variant needs is scored once (the subject, two reversed-letter and two same-origin look-alikes,
 the baseline + 2 paraphrases, the truth and 20 counterfactuals per fact), cached in a SQLite file
