@@ -38,8 +38,9 @@ def store(session: Session, fingerprint: str, nlls: Mapping[str, float]) -> None
         return
     rows = [{"model_fingerprint": fingerprint, "text_hash": h, "nll": v} for h, v in nlls.items()]
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    for i in range(0, len(rows), _CHUNK):
-        session.execute(insert(NllCache).values(rows[i : i + _CHUNK]).on_conflict_do_nothing())
+    # one statement compiled once, executed for many rows (SQLAlchemy batches them): a VALUES list of 500 rows
+    # compiled per chunk cost 3x the time (2,000 rows stored 10 times on SQLite: 3.3-6.8 s, now 1.3-1.8 s)
+    session.execute(insert(NllCache).on_conflict_do_nothing(), rows)
 
 
 def lock_shared(session: Session, fingerprint: str) -> None:
