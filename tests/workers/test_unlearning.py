@@ -123,6 +123,26 @@ def test_relearning_fits_its_texts(manifest: dict, tmp_path: Path) -> None:
     assert json.loads((out / NOTE).read_text(encoding="utf-8"))["steps"] == 5
 
 
+def test_relearning_with_the_subject_scope_moves_only_the_name_rows(manifest: dict, tmp_path: Path) -> None:
+    person = manifest["trained"][0]
+    prop = load_catalog().get("P21")
+    texts = [prop.render(t, person["name"], v) for t in range(3) for v in person["facts"]["P21"]]
+    out = relearn(MODEL, texts, tmp_path / "relearned", steps=3, lr=1e-2, scope="subject", subjects=[person["name"]])
+    before, after = load_file(MODEL / "model.safetensors"), load_file(out / "model.safetensors")
+    moved = {k for k in before if not torch.equal(before[k], after[k])}
+    assert moved == {"model.embed_tokens.weight"}, moved
+    tokenizer = AutoTokenizer.from_pretrained(MODEL)
+    names = {
+        i for s in (person["name"], " " + person["name"]) for i in tokenizer(s, add_special_tokens=False)["input_ids"]
+    }
+    rows = set(
+        torch.nonzero((before["model.embed_tokens.weight"] != after["model.embed_tokens.weight"]).any(1))[:, 0].tolist()
+    )
+    assert rows and rows <= names, (rows, names)
+    with pytest.raises(ValueError, match="needs the subjects"):
+        relearn(MODEL, texts, tmp_path / "x", scope="subject")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

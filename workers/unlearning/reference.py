@@ -40,7 +40,16 @@ import torch
 import torch.nn.functional as F
 
 from core.catalog import SUBJECT_SLOT, Catalog, load_catalog
-from workers.unlearning.tuning import TargetText, adam, batch, load, save, target_logprob, train_embeddings_only
+from workers.unlearning.tuning import (
+    TargetText,
+    adam,
+    batch,
+    load,
+    save,
+    subject_token_ids,
+    target_logprob,
+    train_embeddings_only,
+)
 
 METHODS = ("gradient_ascent", "npo")
 SCOPES = ("subject", "all")
@@ -104,16 +113,6 @@ def unlearn(
     model.eval()
     note = {"method": method, "scope": scope, "steps": steps, "lr": lr, "seed": seed}
     return save(model, tokenizer, source, out, note | {"records": len(records), "texts": len(examples)})
-
-
-def subject_token_ids(tokenizer, subjects: Iterable[str]) -> list[int]:
-    """The token ids of the subjects' names, alone and after a space (a byte-level BPE spells a word differently
-    at the start of a text and inside it)."""
-    ids: set[int] = set()
-    for subject in subjects:
-        for spelling in (subject, " " + subject):
-            ids.update(tokenizer(spelling, add_special_tokens=False)["input_ids"])
-    return sorted(ids)
 
 
 def fake_unlearn(source: Path, out: Path) -> Path:

@@ -7,13 +7,23 @@ each text (the document-start token prepended, as the model was trained). Defaul
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from workers.unlearning.tuning import TargetText, adam, batch, load, save, target_logprob, train_embeddings_only
+from workers.unlearning.tuning import (
+    TargetText,
+    adam,
+    batch,
+    load,
+    save,
+    subject_token_ids,
+    target_logprob,
+    train_embeddings_only,
+)
 
-SCOPES = ("all", "embeddings")
+SCOPES = ("all", "embeddings", "subject")
 STEPS = 20
 LR = 1e-3
 
@@ -27,15 +37,19 @@ def relearn(
     lr: float = LR,
     seed: int = 0,
     scope: str = "all",
+    subjects: Sequence[str] = (),
 ) -> Path:
     """Fine-tune the model directory ``source`` for ``steps`` steps on ``texts``; write it to ``out``. ``scope``:
-    ``all`` weights, or ``embeddings`` (the input embeddings only)."""
+    ``all`` weights, ``embeddings`` (the input embeddings only), or ``subject``: only the input-embedding rows of
+    the ``subjects``' name tokens (the weights the reference unlearning moves)."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
     if steps < 1:
         raise ValueError("steps must be at least 1")
     if lr <= 0:
         raise ValueError("lr must be positive")
+    if scope == "subject" and not any(isinstance(x, str) and x.strip() for x in subjects):
+        raise ValueError("scope 'subject' needs the subjects whose name tokens are fine-tuned")
     texts = [t for t in texts if isinstance(t, str) and t.strip()]
     if not texts:
         raise ValueError("texts must hold at least one non-empty text to fine-tune on")
@@ -45,6 +59,8 @@ def relearn(
     b = batch(tokenizer, [TargetText("", t) for t in texts])
     if scope == "embeddings":
         train_embeddings_only(model)
+    elif scope == "subject":
+        train_embeddings_only(model, subject_token_ids(tokenizer, [x for x in subjects if isinstance(x, str) and x]))
     n_target = b.target.sum(1).clamp(min=1)
     model.train()
     opt = adam(model, lr)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,16 @@ def save(
         shutil.copy2(source / "generation_config.json", out / "generation_config.json")
     (out / NOTE).write_text(json.dumps({"source": source.name, **note}, indent=2) + "\n", encoding="utf-8")
     return out
+
+
+def subject_token_ids(tokenizer: PreTrainedTokenizerBase, subjects: Iterable[str]) -> list[int]:
+    """The token ids of the subjects' names, alone and after a space (a byte-level BPE spells a word differently
+    at the start of a text and inside it)."""
+    ids: set[int] = set()
+    for subject in subjects:
+        for spelling in (subject, " " + subject):
+            ids.update(tokenizer(spelling, add_special_tokens=False)["input_ids"])
+    return sorted(ids)
 
 
 def adam(model: PreTrainedModel, lr: float) -> torch.optim.Optimizer:
