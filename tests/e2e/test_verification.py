@@ -2,10 +2,9 @@
 on groundtruth-tiny, 10 trained people are audited and exported as a forget set, unlearned by the reference script
 (workers/unlearning/reference.py, gradient ascent at its defaults), and a verification reports their facts
 `removed` while 10 untouched trained people's facts stay `still retrievable`; a fake unlearning (the same weights
-under a new name) is reported `still retrievable`; 20 relearning steps on the forget-set facts of 2 of the 10 bring
-their facts back and the relearning probe says so (a third verification runs the probe on their other fact instead,
-printed); the TOFU export records the templates its answers use and the verification's held-out probe never uses
-them.
+under a new name) is reported `still retrievable`; 20 relearning steps on the other fact (P21, not in the forget
+set) of 2 of the 10 bring their facts back and the relearning probe says so; the TOFU export records the templates
+its answers use and the verification's held-out probe never uses them.
 
 Everything runs once for the module (one embedded service, one SQLite file): the before audits at the service's
 default configuration (baseline + 2 paraphrases, 20 counterfactuals), three nulls (one per model) of 100 null facts
@@ -90,6 +89,7 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
         for audit in before:
             assert wait_for(api, audit["id"], timeout=3600)["status"] == "succeeded"
         _wait_nulls(admin, api, [a["id"] for a in before])
+        phases = {"before audits and nulls": time.monotonic() - started}
         forgotten, untouched = before[:FORGOTTEN], before[FORGOTTEN:]
         # the pipeline forgets every fact but one property (KEPT): the relearning probe's texts, and locality inside
         # each forgotten person
@@ -97,6 +97,7 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
         tofu = [r for a in forgotten for r in _records(pipeline, a["id"], "tofu") if r["property"] != KEPT]
         unlearn(GROUNDTRUTH, jsonl, tmp / "unlearned")
         fake_unlearn(GROUNDTRUTH, tmp / "fake")
+        phases["unlearning"] = time.monotonic() - started - phases["before audits and nulls"]
         untouched_ids = [a["subject_id"] for a in untouched]
         relearned = sorted({r["subject_id"] for r in jsonl})[:RELEARNED]
         real = {
@@ -105,9 +106,9 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
             "before": BEFORE,
             "people": {"forget_set": jsonl},
             "locality": {"subject_ids": untouched_ids},
-            "options": {"relearning": {"subject_ids": relearned, "steps": 20, "texts": "forget_set"}},
+            # the issue's relearning: their other facts (P21, not in the forget set)
+            "options": {"relearning": {"subject_ids": relearned, "steps": 20, "texts": "other_facts"}},
         }
-        other_facts = real | {"options": {"relearning": {"subject_ids": relearned, "steps": 20}}}  # its P21
         fake = {
             "kind": "verification",
             "model": FAKE,
@@ -116,17 +117,18 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
             "locality": {"subject_ids": untouched_ids},
         }
         ids = []
-        for body in (real, fake, other_facts):
+        for body in (real, fake):
             answer = api.post("/audits", json=body)
             assert answer.status_code == 202, answer.text
             ids.append(answer.json()["id"])
         pages = [_facts(api, i) for i in ids]
-        print(f"\nverification flow: {time.monotonic() - started:.0f} s")
+        phases["verifications"] = time.monotonic() - started - sum(phases.values())
+        spent = ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
+        print(f"\nverification flow: {time.monotonic() - started:.0f} s ({spent})")
         yield {
             "api": api,
             "real": pages[0],
             "fake": pages[1],
-            "other_facts": pages[2],
             "jsonl": jsonl,
             "tofu": tofu,
             "relearned": relearned,
@@ -178,29 +180,27 @@ def _came_back(page: dict, relearned: list[int]) -> tuple[list[dict], list[dict]
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 26's relearning line does not hold with the reference unlearning at cad5c83 (name-token embeddings"
-    " of the forgotten subjects): 20 steps bring back 4/8 on their forget-set facts (lr 1e-3, every weight; 0/8 at"
-    " lr 3e-4, 3e-3, 1e-2, and with the embeddings only), 0/8 on their other fact; benchmarks/unlearning.py measures"
-    " 0/8 too. Strict: it fails as soon as the line holds, so this mark goes then",
+    reason="issue 26's relearning line does not hold: with the reference unlearning (GA on the forgotten names'"
+    " embedding rows, lr 1e-2 x 30) 20 steps on their other fact bring back 0/8 here; no variant measured meets it"
+    " with >= 90 % removed (every one removing >= 36/40 gets <= 3/8 back: early-stopped GA/NPO, per-value stops,"
+    " relearning the name rows at lr 1e-2..1e-1, fewer facts forgotten; docs/verification.md lists each). Strict:"
+    " it fails as soon as the line holds, so this mark goes then",
 )
 def test_relearning_brings_the_relearned_people_back_and_the_probe_says_so(flow) -> None:  # noqa: ANN001
-    """20 steps on the forget-set facts of 2 of the 10 (texts=forget_set: an adversary holding part of the forget
-    set); the same probe on their other fact (texts=other_facts, P21) is printed beside it (docs/verification.md)."""
+    """20 steps on the other fact (P21, not in the forget set) of 2 of the 10: the issue's "other facts of the
+    person"; their removed forget-set facts must come back and the probe must say so."""
     page = flow["real"]
     probe = page["summary"]["relearning"]
     removed, back = _came_back(page, flow["relearned"])
-    other = flow["other_facts"]["summary"]["relearning"]
     report = (
-        f"20 relearning steps on the forget-set facts of {RELEARNED} of the {FORGOTTEN} unlearned people:"
-        f" {len(back)}/{len(removed)} of their removed facts came back; probe {probe}; on their other facts instead:"
-        f" {other}"
+        f"20 relearning steps on the other fact (P21) of {RELEARNED} of the {FORGOTTEN} unlearned people:"
+        f" {len(back)}/{len(removed)} of their removed facts came back; probe {probe}"
     )
     print("\n" + report)
-    assert probe["status"] == "done", report
+    assert probe["status"] == "done" and probe["texts"] == "other_facts", report
     assert removed, report
     assert len(back) / len(removed) >= 0.9, report
     assert probe["relearned"]["came_back"]["k"] == len(back), report
-    assert probe["texts"] == "forget_set" and other["texts"] == "other_facts" and other["status"] == "done", report
 
 
 def test_tofu_export_records_its_templates_and_verification_holds_them_out(flow) -> None:  # noqa: ANN001
