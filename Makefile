@@ -2,7 +2,8 @@
 # virtualenv (.ci/run does, in a fresh one); DEMO_ARGS are passed to `memaudit demo` (e.g. --quick).
 PYTHON ?= python3
 DEMO_ARGS ?=
-# pytest-xdist processes for `make test`: each test file runs whole in one of them (its module fixtures once); each
+# pytest-xdist processes for `make test`: each test file runs whole in one of them (its module fixtures once), the
+# longest files first (tests/support/schedule.py; --no-loadscope-reorder keeps that order); each
 # process starts its own PostgreSQL and Redis. Most of the suite waits on subprocesses (workers, APIs), so 2 suit a
 # 2-core machine.
 TEST_PROCESSES ?= 2
@@ -55,7 +56,7 @@ demo: install
 test: install-test system-deps
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	$(PYTHON) -m pytest -n $(TEST_PROCESSES) --dist loadfile
+	$(PYTHON) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 openapi:
 	$(PYTHON) -m app.openapi_export openapi/openapi.json

@@ -22,6 +22,14 @@ from tests.support.servers import Postgres, Redis, start_postgres, start_redis
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest test files first (tests/support/schedule.py): `make test`'s xdist processes take files in this
+    order (--no-loadscope-reorder), so both finish close together."""
+    from tests.support.schedule import load_durations, longest_first
+
+    items[:] = longest_first(items, load_durations())
+
+
 def _reset_caches() -> None:
     from app.limits import _limiter_for
     from app.queue import _dispatcher_for
