@@ -7,8 +7,11 @@ set) of 2 of the 10 bring their facts back and the relearning probe says so; the
 its answers use and the verification's held-out probe never uses them.
 
 Everything runs once for the module (one embedded service, one SQLite file): the before audits at the service's
-default configuration (baseline + 2 paraphrases, 20 counterfactuals), three nulls (one per model) of 100 null facts
-per property (p <= 0.01 needs at least 99). The numbers are printed and stand in each assertion's message;
+default configuration (baseline + 2 paraphrases, 20 counterfactuals), three nulls (one per model) of 200 null facts
+per property (p <= 0.01 needs at least 99): the service's default size, so the before model's null and the fake's
+(the same weight files under another name) are the null shipped for groundtruth-tiny (app/nulls/shipped/, matched
+by the files' hashes and the configuration key), and only the unlearned model's is computed (setup 194 s, was 223 s
+with three computed nulls of 100). The numbers are printed and stand in each assertion's message;
 docs/verification.md quotes them."""
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "workers" / "groundtruth" / "manifest.json"
 GROUNDTRUTH = ROOT / "workers" / "groundtruth" / "model"
 FORGOTTEN, UNTOUCHED, RELEARNED = 10, 10, 2
-NULL_FACTS = "100"
+NULL_FACTS = "200"  # the shipped null's size: the before and fake models import it (see the docstring)
 KEPT = "P21"  # sex or gender: not in the forget set (as benchmarks/unlearning.py)
 BEFORE, AFTER, FAKE = "groundtruth-tiny", "groundtruth-unlearned", "groundtruth-fake"
 
