@@ -10,7 +10,7 @@ Everything runs once for the module (one embedded service, one SQLite file): the
 default configuration (baseline + 2 paraphrases, 20 counterfactuals), three nulls (one per model) of 200 null facts
 per property (p <= 0.01 needs at least 99): the service's default size, so the before model's null and the fake's
 (the same weight files under another name) are the null shipped for groundtruth-tiny (app/nulls/shipped/, matched
-by the files' hashes and the configuration key), and only the unlearned model's is computed (setup 194 s, was 223 s
+by the files' hashes and the configuration key), and only the unlearned model's is computed (setup 202 s, was 231 s
 with three computed nulls of 100). The numbers are printed and stand in each assertion's message;
 docs/verification.md quotes them."""
 
