@@ -17,13 +17,16 @@ from tests.conftest import REPO, wait_for
 
 MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
 MODEL = "groundtruth-tiny"
-# a null of 150 fictitious people on the ground-truth model (492 sentences each: 4 people per 2,000-sentence job)
+# a null of 60 fictitious people on the ground-truth model (492 sentences each: 4 people per 2,000-sentence job, so
+# 15 chunks). The tests stop it or submit beside it after its third chunk and its next boundary (about 5-6 chunks
+# in): 60 leaves some 9 chunks to run after that (150 left 30) at 40 % of the scoring (the file: 571 s at load 5-8)
+PEOPLE = 60
 NULL = {
     "kind": "null",
     "model": MODEL,
     "properties": ["P27"],
     "method": "full",
-    "facts_per_property": 150,
+    "facts_per_property": PEOPLE,
     "options": {"paraphrases": 2, "counterfactuals": 40, "near_duplicates": False},
 }
 SINGLE_OPTIONS = {"paraphrases": 1, "counterfactuals": 8, "similar_names": 1, "near_duplicates": False}
@@ -144,7 +147,7 @@ def single_waits_at_most_a_chunk(api_factory, start_worker=None) -> dict:
     assert meanwhile["status"] in ("queued", "running"), f"the null ran to its end first: {meanwhile}"
     finished = wait_for(admin, null_id, timeout=900)
     assert finished["status"] == "succeeded", finished
-    assert finished["summary"]["null_facts"] == 150 and stored_people(null_id) == 150
+    assert finished["summary"]["null_facts"] == PEOPLE and stored_people(null_id) == PEOPLE
     with session_scope() as s:
         assert s.scalar(select(Audit.attempts).where(Audit.id == null_id)) == 1, "a chunk counted as an attempt"
     return finished
@@ -186,7 +189,7 @@ def test_a_burst_worker_stops_on_sigterm_after_its_chunk_and_the_null_goes_on_la
     assert worker.wait(timeout=300) == 0
     assert "Traceback" not in worker_log.read_text()
     body = admin.get(f"/audits/{null_id}").json()
-    assert body["status"] == "queued" and 0 < stored_people(null_id) < 150, body
+    assert body["status"] == "queued" and 0 < stored_people(null_id) < PEOPLE, body
     rq_worker_later("--burst").wait(timeout=900)
     body = admin.get(f"/audits/{null_id}").json()
-    assert body["status"] == "succeeded" and stored_people(null_id) == 150, body
+    assert body["status"] == "succeeded" and stored_people(null_id) == PEOPLE, body
