@@ -92,7 +92,7 @@ def test_fifty_concurrent_duplicates_make_one_audit(live_api):
 @pytest.fixture
 def slow_wikidata():
     fake = FakeWikidata().start()
-    fake.delay = 2.0
+    fake.delay = 4.0
     yield fake
     fake.stop()
 
@@ -117,15 +117,17 @@ def test_a_slow_wikidata_holds_no_database_connection(live_api, pg_env, slow_wik
     deadline = time.monotonic() + 30
     while len(slow_wikidata.requests) < 24 and time.monotonic() < deadline:
         time.sleep(0.05)  # wait until every request is inside its Wikidata call
+    time.sleep(1.5)  # the last one has now waited 1.5 s of its 4 s call
     # Connections of this test's API (opened after `started`; the database is shared with earlier tests' processes)
-    # that have sat in an open transaction for over half a second: a transaction held across the 2 s Wikidata
-    # call would be one; a request between two statements of a short transaction is not.
+    # that have sat in an open transaction for over a second: a transaction held across the Wikidata call would be
+    # one (the last request's, at least, 1.5 s into its call); a request paused between two statements of a short
+    # transaction is not (at 0.5 s, a loaded machine once showed ten such pauses).
     with session_scope() as s:
         waiting = s.scalar(
             text(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                 "AND state LIKE 'idle in transaction%' AND backend_start >= :started "
-                "AND now() - state_change > interval '0.5 seconds'"
+                "AND now() - state_change > interval '1 second'"
             ),
             {"started": started},
         )
