@@ -7,12 +7,17 @@ set) of 2 of the 10 bring their facts back and the relearning probe says so; the
 its answers use and the verification's held-out probe never uses them.
 
 Everything runs once for the module (one embedded service, one SQLite file): the before audits at the service's
-default configuration (baseline + 2 paraphrases, 20 counterfactuals), three nulls (one per model) of 200 null facts
-per property (p <= 0.01 needs at least 99): the service's default size, so the before model's null and the fake's
-(the same weight files under another name) are the null shipped for groundtruth-tiny (app/nulls/shipped/, matched
-by the files' hashes and the configuration key), and only the unlearned model's is computed (setup 202 s, was 231 s
-with three computed nulls of 100). The numbers are printed and stand in each assertion's message;
-docs/verification.md quotes them."""
+default configuration (baseline + 2 paraphrases, 20 counterfactuals) and three nulls, one per model. The before
+model's and the fake's (the same weight files under another name) are of 200 null facts per property, the service's
+default size, so they are the null shipped for groundtruth-tiny (app/nulls/shipped/, matched by the files' hashes
+and the configuration key). Only the unlearned model's is computed, of 100 null facts per property (the fake's
+verification is submitted first, then the setting drops): p <= 0.01 needs at least 99 null facts (an empirical
+p-value is (1 + k) / (1 + N): 1/101 when the fact is above every one), and that one null judges both sides of the
+real verification's lines — removed (p > 0.01) and untouched kept (p <= 0.01) — so a coarser null cannot ease one
+line without making the other harder. A null job's chunk is 10,000 sentences here (the service's 2,000): the
+verification's step that waits sleeps 0.5 s between chunks. File alone 132 CPU-s, was 168 (docs/benchmarks.md,
+"The suite's time"). The numbers are printed and stand in each assertion's message; docs/verification.md quotes
+them."""
 
 from __future__ import annotations
 
@@ -32,6 +37,8 @@ MANIFEST = ROOT / "workers" / "groundtruth" / "manifest.json"
 GROUNDTRUTH = ROOT / "workers" / "groundtruth" / "model"
 FORGOTTEN, UNTOUCHED, RELEARNED = 10, 10, 2
 NULL_FACTS = "200"  # the shipped null's size: the before and fake models import it (see the docstring)
+AFTER_NULL_FACTS = "100"  # the unlearned model's null: the smallest whose p-values reach 0.01 (1/101; the docstring)
+JOB_SENTENCES = "10000"  # a null job's chunk: the verification waits 0.5 s between chunks (idle time only)
 KEPT = "P21"  # sex or gender: not in the forget set (as benchmarks/unlearning.py)
 BEFORE, AFTER, FAKE = "groundtruth-tiny", "groundtruth-unlearned", "groundtruth-fake"
 
@@ -62,6 +69,7 @@ def _facts(api: Api, audit_id: str) -> dict:
 def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
     import torch
 
+    from app.settings import get_settings
     from workers.unlearning.reference import fake_unlearn, unlearn
 
     torch.set_num_threads(1)
@@ -79,6 +87,7 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
         mp.delenv("MEMAUDIT_REDIS_URL", raising=False)
         mp.setenv("MEMAUDIT_ENV", "test")
         mp.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", NULL_FACTS)
+        mp.setenv("MEMAUDIT_NULL_JOB_SENTENCES", JOB_SENTENCES)
         mp.setenv("MEMAUDIT_MODELS", json.dumps(models))
         _reset_caches()
         manifest = json.loads(MANIFEST.read_text())
@@ -119,12 +128,15 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
             "people": {"forget_set": tofu},
             "locality": {"subject_ids": untouched_ids},
         }
-        ids = []
-        for body in (real, fake):
+        ids = {}
+        for name, body in (("fake", fake), ("real", real)):
+            if name == "real":  # the unlearned model's null is computed: 100 null facts per property (docstring)
+                mp.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", AFTER_NULL_FACTS)
+                get_settings.cache_clear()
             answer = api.post("/audits", json=body)
             assert answer.status_code == 202, answer.text
-            ids.append(answer.json()["id"])
-        pages = [_facts(api, i) for i in ids]
+            ids[name] = answer.json()["id"]
+        pages = [_facts(api, ids[name]) for name in ("real", "fake")]
         phases["verifications"] = time.monotonic() - started - sum(phases.values())
         spent = ", ".join(f"{k} {v:.0f} s" for k, v in phases.items())
         print(f"\nverification flow: {time.monotonic() - started:.0f} s ({spent})")
