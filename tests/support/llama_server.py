@@ -238,7 +238,9 @@ def llama_cpp_nlls(seqs: list[list[int]]) -> list[float]:
     import llama_cpp
     import numpy as np
 
-    model = llama_cpp.Llama(str(smollm2_gguf()), logits_all=True, n_ctx=256, n_threads=1, verbose=False)
+    model = llama_cpp.Llama(
+        str(smollm2_gguf()), logits_all=True, n_ctx=256, n_threads=1, n_threads_batch=1, verbose=False
+    )
     out = []
     for seq in seqs:
         model.reset()

@@ -11,6 +11,7 @@ document start's own hidden state); the four probe sentences by at most 0.19. TO
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -146,19 +147,28 @@ def test_sentences_are_checked_before_any_request(served, proxy):
     assert caught.value.index == 0 and caught.value.max_length == 1023  # one position kept for the generated token
 
 
-def test_retries_on_503_then_scores(llama_server, smollm2_tokenizer_dir, proxy):
-    scorer = load(spec_for(proxy.url, smollm2_tokenizer_dir, api_key=llama_server.api_key, retries=3))
+def through(proxy: Proxy, served: ServedScorer, key: str | None, *, timeout: float, retries: int) -> ServedScorer:
+    """The loaded scorer, its requests sent through ``proxy`` (a copy: the module's scorer keeps its own client).
+    Loading it again through the proxy would repeat the load-time checks (14 completions, 8 of them echoed prompts
+    at ~0.8 CPU-s each on the server) for nothing these tests check."""
+    scorer = copy.copy(served)
+    scorer.client = ServedClient("served", proxy.url, key, timeout=timeout, retries=retries, concurrency=1)
+    return scorer
+
+
+def test_retries_on_503_then_scores(llama_server, served, proxy):
+    scorer = through(proxy, served, llama_server.api_key, timeout=120, retries=3)
     proxy.fail_next, before = 2, proxy.requests
     assert scorer.score(list(PROBE_PAIRS[:1])) == pytest.approx(scorer.score(list(PROBE_PAIRS[:1])), abs=1e-4)
     assert proxy.requests - before == 4  # two refused, the retry and the second call
 
 
-def test_slow_server_times_out_with_a_readable_error(llama_server, smollm2_tokenizer_dir, proxy):
-    scorer = load(spec_for(proxy.url, smollm2_tokenizer_dir, api_key=llama_server.api_key, timeout=120, retries=1))
+def test_slow_server_times_out_with_a_readable_error(llama_server, smollm2_tokenizer_dir, served, proxy):
+    scorer = through(proxy, served, llama_server.api_key, timeout=120, retries=1)
     proxy.delay = 1.0  # slow but within the timeout: answers
     assert len(scorer.score(list(PROBE_PAIRS[:1]))) == 1
-    # the same loaded scorer with a 1 s timeout (loading itself needs the shared machine's pace) and a stalled server
-    scorer.client = ServedClient("served", proxy.url, llama_server.api_key, timeout=1, retries=1, concurrency=1)
+    # a 1 s timeout (loading itself needs the shared machine's pace) and a stalled server
+    scorer = through(proxy, served, llama_server.api_key, timeout=1, retries=1)
     proxy.delay = 5.0
     started = time.monotonic()
     with pytest.raises(ServerUnavailable, match=r"did not answer /completions \(ReadTimeout\) after 2 attempt"):
