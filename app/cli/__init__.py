@@ -91,9 +91,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    import logging
+
     from workers.worker import run_worker  # workers import torch; the rest of the CLI does not need it
 
-    return run_worker(burst=args.burst, preload=args.preload)
+    code = run_worker(burst=args.burst, preload=args.preload)
+    # The worker stopped (its job finished, RQ unregistered it, the reconciler joined): nothing is left to release
+    # that the OS does not. The interpreter's teardown of torch and transformers took ~2 CPU-s, 5-7 s at load 9,
+    # after every stop (docs/benchmarks.md), so flush the logs and leave.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
