@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from app.settings import GROUNDTRUTH_DIR
-from tests.conftest import REPO, _reset_caches, make_key, migrated_database, wait_for
+from tests.conftest import REPO, _reset_caches, make_key, migrated_database, stop_worker, wait_for
 from tests.support.live import LiveApi, start_api
 
 MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
@@ -84,11 +84,7 @@ def stack(postgres, redis_server, tmp_path_factory: pytest.TempPathFactory, requ
             yield Stack(api, keys, shots)
         finally:
             api.stop()
-            worker.terminate()
-            try:
-                worker.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+            stop_worker(worker)  # not RQ's warm shutdown: it finished the null chunk it ran, which no test reads
             _reset_caches()
 
 

@@ -177,6 +177,8 @@ def test_submitting_redirects_so_a_refresh_posts_nothing(stack: Stack, browser, 
     assert page.locator("select#option_lookalikes option").count() == 2  # choices, not a free text field
     before = api.get("/audits").json()["total"]
     p = person("held_out", 1)
+    # the cohort's model: the form's default (smollm2-135m) would load a second model and compute its null first
+    page.fill("#model", MODEL)
     page.fill("#name", p["name"])
     page.fill("#facts", "\n".join(f"{pid} = {v}" for pid, values in p["facts"].items() for v in values))
     page.fill("input[name=option_counterfactuals]", "20")
