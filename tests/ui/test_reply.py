@@ -1,10 +1,11 @@
 """The reply a person can read (app/ui/reply.py), in chromium against a live API and a real worker on Postgres: a
-trained person's audit on the ground-truth model, its null (100 null facts per property, so that p <= 0.01 can
-be reached), a forget set delivered. The data subject signs in with their token and reads, in plain words, which
+trained person's audit on the ground-truth model at the API's default options, so that its null is the one shipped
+with memaudit (app/nulls/shipped/: 200 null facts per property, p <= 0.01 can be reached; computing one took a minute
+of the worker), a forget set delivered. The data subject signs in with their token and reads, in plain words, which
 facts the model gives away with an example sentence each, how often the test is wrong, what was sent for
 removal and that no check has been made yet. No jargon; Flesch reading ease >= 50 (textstat); printable (the
 dashboard's header and footer disappear on paper). The auditor reaches it from the subject audit page; another
-auditor and another person's token get a 404. One test: setting up the audit and its null takes two minutes.
+auditor and another person's token get a 404. One test: setting up a worker, an API and the audit.
 
 Screenshots go to a temporary directory, or to ``$UI_SCREENSHOTS`` (``UI_SCREENSHOTS=docs/img``)."""
 
@@ -22,7 +23,12 @@ from tests.support.faults import person, subject_body
 
 READING_EASE_FLOOR = 50  # Flesch: 60-70 is plain English; 50 is "fairly difficult", the floor we hold
 JARGON = ("z*", "z̄", "lenient", "strict", "p-value", "p =", "null", "FPR", "false-positive", "canary", "template")
-OPTIONS = {"counterfactuals": 20, "paraphrases": 1, "similar_names": 1}
+
+
+def audit_body(i: int) -> dict:
+    """Trained person ``i``'s subject audit at the API's default options: the configuration of the null shipped for
+    the ground-truth model, imported at submission instead of computed (a minute of the worker with 100 null facts)."""
+    return {**subject_body(i), "options": {}}
 
 
 def sign_in(browser, base_url: str, token: str, path: str):  # noqa: ANN001, ANN201
@@ -47,16 +53,17 @@ def wait_calibrated(api, audit_id: str, timeout: float = 600) -> list[dict]:
 
 @pytest.fixture
 def finished(pg_env, rq_worker_later, live_api, monkeypatch, tmp_path):  # noqa: ANN001, ANN201
-    monkeypatch.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", "100")  # p <= 0.01 needs at least 99 null facts
     monkeypatch.setenv("MEMAUDIT_EVIDENCE_KEY_FILE", str(tmp_path / "evidence.pem"))
     rq_worker_later()  # its own database (pg_env follows), then the API on it
     api = live_api()
     auditor = api.client(make_key("auditor"))
-    created = auditor.post("/audits", json=subject_body(0, **OPTIONS))
+    created = auditor.post("/audits", json=audit_body(0))
     assert created.status_code == 202, created.text
     audit = created.json()
     assert wait_for(auditor, audit["id"], timeout=600)["status"] == "succeeded"
     facts = wait_calibrated(auditor, audit["id"])
+    nulls = auditor.get(f"/audits/{audit['id']}/facts").json()["calibration"]["nulls"]
+    assert {n["source"] for n in nulls} == {"shipped"}, nulls  # p <= 0.01 needs at least 99 null facts: 200 here
     pipeline = api.client(make_key("pipeline"))
     delivered = pipeline.get("/forget-set", params={"audit_id": audit["id"]})
     assert delivered.status_code == 200
@@ -108,7 +115,7 @@ def test_the_person_reads_in_plain_words_and_only_they_and_their_auditor_can(fin
     assert page.goto(f"/ui/audits/{audit['id']}/reply").status == 404, "another auditor's audit"
     page.context.close()
 
-    other = finished["auditor"].post("/audits", json=subject_body(1, **OPTIONS)).json()
+    other = finished["auditor"].post("/audits", json=audit_body(1)).json()
     stranger = sign_in(browser, api.url, other["subject_token"], "/ui/audits")
     assert stranger.goto(f"/ui/audits/{audit['id']}/reply").status == 404, "another person's page"
     assert person(0)["name"] not in stranger.content()
