@@ -121,13 +121,17 @@ def test_export_says_how_many_records_it_wrote_and_where(cli_env, tmp_path: Path
 def test_cli_audits_are_visible_to_admin_and_regulator_keys(sqlite_env, api_factory, capsys) -> None:
     from app.cli import main
 
-    assert main(["audit", "--name", "Yselda Calderwick", "--fact", "P27=Ghana", *TINY, "--json"]) == 0
+    # the command's default options: the shipped null's configuration (app/nulls/shipped/), so its default
+    # --null-wait finds the p-values ready (with TINY's, this process computed a null of 13,200 sentences first)
+    assert main(["audit", "--name", "Yselda Calderwick", "--fact", "P27=Ghana", "--model", TINY[1], "--json"]) == 0
     audit_id = json.loads(capsys.readouterr().out)["audit"]["id"]
     for role in ("admin", "regulator"):
         api = api_factory(role)
         assert api.get(f"/audits/{audit_id}").status_code == 200, role
         assert audit_id in [a["id"] for a in api.get("/audits", params={"page_size": 200}).json()["items"]], role
         assert api.get(f"/audits/{audit_id}/facts").json()["facts"][0]["values"] == ["Ghana"]
+    nulls = api.get(f"/audits/{audit_id}/facts").json()["calibration"]["nulls"]
+    assert [(n["status"], n["source"]) for n in nulls] == [("ready", "shipped")], nulls  # imported, not computed
     assert api_factory("auditor").get(f"/audits/{audit_id}").status_code == 404  # an auditor sees its own only
     assert main(["keys", "list"]) == 0
     keys = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
