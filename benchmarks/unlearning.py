@@ -2,6 +2,7 @@
 rate on the null, and seconds — measured with the project's own WikiMem scoring directly on the model directories.
 
     python -m benchmarks.unlearning [--forget 10] [--keep 10] [--null 40] [--steps N] [--lr X] [--method M]
+    python -m benchmarks.unlearning --variant '{"kind": "rmu", "steps": 60}'   # one row of the variants table
 
 Cohorts (from workers/groundtruth/manifest.json): the first ``--forget`` trained people are unlearned, the next
 ``--keep`` trained people are untouched (none of them shares a first or last name with a forgotten person), up to
@@ -275,6 +276,220 @@ def run(
     return result
 
 
+# -- the relearning line's variants (docs/verification.md, "Variants measured for the relearning line") --------------
+# Scratch tools, not the reference: each writes an unlearned model directory; `variant` judges it as that table does
+# (10 forgotten, 10 untouched, a null of 20 fictitious people, relearning on the 2 first people's P21 sentences in
+# the audited templates: the service's `other_facts` texts).
+
+RETAIN_PEOPLE = slice(20, 60)  # trained people 21-60: the retain set (never forgotten, never in the locality cohort)
+
+
+def _texts(people: Sequence[dict], pids: Sequence[str], templates: Sequence[int] = AUDIT_TEMPLATES) -> list[str]:
+    from core.catalog import load_catalog
+
+    catalog = load_catalog()
+    return [
+        catalog.get(pid).render(t, p["name"], v)
+        for p in people
+        for pid in pids
+        for t in templates
+        for v in p["facts"][pid]
+    ]
+
+
+def _layer_output(model, b, layer: int):  # noqa: ANN001, ANN202
+    """Decoder layer ``layer - 1``'s output (before the next layer's norm), running only the layers up to it."""
+    import torch
+
+    layers, got = model.model.layers, {}
+    hook = layers[layer - 1].register_forward_hook(lambda m, i, o: got.update(h=o[0] if isinstance(o, tuple) else o))
+    model.model.layers = torch.nn.ModuleList(list(layers)[:layer])
+    try:
+        model.model(input_ids=b.ids, attention_mask=b.attention)
+    finally:
+        model.model.layers = layers
+        hook.remove()
+    return got["h"]
+
+
+def rmu_unlearn(
+    out: Path,
+    forget: Sequence[dict],
+    retain: Sequence[dict],
+    pids: Sequence[str],
+    *,
+    layer: int = 1,
+    c_mult: float = 4.0,
+    alpha: float = 100.0,
+    lr: float = 1e-3,
+    steps: int = 60,
+    positions: str = "target",
+    seed: int = 0,
+) -> Path:
+    """RMU (Li et al. 2024, "WMDP"): decoder layer 0's weights (the layers below ``layer``) trained so that layer
+    ``layer``'s input on the forget-set texts is c·u (u a fixed random unit vector, c = ``c_mult`` × its mean norm
+    there) while on the retain people's texts it stays the frozen model's (weight ``alpha``). ``positions``:
+    ``target`` — the positions that predict the value's tokens — or ``all`` tokens of the forget texts."""
+    import torch
+
+    from workers.unlearning.reference import forget_examples
+    from workers.unlearning.tuning import TargetText, batch, load, save
+
+    torch.manual_seed(seed)
+    model, tokenizer = load(MODEL)
+    frozen, _ = load(MODEL)
+    fb = batch(tokenizer, forget_examples(forget_records(forget, pids)))
+    rb = batch(tokenizer, [TargetText("", t) for t in _texts(retain, list(pids) + [KEPT_PROPERTY])])
+    with torch.no_grad():
+        h0, rh0 = _layer_output(frozen.eval(), fb, layer), _layer_output(frozen, rb, layer)
+    if positions == "target":
+        fmask = torch.cat([fb.target, torch.zeros(fb.target.shape[0], 1)], 1)
+    else:
+        fmask = fb.attention.float().clone()
+        fmask[:, 0] = 0
+    rmask = rb.attention.float()
+    u = torch.rand(h0.shape[-1], generator=torch.Generator().manual_seed(seed))
+    coef = c_mult * float((h0.norm(dim=-1) * fmask).sum() / fmask.sum())
+    target = coef * u / u.norm()
+    train = [p for i in range(layer) for p in model.model.layers[i].parameters()]
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for p in train:
+        p.requires_grad_(True)
+    opt = torch.optim.Adam(train, lr=lr)
+    model.train()
+    for _ in range(steps):
+        forget_loss = (((_layer_output(model, fb, layer) - target) ** 2).sum(-1) * fmask).sum() / fmask.sum()
+        retain_loss = (((_layer_output(model, rb, layer) - rh0) ** 2).sum(-1) * rmask).sum() / rmask.sum()
+        loss = (forget_loss + alpha * retain_loss) / h0.shape[-1]
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    note = {"method": "rmu", "layer": layer, "coef": round(coef, 2), "alpha": alpha, "lr": lr, "steps": steps}
+    return save(model.eval(), tokenizer, MODEL, out, note)
+
+
+def lora_unlearn(
+    out: Path,
+    forget: Sequence[dict],
+    retain: Sequence[dict],
+    pids: Sequence[str],
+    *,
+    method: str = "npo",
+    rank: int = 4,
+    lr: float = 1e-3,
+    steps: int = 30,
+    retain_weight: float = 1.0,
+    beta: float = 0.1,
+    seed: int = 0,
+) -> Path:
+    """A low-rank (LoRA, scale 2, A random, B zero) update of every attention and MLP projection, trained by gradient
+    ascent or NPO on the forgotten values plus ``retain_weight`` × the NLL of the retain people's values (TOFU's
+    grad_diff), then merged into the weights."""
+    import torch
+    import torch.nn.functional as F
+
+    from workers.unlearning.reference import forget_examples
+    from workers.unlearning.tuning import batch, load, save, target_logprob
+
+    torch.manual_seed(seed)
+    model, tokenizer = load(MODEL)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    adapters = []
+    for block in model.model.layers:
+        for module in (block.self_attn, block.mlp):
+            for name in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"):
+                if hasattr(module, name):
+                    adapter = _LoRA(getattr(module, name), rank, 2.0)
+                    setattr(module, name, adapter)
+                    adapters.append((module, name, adapter))
+    fb = batch(tokenizer, forget_examples(forget_records(forget, pids)))
+    rb = batch(tokenizer, forget_examples(forget_records(retain, list(pids) + [KEPT_PROPERTY])))
+    nf, nr = fb.target.sum(1).clamp(min=1), rb.target.sum(1).clamp(min=1)
+    with torch.no_grad():
+        ref = target_logprob(model.eval(), fb)
+    opt = torch.optim.Adam([p for _, _, a in adapters for p in (a.A, a.B)], lr=lr)
+    model.train()
+    for _ in range(steps):
+        logp = target_logprob(model, fb)
+        if method == "ga":
+            forget_loss = (logp / nf).mean()
+        else:
+            forget_loss = -(2.0 / beta) * F.logsigmoid(-beta * (logp - ref)).mean()
+        loss = forget_loss - retain_weight * (target_logprob(model, rb) / nr).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    for module, name, adapter in adapters:
+        setattr(module, name, adapter.merge())
+    note = {"method": f"lora-{method}", "rank": rank, "lr": lr, "steps": steps, "retain_weight": retain_weight}
+    return save(model.eval(), tokenizer, MODEL, out, note)
+
+
+def _LoRA(base, rank: int, scale: float):  # noqa: ANN001, ANN202, N802
+    import torch
+
+    class LoRA(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.base = base
+            self.A = torch.nn.Parameter(torch.randn(rank, base.in_features) / base.in_features**0.5)
+            self.B = torch.nn.Parameter(torch.zeros(base.out_features, rank))
+
+        def forward(self, x):  # noqa: ANN001, ANN202
+            return self.base(x) + scale * (x @ self.A.T) @ self.B.T
+
+        def merge(self):  # noqa: ANN202
+            with torch.no_grad():
+                self.base.weight += scale * self.B @ self.A
+            return self.base
+
+    return LoRA()
+
+
+def variant(kind: str, relearning: Sequence[tuple[str, float]] = (("all", 1e-3),), **settings) -> dict:  # noqa: ANN003
+    """One row of the variants table: ``kind`` ``rmu`` or ``lora`` with its settings; removed (of the forgotten
+    facts retrievable before), untouched kept, and the 2 first people's removed facts back after 20 steps of
+    ``relearn`` (scope, lr) on their P21 sentences in the audited templates."""
+    import torch
+
+    from workers.groundtruth.evaluate import load_manifest
+    from workers.unlearning import relearn
+
+    torch.set_num_threads(1)
+    manifest = load_manifest()
+    forget, keep = manifest["trained"][:10], manifest["trained"][10:20]
+    retain = manifest["trained"][RETAIN_PEOPLE]
+    pids = [p for p in manifest["properties"] if p != KEPT_PROPERTY]
+    null_people = fictitious_null(20, list(manifest["properties"]))
+
+    def judge(model_dir: Path) -> Callable[[Sequence[dict]], dict]:
+        null_z = [o.z for o in cohort(model_dir, null_people).values()]
+        return lambda people: {k: p_value(o.z, null_z) <= LEVEL for k, o in cohort(model_dir, people).items()}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        make = rmu_unlearn if kind == "rmu" else lora_unlearn
+        after = make(tmp / "after", forget, retain, pids, **settings)
+        on_before, on_after = judge(MODEL), judge(after)
+        f_before, f_after, k_before, k_after = on_before(forget), on_after(forget), on_before(keep), on_after(keep)
+        forgotten = [k for k in f_before if k[1] != KEPT_PROPERTY and f_before[k]]
+        untouched = [k for k in k_before if k_before[k]]
+        again = [k for k in forgotten if k[0] < RELEARN_PEOPLE and not f_after[k]]
+        texts = _texts(forget[:RELEARN_PEOPLE], [KEPT_PROPERTY])
+        back = {}
+        for scope, lr in relearning:
+            judged = judge(relearn(after, texts, tmp / "relearned", scope=scope, lr=lr))(forget[:RELEARN_PEOPLE])
+            back[f"{scope} lr {lr:g}"] = rate(sum(judged[k] for k in again), len(again))
+        return {
+            "variant": {"kind": kind, **settings},
+            "removed": rate(sum(not f_after[k] for k in forgotten), len(forgotten)),
+            "kept": rate(sum(k_after[k] for k in untouched), len(untouched)),
+            "relearned_back": back,
+        }
+
+
 def main(argv: list[str] | None = None) -> None:
     from workers.unlearning.reference import LR, STEPS
 
@@ -288,8 +503,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--lr", type=float, default=LR)
     ap.add_argument("--no-paired", action="store_true", help="skip the paired test's null (every template: slow)")
     ap.add_argument("--write", action="store_true", help=f"store the result in {RESULTS.name}")
+    ap.add_argument(
+        "--variant",
+        help='one relearning-line variant instead, as JSON: {"kind": "rmu"|"lora", ...its settings} (prints its row)',
+    )
     args = ap.parse_args(argv)
     random.seed(0)
+    if args.variant:
+        print(json.dumps(variant(**json.loads(args.variant)), indent=1))
+        return
     result = run(
         args.forget, args.keep, args.null, args.method, args.steps, args.lr, not args.no_paired, scope=args.scope
     )
