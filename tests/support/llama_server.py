@@ -9,8 +9,10 @@ that the backend refuses it).
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
+import os
 import secrets
 import subprocess
 import sys
@@ -223,12 +225,22 @@ def _strip(content: bytes) -> bytes:
 @pytest.fixture(scope="session")
 def smollm2_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """SmolLM2's tokenizer (from the GGUF) saved as a plain tokenizer directory: what an auditor of a served model
-    usually has (loads in a second; reading it out of the GGUF takes ~10 s)."""
+    usually has (loads in a second; reading it out of the GGUF takes ~7 CPU-s). Written once per pytest run: under
+    xdist in the run's directory that its processes share (the first one writes it, under a lock)."""
     from transformers import AutoTokenizer
 
-    gguf = smollm2_gguf()
-    out = tmp_path_factory.mktemp("smollm2-tokenizer")
-    AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True).save_pretrained(out)
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # each xdist process has its own basetemp inside the run's
+        run_dir = run_dir.parent
+    out = run_dir / "smollm2-tokenizer"
+    with (run_dir / "smollm2-tokenizer.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not out.is_dir():
+            gguf = smollm2_gguf()
+            partial = run_dir / f"smollm2-tokenizer.{os.getpid()}"
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+            tokenizer.save_pretrained(partial)
+            partial.rename(out)
     return out
 
 
