@@ -78,7 +78,7 @@ def served(llama_server: LlamaServer, smollm2_tokenizer_dir: Path) -> ServedScor
 
 @pytest.fixture(scope="module")
 def audit_nlls(served: ServedScorer) -> list[float]:
-    """The served NLLs of audit_pairs() (scored once: llama-cpp-python takes ~0.4 s a sentence on this CPU)."""
+    """The served NLLs of audit_pairs() (scored once: llama-cpp-python takes ~0.8 CPU-s a sentence on this CPU)."""
     return served.score(audit_pairs())
 
 
