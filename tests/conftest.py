@@ -221,12 +221,13 @@ def start_worker(env: dict[str, str], log_file: Path, *args: str) -> subprocess.
 
 
 def stop_worker(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL after 5 s: RQ's warm shutdown finishes the job it runs first (often a null's chunk that
-    no test waits for; teardowns took 10-20 s), and a teardown needs the process gone, not its job done. The tests of
-    a worker's own shutdown stop it themselves (tests/workers/test_worker_signals.py)."""
+    """SIGTERM, then SIGKILL after 2 s: RQ's warm shutdown finishes the job it runs first (often a null's chunk that
+    no test waits for; teardowns took 10-20 s, and up to 5 CPU-s of scoring with a 5 s grace), and a teardown needs
+    the process gone, not its job done; an idle worker leaves in 0.2-1.8 s (os._exit after its loop, at load 12-14).
+    The tests of a worker's own shutdown stop it themselves (tests/workers/test_worker_signals.py)."""
     proc.terminate()
     try:
-        proc.wait(timeout=5)
+        proc.wait(timeout=2)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
