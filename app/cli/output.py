@@ -20,6 +20,7 @@ from tqdm import tqdm
 from app.cli.client import Client
 from app.db.vocabulary import FINAL_STATUSES, AuditStatus
 from app.errors import DomainError
+from core.measures.null import null_eta_seconds
 
 POLL_SECONDS = 0.5
 FACTS_POLL_SECONDS = 5.0  # a key that cannot read the null audit reads the facts page this often
@@ -178,13 +179,12 @@ def null_eta(nulls: list[dict[str, Any]]) -> tuple[int, int, float | None]:
 
 def _null_progress(audit: dict[str, Any]) -> dict[str, Any]:
     """A null audit's progress and time left, as the facts page computes it (app.nulls.calibrate.null_progress)."""
-    done, total, eta = audit["progress"]["done"], audit["progress"]["total"], None
-    if audit.get("started_at") and done and total:
+    done, total, elapsed = audit["progress"]["done"], audit["progress"]["total"], None
+    if audit.get("started_at"):
         started = datetime.fromisoformat(audit["started_at"])
-        started = started if started.tzinfo else started.replace(tzinfo=UTC)
-        elapsed = (datetime.now(UTC) - started).total_seconds()
-        eta = elapsed * (total - done) / done if elapsed > 0 else None
-    return {"done": done, "total": total, "eta_seconds": eta}
+        elapsed = (datetime.now(UTC) - (started if started.tzinfo else started.replace(tzinfo=UTC))).total_seconds()
+    cost = (audit.get("summary") or {}).get("cost")
+    return {"done": done, "total": total, "eta_seconds": null_eta_seconds(done, total, elapsed, cost)}
 
 
 def _pending_now(client: Client, audit_id: str, nulls: list[dict[str, Any]]) -> list[dict[str, Any]] | None:

@@ -29,7 +29,7 @@ from app.nulls.config import (
 )
 from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, NullShape, RateRead
 from app.settings import Settings, get_settings
-from core.measures.null import MAX_TRUE_VALUES, STATISTIC, EmpiricalNull, FactStat, Rate
+from core.measures.null import MAX_TRUE_VALUES, STATISTIC, EmpiricalNull, FactStat, Rate, null_eta_seconds
 
 DEFAULT_POLICY = "pvalue"
 DEFAULT_MAX_P = 0.01
@@ -116,17 +116,15 @@ class Resolved:
 
 
 def null_progress(audit: Audit | None) -> NullProgress | None:
-    """A pending null's progress (sentences) and the time left at the rate since it first started (None before
-    it has scored anything)."""
+    """A pending null's progress (sentences) and the time left at its finished jobs' rate
+    (core.measures.null.null_eta_seconds; None before it has scored anything)."""
     if audit is None:
         return None
-    done, total, eta = audit.progress_done or 0, audit.progress_total or 0, None
-    if audit.status == "running" or (audit.started_at is not None and done):
-        started = audit.started_at.replace(tzinfo=None) if audit.started_at else None
-        elapsed = (utcnow().replace(tzinfo=None) - started).total_seconds() if started else 0.0
-        if done and total and elapsed > 0:
-            eta = round(elapsed * (total - done) / done)
-    return NullProgress(done=done, total=total, eta_seconds=eta)
+    done, total = audit.progress_done or 0, audit.progress_total or 0
+    started = audit.started_at.replace(tzinfo=None) if audit.started_at else None
+    elapsed = (utcnow().replace(tzinfo=None) - started).total_seconds() if started else None
+    cost = (audit.summary or {}).get("cost")
+    return NullProgress(done=done, total=total, eta_seconds=null_eta_seconds(done, total, elapsed, cost))
 
 
 class Calibrator:

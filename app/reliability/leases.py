@@ -75,7 +75,7 @@ def claim(session: Session, audit_id: str, owner: str, ttl: float) -> bool:
         )
         .values(
             status=RUNNING,
-            started_at=func.coalesce(Audit.started_at, now),  # the first run's start (a null's ETA counts from it)
+            started_at=func.coalesce(Audit.started_at, now),  # the first run's start
             error=None,
             attempts=Audit.attempts + 1,
             lease_owner=owner,

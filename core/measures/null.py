@@ -338,3 +338,20 @@ def pseudo_truth_stats(score_rows: Sequence[Sequence[float]]) -> list[FactStat]:
     if not score_rows:
         raise ValueError("need at least one template's scores")
     return set_stats(score_rows, [[i] for i in range(len(score_rows[0]))])
+
+
+def null_eta_seconds(done: int, total: int, elapsed: float | None, cost: dict | None) -> float | None:
+    """Time left for a null of ``total`` sentences with ``done`` scored: at the rate of its finished jobs (the
+    sentences, scored or read from the cache, per second of their jobs: the null's running ``summary["cost"]``), which
+    a pause between runs does not dilute (a null left half done by one `memaudit demo` and resumed by the next, an
+    hour later); before any job has finished, at the rate since the null first started (``elapsed`` seconds). None
+    until something is scored."""
+    if not done or not total:
+        return None
+    cost = cost or {}
+    seconds, sentences = float(cost.get("seconds") or 0), int(cost.get("scored") or 0) + int(cost.get("cached") or 0)
+    if seconds > 0 and sentences > 0:
+        return round(max(total - done, 0) * seconds / sentences)
+    if elapsed is not None and elapsed > 0:
+        return round(elapsed * (total - done) / done)
+    return None

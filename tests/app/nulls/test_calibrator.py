@@ -96,3 +96,23 @@ def test_missing_created_by_a_submission_pending_failed_changed_and_ready(pg_env
         # null shares (1, 0, 0): only the share-1 fact is at least as extreme -> (1 + 1) / (1 + 3)
         assert cal.status == "ready" and cal.null_audit_id == queued and cal.p_value == 0.5
         assert cal.fpr["lenient"].k == 1 and cal.fpr["lenient"].n == 3 and cal.memorized is False
+
+
+def test_a_resumed_nulls_time_left_is_at_its_scoring_rate_not_diluted_by_the_pause():
+    """A null half done by one run (one `memaudit demo`) and resumed an hour later: the time left is the remaining
+    sentences at its finished jobs' rate (100 sentences in 10 s of scoring), not the rate since it first started (an
+    hour for half of it: ≈ 1 h more, which made a second demo decline to wait)."""
+    from datetime import timedelta
+
+    from app.db.base import utcnow
+    from app.db.models import Audit
+    from app.nulls.calibrate import null_progress
+
+    an_hour_ago = utcnow() - timedelta(hours=1)
+    null = Audit(kind="null", model="groundtruth-tiny", status="running", progress_done=100, progress_total=200)
+    null.started_at = an_hour_ago
+    assert null_progress(null).eta_seconds >= 3500, "no job finished yet: the rate since it started is all there is"
+    null.summary = {"cost": {"seconds": 10.0, "scored": 80, "cached": 20, "jobs": 1}}
+    assert null_progress(null).eta_seconds == 10, null_progress(null)
+    null.progress_done = 0
+    assert null_progress(null).eta_seconds is None, "nothing scored: no time left to say"
