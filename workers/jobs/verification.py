@@ -25,9 +25,8 @@ from app.db.models import Audit, FactResult, Subject
 from app.db.models.verification import VerificationFact, VerificationPerson
 from app.evidence import repository as evidence
 from app.evidence.schemas import EntryKind
-from app.nulls import repository as nulls
 from app.nulls.calibrate import Calibrator, uncalibrated_reason
-from app.nulls.config import subject_fingerprint, subject_lookalikes
+from app.nulls.config import subject_lookalikes
 from app.settings import get_settings
 from app.subjects import repository as subjects
 from app.subjects.schemas import SubjectAuditOptions
@@ -323,27 +322,12 @@ def _waiting(s, calibrator: Calibrator, audit: Audit, fingerprint: str | None) -
     audited = s.execute(select(FactResult.audit_id, FactResult.property_id).where(FactResult.audit_id.in_(pairs)))
     present: set[tuple[str, str]] = {(a, pid) for a, pid in audited}
     befores = [(b, pids) for b, pids in ((s.get(Audit, a), pids) for a, pids in pairs.items()) if b is not None]
-    seen: dict[tuple[str, str | None, str], bool] = {}
     for side in ("after", "before"):
         for before, pids in befores:
             judged = _after_audit(audit, before, fingerprint) if side == "after" else before
-            for pid in sorted(pids):
-                if (before.id, pid) in present and _pending(s, calibrator, judged, pid, seen):
-                    return True
+            if any((before.id, pid) in present and calibrator.pending(judged, pid) for pid in sorted(pids)):
+                return True
     return False
-
-
-def _pending(s, calibrator: Calibrator, audit: Any, pid: str, seen: dict) -> bool:  # noqa: ANN001
-    """``calibrator.resolve(audit, pid).status == "pending"`` (app.nulls.calibrate: no null ready for the audit's
-    fingerprint, one queued or running) without loading a ready null's facts; ``seen`` caches it per (model,
-    fingerprint, configuration key), which the people of one verification share."""
-    fingerprint = subject_fingerprint(audit.summary)
-    key = (audit.model, fingerprint, calibrator.key(audit, pid))
-    if key not in seen:
-        rows = nulls.distributions(s, audit.model, key[2])
-        ready = any(st == "succeeded" and d.n_facts and fingerprint in (None, d.fingerprint) for d, st in rows)
-        seen[key] = not ready and any(st in ("queued", "running") for _, st in rows)
-    return seen[key]
 
 
 def status_of(before: Any, after: Any) -> tuple[FactStatus, str | None]:

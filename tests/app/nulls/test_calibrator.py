@@ -48,6 +48,7 @@ def test_missing_created_by_a_submission_pending_failed_changed_and_ready(pg_env
         assert (found.status, found.message) == ("missing", MISSING) and len(null_audits(s)) == before, "a read wrote"
         cal = Calibrator(s).calibrate(audit, "P27", FactStat(0.5, False, True, 2.0, 2, 1))
         assert (cal.status, cal.p_value, cal.message) == ("missing", None, MISSING)
+        assert not Calibrator(s).pending(audit, "P27"), "missing is not pending"
         # the submission's step (app.subjects.service.prepare_subject_audit) creates it, once
         queued = ensure_nulls(s, audit.model, audit.options, "reversed", ["P27"], get_settings())
         assert queued and ensure_nulls(s, audit.model, audit.options, "reversed", ["P27"], get_settings()) is None
@@ -57,6 +58,7 @@ def test_missing_created_by_a_submission_pending_failed_changed_and_ready(pg_env
         found = Calibrator(s).resolve(audit, "P27")
         assert (found.status, found.row.audit_id) == ("pending", queued) and len(null_audits(s)) == before + 1
         assert found.ref().progress.done == 0 and found.ref().progress.eta_seconds is None
+        assert Calibrator(s).pending(audit, "P27"), "pending() must say what resolve() says"
         s.get(Audit, queued).status = "failed"
     with session_scope() as s:
         audit = s.get(Audit, audit_id)
@@ -95,6 +97,7 @@ def test_missing_created_by_a_submission_pending_failed_changed_and_ready(pg_env
         cal = calibrator.calibrate(audit, "P27", FactStat(0.5, False, True, 2.0, 2, 1))
         # null shares (1, 0, 0): only the share-1 fact is at least as extreme -> (1 + 1) / (1 + 3)
         assert cal.status == "ready" and cal.null_audit_id == queued and cal.p_value == 0.5
+        assert not Calibrator(s).pending(audit, "P27"), "a ready null is not pending (read without its facts)"
         assert cal.fpr["lenient"].k == 1 and cal.fpr["lenient"].n == 3 and cal.memorized is False
 
 
