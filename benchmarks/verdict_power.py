@@ -114,10 +114,17 @@ def _cohort_people(
     return out
 
 
-def build_facts(model: str, null_people: int, seed: int, known: Sequence[str] = ("famous",)) -> list[Fact]:
+def build_facts(
+    model: str, null_people: int, seed: int, known: Sequence[str] = ("famous",), null_use: int | None = None
+) -> list[Fact]:
+    """Every fact of the known, unknown and null cohorts. ``null_use``: keep only the first ``null_use`` null people
+    (the others are still drawn, so every person after the null keeps the index, hence the counterfactuals, of a run
+    with ``null_people``)."""
     catalog = load_catalog()
     facts = []
     for i, (name, group, by_pid, key) in enumerate(_people(model, null_people, seed, known)):
+        if null_use is not None and group.startswith("null:") and int(group.rsplit(":", 1)[1]) >= null_use:
+            continue
         names = {
             "subject": [name],
             "reversed": lookalike_names(name, SIMILAR, "reversed")[0],
@@ -362,10 +369,17 @@ def _subset(arg: str, allowed: tuple[str, ...], flag: str) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    global MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS, STATISTICS, SCHEMES
+    global MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS, STATISTICS, SCHEMES, PIDS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="groundtruth-tiny")
     ap.add_argument("--null-people", type=int, default=100)
+    ap.add_argument(
+        "--null-use",
+        type=int,
+        default=None,
+        help="judge by the first N of the --null-people null people only (later people keep their counterfactuals)",
+    )
+    ap.add_argument("--properties", default=",".join(PIDS), help="comma-separated subset of " + str(PIDS))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--counterfactuals", type=int, default=20, help="drawn per fact; variants use all and half")
     ap.add_argument("--level", type=float, default=0.01)
@@ -387,6 +401,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
     known = tuple(k for k in args.known.split(",") if k)
+    properties = _subset(args.properties, PIDS, "--properties")
     STATISTICS, SCHEMES = (
         _subset(args.statistics, STATISTICS, "--statistics"),
         _subset(args.schemes, SCHEMES, "--schemes"),
@@ -394,17 +409,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("MEMAUDIT_TORCH_THREADS", str(args.threads))
     MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS = args.counterfactuals, (args.counterfactuals // 2, args.counterfactuals)
     started, load = time.monotonic(), os.getloadavg()[0]
-    facts = build_facts(args.model, args.null_people, args.seed, known)
+    facts = build_facts(args.model, args.null_people, args.seed, known, args.null_use)
+    # a subset of properties: the same people and draws (the null cohort is drawn for all five), fewer facts
+    facts, PIDS = [f for f in facts if f.pid in properties], properties
     nll = score_everything(args.model, facts, NllCache(args.cache, args.model), args.chunk)
     rows = evaluate(facts, nll, args.level)
     print_table(rows, args.level)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     key = args.model if known == ("famous",) else f"{args.model}:{'+'.join(known)}"
+    key += f":null{args.null_use}" if args.null_use is not None else ""
+    key += f":{'+'.join(properties)}" if len(properties) < 5 else ""
     results[key] = {
         "measured": time.strftime("%Y-%m-%d"),
         "load_average_1min_at_start": round(load, 2),
         "seconds": round(time.monotonic() - started, 1),
         "null_people": args.null_people,
+        "null_people_used": args.null_use if args.null_use is not None else args.null_people,
+        "properties": list(properties),
         "counterfactuals_drawn": args.counterfactuals,
         "level": args.level,
         "known_cohorts": list(known),
