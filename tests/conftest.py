@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import zygote
 from tests.support.llama_server import llama_server, smollm2_tokenizer_dir  # noqa: F401 (served-model fixtures)
 from tests.support.servers import Postgres, Redis, start_postgres, start_redis
 
@@ -207,17 +207,10 @@ def rq_worker_later(
         stop_worker(proc)
 
 
-def start_worker(env: dict[str, str], log_file: Path, *args: str) -> subprocess.Popen:
-    """A real `memaudit worker` process with ``env`` over ours, its output appended to ``log_file``."""
-    with log_file.open("a") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "worker", *args],
-            env={**os.environ, **env},
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+def start_worker(env: dict[str, str], log_file: Path, *args: str) -> subprocess.Popen | zygote.Forked:
+    """A real `memaudit worker` process with ``env`` over ours, its output appended to ``log_file`` (forked from
+    this pytest process's zygote, which has imported torch and the app once: tests/support/zygote.py)."""
+    return zygote.start(["worker", *args], {**os.environ, **env}, log_file, REPO)
 
 
 def stop_worker(proc: subprocess.Popen) -> None:

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.support import zygote
 from tests.support.servers import Postgres, Redis
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,16 +37,9 @@ class FaultEnv:
     logs: Path
     procs: list[subprocess.Popen] = field(default_factory=list)
 
-    def _spawn(self, args: list[str], name: str) -> subprocess.Popen:
-        log = (self.logs / f"{name}.log").open("a")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", *args],
-            env={**os.environ, **self.env},
-            cwd=REPO,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+    def _spawn(self, args: list[str], name: str) -> subprocess.Popen | zygote.Forked:
+        """`memaudit <args>`; workers are forked from the zygote (tests/support/zygote.py), the API is started."""
+        proc = zygote.start(args, {**os.environ, **self.env}, self.logs / f"{name}.log", REPO)
         self.procs.append(proc)
         return proc
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -20,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from app.settings import GROUNDTRUTH_DIR
-from tests.conftest import REPO, _reset_caches, make_key, migrated_database, stop_worker, wait_for
+from tests.conftest import REPO, _reset_caches, make_key, migrated_database, start_worker, stop_worker, wait_for
 from tests.support.live import LiveApi, start_api
 
 MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
@@ -70,14 +68,7 @@ def stack(postgres, redis_server, tmp_path_factory: pytest.TempPathFactory, requ
         for k, v in env.items():
             mp.setenv(k, v)
         _reset_caches()
-        with (logs / "worker.log").open("a") as log:
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "worker"],
-                env={**os.environ, **env},
-                cwd=REPO,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        worker = start_worker(env, logs / "worker.log")
         api = start_api(env, logs / "api.log")
         keys = {role: make_key(role) for role in ROLES} | {"other_auditor": make_key("auditor")}
         try:
@@ -153,7 +144,9 @@ def other_kinds(stack: Stack, workdir: Path) -> dict[str, str]:
         "target": "items",
         "options": {"sample": 40},
     }
-    ids["coverage"] = api.post("/audits", json=body).json()["id"]
+    r = api.post("/audits", json=body)
+    assert r.status_code == 202, (r.status_code, r.text)
+    ids["coverage"] = r.json()["id"]
     strings = [
         {"id": f"s{i}", "text": "abcdefabcdef"[i % 6 :][:8] + str(i), "count": 1 + (i % 3 == 0)} for i in range(12)
     ]

@@ -187,8 +187,11 @@ def goto_settled(page, url: str, tries: int = 3) -> None:  # noqa: ANN001
         try:
             page.goto(url)
             return
-        except Exception as exc:  # playwright's Error: net::ERR_ABORTED when another navigation began
-            if "ERR_ABORTED" not in str(exc) or attempt == tries - 1:
+        except Exception as exc:  # playwright's Error when another navigation began: net::ERR_ABORTED, or
+            # "is interrupted by another navigation" (which one depends on when the page's reload starts)
+            if not any(m in str(exc) for m in ("ERR_ABORTED", "interrupted by another navigation")) or (
+                attempt == tries - 1
+            ):
                 raise
             page.wait_for_timeout(500)
 
