@@ -151,7 +151,8 @@ async def _audit_events(principal: Principal, audit_id: str, request: Request, r
             if time.monotonic() - quiet_since > EVENTS_KEEPALIVE_SECONDS:
                 yield ": keep-alive\n\n"
                 quiet_since = time.monotonic()
-            await asyncio.sleep(EVENTS_POLL_SECONDS)
+            # never past the lifetime: a stream ends when its settings say, not up to a poll later
+            await asyncio.sleep(max(0.0, min(EVENTS_POLL_SECONDS, lifetime - (time.monotonic() - started))))
         yield _event("timeout", {"id": audit_id, "reconnect": True})
     finally:
         release()

@@ -69,7 +69,7 @@ class FaultEnv:
                 proc.send_signal(signal.SIGTERM)
         for proc in self.procs:
             try:
-                proc.wait(timeout=5)
+                proc.wait(timeout=2)  # an idle worker or an API leaves in well under 2 s
             except subprocess.TimeoutExpired:  # a worker finishing a job: its database is dropped anyway
                 proc.kill()
                 proc.wait()

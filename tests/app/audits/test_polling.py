@@ -4,6 +4,7 @@ audit's status and progress, which ends at a final status and honours visibility
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -103,6 +104,19 @@ def test_the_event_stream_honours_visibility_and_its_lifetime(sqlite_env, api_fa
     with regulator.client.stream("GET", f"/audits/{audit_id}/events", headers=regulator.headers) as r:
         names = [name for name, _ in events(r.iter_lines())]
     assert names == ["progress", "timeout"]  # nothing changed: one snapshot, then the bounded end
+
+
+def test_the_event_stream_ends_at_its_lifetime_not_a_poll_later(sqlite_env, api_factory, monkeypatch):
+    monkeypatch.setattr(polling, "EVENTS_POLL_SECONDS", 30.0)  # a poll far longer than the lifetime
+    monkeypatch.setenv("MEMAUDIT_EVENTS_MAX_SECONDS", "0.2")
+    get_settings.cache_clear()
+    api = api_factory("auditor")
+    audit_id = queued_audit(api)
+    started = time.monotonic()
+    with api.client.stream("GET", f"/audits/{audit_id}/events", headers=api.headers) as r:
+        names = [name for name, _ in events(r.iter_lines())]
+    assert names == ["progress", "timeout"]
+    assert time.monotonic() - started < 15, "the stream slept a whole poll past its lifetime"
 
 
 @pytest.mark.parametrize("status", [AuditStatus.FAILED, AuditStatus.CANCELLED])
