@@ -139,20 +139,21 @@ def probe(people: int, throughput: int) -> dict[str, object]:
 
 
 FIRST = ("P19", "P21", "P1412")  # the three properties smollm2-135m does not reach: scored first
+PHASES = (FIRST, ("P106",), ("P27",))  # then occupation, then citizenship: each phase completes a property set
 
 
 def workload(null_people: int, null_use: int) -> list[list[tuple[str, str]]]:
     """The sentences benchmarks/verdict_power.py needs for the default variant (truth z, same-origin look-alikes,
     baseline + 2 paraphrases, 20 counterfactuals) on famous + famous_more, the fictitious people and the first
-    ``null_use`` of ``null_people`` null people: [FIRST's sentences, the other properties'], each sorted by prefix."""
+    ``null_use`` of ``null_people`` null people: one list per phase of :data:`PHASES`, each sorted by prefix."""
     from benchmarks import verdict_power as vp
 
     vp.SCHEMES = ("same_origin",)  # only the subject's and the same-origin names are scored
     facts = vp.build_facts(NAME, null_people, 0, ("famous", "famous_more"), null_use)
-    phases: list[dict[str, tuple[str, str]]] = [{}, {}]
+    phases: list[dict[str, tuple[str, str]]] = [{} for _ in PHASES]
     for f in facts:
         for pair in vp.sentences(f):
-            phases[0 if f.pid in FIRST else 1][vp.NllCache.key(pair)] = pair
+            phases[next(i for i, pids in enumerate(PHASES) if f.pid in pids)][vp.NllCache.key(pair)] = pair
     return [sorted(p.values(), key=lambda pair: pair[0]) for p in phases]
 
 
@@ -202,6 +203,8 @@ def merge(parts: list[Path], into: Path) -> int:
 def summary(results: Path) -> None:
     """Per result key: the default variant (truth z, same-origin, 3 templates, 20 counterfactuals) per property."""
     for key, run in json.loads(results.read_text()).items():
+        if key.startswith("_"):  # provenance and the probe, not a run
+            continue
         row = next(
             v
             for v in run["variants"]
