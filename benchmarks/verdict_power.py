@@ -6,6 +6,8 @@ knows at a fixed, valid false-positive rate — measured, not inherited.
     python -m benchmarks.verdict_power --model knowledge-free             # a scorer that knows nothing
     python -m benchmarks.verdict_power --model smollm2-135m --null-people 200 --known famous,famous_more
         --statistics z --schemes same_origin                               # (one command) 74 famous, default only
+    MEMAUDIT_MODELS="$(python -m benchmarks.gemma3_probe env)" python -m benchmarks.verdict_power --model gemma3-270m
+        --null-people 200 --null-use 100 --properties P19,P21,P1412 …      # a larger model (benchmarks/gemma3_probe.py)
 
 Every sentence any variant needs is scored once (the subject, two reversed-letter and two same-origin look-alikes,
 the baseline + 2 paraphrases, the truth and 20 counterfactuals per fact), cached in a SQLite file
