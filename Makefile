@@ -4,9 +4,9 @@ PYTHON ?= python3
 DEMO_ARGS ?=
 # pytest-xdist processes for `make test`: each test file runs whole in one of them (its module fixtures once), the
 # longest files first (tests/support/schedule.py; --no-loadscope-reorder keeps that order); each
-# process starts its own PostgreSQL and Redis. Most of the suite waits on subprocesses (workers, APIs), so 2 suit a
-# 2-core machine.
-TEST_PROCESSES ?= 2
+# process starts its own PostgreSQL and Redis. Much of the suite waits on subprocesses (workers, APIs, llama.cpp,
+# chromium, the fuzzer): a third process fills those waits on a 2-core machine (docs/benchmarks.md).
+TEST_PROCESSES ?= 3
 PIP = $(PYTHON) -m pip
 # A CPU build of torch lies on these machines' disk; an unpinned torch would pull a multi-GB CUDA build.
 TORCH ?= torch==2.13.0

@@ -149,20 +149,31 @@ def _hand_back(audit_id: str, owner: str) -> None:
     HAND_BACK_SECONDS: the worker has nothing else to do without its database). So a running audit resumes within
     about a second of the database's return, not once its lease expires. If the lease was taken over meanwhile
     (the database was away longer than the lease), nothing is handed back: the reconciler has re-enqueued it."""
-    deadline = time.monotonic() + HAND_BACK_SECONDS
-    while True:
-        try:
-            with session_scope() as s:
-                released = leases.release(s, audit_id, owner, status=AuditStatus.QUEUED)
-            break
-        except (OperationalError, InterfaceError):
-            if time.monotonic() >= deadline:
-                log.warning("audit %s: database unreachable; the reconciler runs it once its lease expires", audit_id)
-                return
-            time.sleep(HAND_BACK_RETRY_SECONDS)
+
+    def release() -> bool:
+        with session_scope() as s:
+            return leases.release(s, audit_id, owner, status=AuditStatus.QUEUED)
+
+    released = _once_the_database_answers(audit_id, release)
     if released:
         get_dispatcher().follow_up(audit_id)
         log.info("audit %s handed back after the database came back; enqueued again", audit_id)
+
+
+def _once_the_database_answers(audit_id: str, write: Callable[[], bool]) -> bool | None:
+    """``write()``, retried every HAND_BACK_RETRY_SECONDS while the database is unreachable, for at most
+    HAND_BACK_SECONDS; None if it never answered (the lease then expires and the reconciler runs the audit)."""
+    deadline = time.monotonic() + HAND_BACK_SECONDS
+    while True:
+        try:
+            return write()
+        except Exception as exc:
+            if not _transient(exc):
+                raise
+            if time.monotonic() >= deadline:
+                log.warning("audit %s: database unreachable; the reconciler runs it once its lease expires", audit_id)
+                return None
+            time.sleep(HAND_BACK_RETRY_SECONDS)
 
 
 def _run_again(audit_id: str, owner: str, *, send: bool = True, **values: Any) -> None:
@@ -275,17 +286,23 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
         _failed(ctx, owner, exc)
         return
     done = ctx._total or ctx._done
-    if _finish(
-        ctx,
-        owner,
-        AuditStatus.SUCCEEDED,
-        summary=summary,
-        error=None,
-        progress_done=done,
-        progress_total=ctx._total,
-    ):
+    # the body's writes are committed; a database gone away since is waited for (as a hand-back is), so that the
+    # finished run is recorded within a second of its return, not run again once the lease expires
+    finished = _once_the_database_answers(
+        ctx.audit_id,
+        lambda: _finish(
+            ctx,
+            owner,
+            AuditStatus.SUCCEEDED,
+            summary=summary,
+            error=None,
+            progress_done=done,
+            progress_total=ctx._total,
+        ),
+    )
+    if finished:
         log.info("audit %s succeeded", ctx.audit_id)
-    else:
+    elif finished is not None:
         log.info("audit %s finished, but was cancelled or taken over meanwhile: result not recorded", ctx.audit_id)
 
 
