@@ -1,7 +1,8 @@
 """`memaudit worker` processes forked from a parent that has imported them already (a "zygote").
 
-A suite run starts ~50 worker processes; each imported torch, transformers and the app before it took a job: 3.5-4
-CPU-s and 4-8 s of a test's wall time, ~190 CPU-s a run, the largest share of the workers' own CPU. The zygote
+A suite run starts ~50 worker processes; each imported torch, transformers and the app before it took a job (3.5-4
+CPU-s), then transformers' Llama modeling code with its first model (another 3.5-4 CPU-s): ~7 CPU-s and 5-10 s of a
+test's wall time per worker, the largest share of the workers' own CPU. The zygote
 imports those modules once per pytest process and forks one child per worker asked for. From its arguments on, the
 child runs exactly what `python -m app.cli worker ...` runs (``app.cli.main``), with the environment, working
 directory and log file the test gives it: a real, separate worker process with its own database and Redis
@@ -175,6 +176,11 @@ def _serve() -> None:
     import workers.lm.hf  # noqa: F401
     import workers.lm.loading  # noqa: F401
     import workers.worker  # noqa: F401 (torch, transformers, the kinds: what every worker imports)
+
+    # what loading the suite's models imports on first use (the ground-truth, items and SmolLM2 models are all
+    # Llama-architecture): transformers' modeling code and fast tokenizers, 3.5-4 CPU-s of each worker's first job
+    import transformers.models.llama.modeling_llama  # noqa: F401
+    from transformers import PreTrainedTokenizerFast  # noqa: F401
 
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
