@@ -172,15 +172,15 @@ def _child(request: dict) -> None:
 
 def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C reaches the children and pytest; the zygote ends at EOF
-    import app.cli  # noqa: F401
-    import workers.lm.hf  # noqa: F401
-    import workers.lm.loading  # noqa: F401
-    import workers.worker  # noqa: F401 (torch, transformers, the kinds: what every worker imports)
-
     # what loading the suite's models imports on first use (the ground-truth, items and SmolLM2 models are all
     # Llama-architecture): transformers' modeling code and fast tokenizers, 3.5-4 CPU-s of each worker's first job
     import transformers.models.llama.modeling_llama  # noqa: F401
     from transformers import PreTrainedTokenizerFast  # noqa: F401
+
+    import app.cli  # noqa: F401
+    import workers.lm.hf  # noqa: F401
+    import workers.lm.loading  # noqa: F401
+    import workers.worker  # noqa: F401 (torch, transformers, the kinds: what every worker imports)
 
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
