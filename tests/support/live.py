@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from tests.support import zygote
 from tests.support.servers import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,15 +41,10 @@ class LiveApi:
 def start_api(env: dict[str, str], log: Path, *, timeout: float = 60.0) -> LiveApi:
     """Start the API with `env` (MEMAUDIT_* settings) and wait until /health answers 200."""
     port = free_port()
-    with log.open("a") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)],
-            env={**os.environ, **env},
-            cwd=REPO,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+    args = ["app.main:app", "--host", "127.0.0.1", "--port", str(port)]
+    # forked from this pytest process's zygote (tests/support/zygote.py): `python -m uvicorn <args>` without
+    # importing the web stack again
+    proc = zygote.start(args, {**os.environ, **env}, log, REPO, module="uvicorn")
     api = LiveApi(proc, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

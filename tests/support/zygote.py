@@ -1,4 +1,4 @@
-"""`memaudit worker` processes forked from a parent that has imported them already (a "zygote").
+"""`memaudit worker` (and API) processes forked from a parent that has imported them already (a "zygote").
 
 A suite run starts ~50 worker processes; each imported torch, transformers and the app before it took a job (3.5-4
 CPU-s), then transformers' Llama modeling code with its first model (another 3.5-4 CPU-s): ~7 CPU-s and 5-10 s of a
@@ -61,9 +61,9 @@ class Zygote:
             raise RuntimeError(f"the worker zygote exited (status {self._proc.poll()})")
         return json.loads(answer)
 
-    def spawn(self, args: list[str], env: dict[str, str], log_file: Path, cwd: Path = REPO) -> Forked:
-        answer = self._ask({"op": "spawn", "args": args, "env": env, "log": str(log_file), "cwd": str(cwd)})
-        return Forked(answer["pid"], self, ["memaudit", *args])
+    def spawn(self, module: str, args: list[str], env: dict[str, str], log_file: Path, cwd: Path = REPO) -> Forked:
+        request = {"op": "spawn", "module": module, "args": args, "env": env, "log": str(log_file), "cwd": str(cwd)}
+        return Forked(self._ask(request)["pid"], self, [module, *args])
 
     def status(self, pid: int) -> int | None:
         return self._ask({"op": "poll", "pid": pid})["returncode"]
@@ -117,13 +117,20 @@ def zygote() -> Zygote:
         return _zygote
 
 
-def start(args: list[str], env: dict[str, str], log_file: Path, cwd: Path = REPO) -> Forked | subprocess.Popen:
-    """`memaudit <args>` with ``env`` as its whole environment, output appended to ``log_file``."""
+MODULES = ("app.cli", "uvicorn")  # what a child can become: `python -m <module> <args>`
+
+
+def start(
+    args: list[str], env: dict[str, str], log_file: Path, cwd: Path = REPO, *, module: str = "app.cli"
+) -> Forked | subprocess.Popen:
+    """`python -m <module> <args>` (`memaudit <args>` by default; "uvicorn" for the API) with ``env`` as its whole
+    environment, output appended to ``log_file``."""
+    assert module in MODULES, module
     if ENABLED:
-        return zygote().spawn(args, env, log_file, cwd)
+        return zygote().spawn(module, args, env, log_file, cwd)
     with log_file.open("a") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "app.cli", *args], env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT
+            [sys.executable, "-m", module, *args], env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT
         )
 
 
@@ -149,11 +156,20 @@ def _child(request: dict) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        sys.argv = ["memaudit", *request["args"]]
-        from app.cli import main
+        from app.settings import get_settings
 
-        result = main(request["args"])
-        code = result if isinstance(result, int) else 0
+        get_settings.cache_clear()  # read from this environment (the imports read none; this makes sure)
+        sys.argv = [request["module"], *request["args"]]
+        if request["module"] == "uvicorn":  # click: parses sys.argv, exits through SystemExit
+            from uvicorn.main import main as uvicorn_main
+
+            uvicorn_main(request["args"])
+            code = 0
+        else:
+            from app.cli import main
+
+            result = main(request["args"])
+            code = result if isinstance(result, int) else 0
     except SystemExit as exc:  # as the interpreter does: an int is the status, anything else is printed (status 1)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
@@ -175,9 +191,12 @@ def _serve() -> None:
     # what loading the suite's models imports on first use (the ground-truth, items and SmolLM2 models are all
     # Llama-architecture): transformers' modeling code and fast tokenizers, 3.5-4 CPU-s of each worker's first job
     import transformers.models.llama.modeling_llama  # noqa: F401
+    import uvicorn.main  # noqa: F401 (the API's server; app.main itself is imported by the child: it builds the
     from transformers import PreTrainedTokenizerFast  # noqa: F401
 
     import app.cli  # noqa: F401
+
+    # app from the settings at import)
     import workers.lm.hf  # noqa: F401
     import workers.lm.loading  # noqa: F401
     import workers.worker  # noqa: F401 (torch, transformers, the kinds: what every worker imports)
