@@ -195,9 +195,9 @@ def rq_worker_later(
     pg_env["MEMAUDIT_DATABASE_URL"] = url
     monkeypatch.setenv("MEMAUDIT_DATABASE_URL", url)
     _reset_caches()
-    started: list[subprocess.Popen] = []
+    started: list[zygote.Process] = []
 
-    def start(*args: str) -> subprocess.Popen:
+    def start(*args: str) -> zygote.Process:
         """``args``: more `memaudit worker` arguments (``"--burst"``)."""
         started.append(start_worker(pg_env, worker_log, *args))
         return started[-1]
@@ -207,13 +207,13 @@ def rq_worker_later(
         stop_worker(proc)
 
 
-def start_worker(env: dict[str, str], log_file: Path, *args: str) -> subprocess.Popen | zygote.Forked:
+def start_worker(env: dict[str, str], log_file: Path, *args: str) -> zygote.Process:
     """A real `memaudit worker` process with ``env`` over ours, its output appended to ``log_file`` (forked from
     this pytest process's zygote, which has imported torch and the app once: tests/support/zygote.py)."""
     return zygote.start(["worker", *args], {**os.environ, **env}, log_file, REPO)
 
 
-def stop_worker(proc: subprocess.Popen) -> None:
+def stop_worker(proc: zygote.Process) -> None:
     """SIGTERM, then SIGKILL after 2 s: RQ's warm shutdown finishes the job it runs first (often a null's chunk that
     no test waits for; teardowns took 10-20 s, and up to 5 CPU-s of scoring with a 5 s grace), and a teardown needs
     the process gone, not its job done; an idle worker leaves in 0.2-1.8 s (os._exit after its loop, at load 12-14).
@@ -227,7 +227,7 @@ def stop_worker(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture
-def rq_worker(rq_worker_later) -> subprocess.Popen:  # noqa: ANN001
+def rq_worker(rq_worker_later) -> zygote.Process:  # noqa: ANN001
     """A real `memaudit worker` process, started before the test (see ``rq_worker_later``)."""
     return rq_worker_later()
 

@@ -35,18 +35,18 @@ class FaultEnv:
     pg: Postgres
     redis: Redis
     logs: Path
-    procs: list[subprocess.Popen] = field(default_factory=list)
+    procs: list[zygote.Process] = field(default_factory=list)
 
-    def _spawn(self, args: list[str], name: str) -> subprocess.Popen | zygote.Forked:
-        """`memaudit <args>`; workers are forked from the zygote (tests/support/zygote.py), the API is started."""
+    def _spawn(self, args: list[str], name: str) -> zygote.Process:
+        """`memaudit <args>` (a worker or `serve`), forked from the zygote (tests/support/zygote.py)."""
         proc = zygote.start(args, {**os.environ, **self.env}, self.logs / f"{name}.log", REPO)
         self.procs.append(proc)
         return proc
 
-    def worker(self, name: str = "worker", *, preload: bool = False) -> subprocess.Popen:
+    def worker(self, name: str = "worker", *, preload: bool = False) -> zygote.Process:
         return self._spawn(["worker", *(["--preload", "groundtruth-tiny"] if preload else [])], name)
 
-    def api(self, port: int) -> subprocess.Popen:
+    def api(self, port: int) -> zygote.Process:
         proc = self._spawn(["serve", "--port", str(port), "--log-level", "warning"], f"api-{port}")
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

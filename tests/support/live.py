@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @dataclass
 class LiveApi:
-    proc: subprocess.Popen
+    proc: zygote.Process
     url: str
     log: Path
 

@@ -105,6 +105,8 @@ class Forked:
         self.send_signal(signal.SIGKILL)
 
 
+Process = subprocess.Popen | Forked  # what the suite's process helpers return
+
 _zygote: Zygote | None = None
 _zygote_lock = threading.Lock()
 
@@ -122,7 +124,7 @@ MODULES = ("app.cli", "uvicorn")  # what a child can become: `python -m <module>
 
 def start(
     args: list[str], env: dict[str, str], log_file: Path, cwd: Path = REPO, *, module: str = "app.cli"
-) -> Forked | subprocess.Popen:
+) -> Process:
     """`python -m <module> <args>` (`memaudit <args>` by default; "uvicorn" for the API) with ``env`` as its whole
     environment, output appended to ``log_file``."""
     assert module in MODULES, module
@@ -151,8 +153,9 @@ def _child(request: dict) -> None:
         sys.stdin = open(0, closefd=False)  # noqa: SIM115 (fd 0 stays open for the process's life)
         sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
+        # as a fresh interpreter has them: ^C raises KeyboardInterrupt (the zygote ignores it), SIGPIPE stays
+        # ignored (Python's own start-up setting, inherited), SIGTERM is the default
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
