@@ -448,10 +448,18 @@ def _LoRA(base, rank: int, scale: float):  # noqa: ANN001, ANN202, N802
     return LoRA()
 
 
+def reference_unlearn(out: Path, forget: Sequence[dict], retain: Sequence[dict], pids: Sequence[str], **settings):  # noqa: ANN003, ANN201
+    """The reference unlearning (workers.unlearning.unlearn: method, scope, steps, lr) as a variant; ``retain``
+    is not used."""
+    from workers.unlearning import unlearn
+
+    return unlearn(MODEL, forget_records(forget, pids), out, **settings)
+
+
 def variant(kind: str, relearning: Sequence[tuple[str, float]] = (("all", 1e-3),), **settings) -> dict:  # noqa: ANN003
-    """One row of the variants table: ``kind`` ``rmu`` or ``lora`` with its settings; removed (of the forgotten
-    facts retrievable before), untouched kept, and the 2 first people's removed facts back after 20 steps of
-    ``relearn`` (scope, lr) on their P21 sentences in the audited templates."""
+    """One row of the variants table: ``kind`` ``rmu``, ``lora`` or ``reference`` with its settings; removed (of the
+    forgotten facts retrievable before), untouched kept, and the 2 first people's removed facts back after 20 steps
+    of ``relearn`` (scope, lr) on their P21 sentences in the audited templates."""
     import torch
 
     from workers.groundtruth.evaluate import load_manifest
@@ -470,7 +478,7 @@ def variant(kind: str, relearning: Sequence[tuple[str, float]] = (("all", 1e-3),
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        make = rmu_unlearn if kind == "rmu" else lora_unlearn
+        make = {"rmu": rmu_unlearn, "lora": lora_unlearn, "reference": reference_unlearn}[kind]
         after = make(tmp / "after", forget, retain, pids, **settings)
         on_before, on_after = judge(MODEL), judge(after)
         f_before, f_after, k_before, k_after = on_before(forget), on_after(forget), on_before(keep), on_after(keep)
@@ -507,7 +515,13 @@ def main(argv: list[str] | None = None) -> None:
         "--variant",
         help='one relearning-line variant instead, as JSON: {"kind": "rmu"|"lora", ...its settings} (prints its row)',
     )
+    ap.add_argument(
+        "--model", type=Path, help="a model directory trained on the same people (default: groundtruth-tiny)"
+    )
     args = ap.parse_args(argv)
+    if args.model:
+        global MODEL  # noqa: PLW0603 - every function of this module reads the model directory from here
+        MODEL = args.model.resolve()
     random.seed(0)
     if args.variant:
         print(json.dumps(variant(**json.loads(args.variant)), indent=1))

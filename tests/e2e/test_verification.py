@@ -199,7 +199,8 @@ def _came_back(page: dict, relearned: list[int]) -> tuple[list[dict], list[dict]
     " embedding rows, lr 1e-2 x 30) 20 steps on their other fact bring back 0/8 here; no variant measured meets it"
     " with >= 90 % removed (every one removing >= 36/40 gets <= 3/8 back: early-stopped GA/NPO, per-value stops,"
     " relearning the name rows at lr 1e-2..1e-1, fewer facts forgotten, RMU on layer 0, LoRA GA/NPO with a retain"
-    " term; docs/verification.md lists each). Strict:"
+    " term; docs/verification.md lists each; on 4- and 6-layer models of the same people at most 5 of 7 come back,"
+    " with 38/40 removed). Strict:"
     " it fails as soon as the line holds, so this mark goes then",
 )
 def test_relearning_brings_the_relearned_people_back_and_the_probe_says_so(flow) -> None:  # noqa: ANN001
