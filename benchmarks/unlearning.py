@@ -456,12 +456,19 @@ def reference_unlearn(out: Path, forget: Sequence[dict], retain: Sequence[dict],
     return unlearn(MODEL, forget_records(forget, pids), out, **settings)
 
 
-def variant(kind: str, relearning: Sequence[tuple[str, float]] = (("all", 1e-3),), **settings) -> dict:  # noqa: ANN003
+def variant(
+    kind: str,
+    relearning: Sequence[tuple[str, float]] = (("all", 1e-3),),
+    relearn_templates: str = "audited",
+    **settings,  # noqa: ANN003
+) -> dict:
     """One row of the variants table: ``kind`` ``rmu``, ``lora`` or ``reference`` with its settings; removed (of the
     forgotten facts retrievable before), untouched kept, and the 2 first people's removed facts back after 20 steps
-    of ``relearn`` (scope, lr) on their P21 sentences in the audited templates."""
+    of ``relearn`` (scope, lr) on their P21 sentences in the audited templates (``relearn_templates`` ``all``: in
+    every catalog template)."""
     import torch
 
+    from core.catalog import load_catalog
     from workers.groundtruth.evaluate import load_manifest
     from workers.unlearning import relearn
 
@@ -485,13 +492,16 @@ def variant(kind: str, relearning: Sequence[tuple[str, float]] = (("all", 1e-3),
         forgotten = [k for k in f_before if k[1] != KEPT_PROPERTY and f_before[k]]
         untouched = [k for k in k_before if k_before[k]]
         again = [k for k in forgotten if k[0] < RELEARN_PEOPLE and not f_after[k]]
-        texts = _texts(forget[:RELEARN_PEOPLE], [KEPT_PROPERTY])
+        every = range(len(load_catalog().get(KEPT_PROPERTY).templates))
+        texts = _texts(
+            forget[:RELEARN_PEOPLE], [KEPT_PROPERTY], every if relearn_templates == "all" else AUDIT_TEMPLATES
+        )
         back = {}
         for scope, lr in relearning:
             judged = judge(relearn(after, texts, tmp / "relearned", scope=scope, lr=lr))(forget[:RELEARN_PEOPLE])
             back[f"{scope} lr {lr:g}"] = rate(sum(judged[k] for k in again), len(again))
         return {
-            "variant": {"kind": kind, **settings},
+            "variant": {"kind": kind, **settings, "relearn_templates": relearn_templates},
             "removed": rate(sum(not f_after[k] for k in forgotten), len(forgotten)),
             "kept": rate(sum(k_after[k] for k in untouched), len(untouched)),
             "relearned_back": back,

@@ -142,6 +142,15 @@ class HeldOutRead(BaseModel):
     chance: float = Field(description="a template's chance of ranking a true value first: true values / candidates")
 
 
+class ContextRead(BaseModel):
+    before_retrieved: bool = Field(
+        description="the before audit's contextualized canary (the person's other known facts, then the baseline)"
+        " ranked a true value first"
+    )
+    after_retrieved: bool = Field(description="the same canary, on the after model")
+    chance: float = Field(description="its chance of ranking a true value first: true values / candidates")
+
+
 class RelearningRead(BaseModel):
     relearned: bool = Field(description="this person's forget-set facts were the fine-tuning texts")
     p_value: float | None = Field(description="after relearning, against the after model's null")
@@ -163,6 +172,9 @@ class VerificationFactRead(BaseModel):
         description="exact McNemar over the templates' rank-1 outcomes, before vs after (one-sided: fewer after)"
     )
     held_out: HeldOutRead | None = None
+    context: ContextRead | None = Field(
+        default=None, description="the context probe: only when the before audit had contextualized canaries"
+    )
     relearning: RelearningRead | None = None
 
 

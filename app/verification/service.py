@@ -31,6 +31,7 @@ from app.subjects import repository as subjects
 from app.verification import repository
 from app.verification.schemas import (
     MAX_PEOPLE,
+    ContextRead,
     FactStatus,
     HeldOutRead,
     PersonRole,
@@ -216,6 +217,7 @@ def read_page(session: Session, principal: Principal, audit_id: str, page: int, 
                 after=_side(d, "after_templates", f.p_after, f.memorized_after, None),
                 paired_p=f.paired_p,
                 held_out=HeldOutRead(**held) if held else None,
+                context=ContextRead(**d["context"]) if d.get("context") else None,
                 relearning=RelearningRead(**relearn) if relearn else None,
             )
         )

@@ -96,7 +96,9 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
         before = []
         for person in people:
             facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
-            body = {"kind": "subject", "model": BEFORE, "subject": {"name": person["name"], "facts": facts}}
+            subject = {"name": person["name"], "facts": facts}
+            # contextualized canaries too (they enter no p-value, so the shipped null still matches): the context probe
+            body = {"kind": "subject", "model": BEFORE, "subject": subject, "options": {"context": True}}
             before.append(api.post("/audits", json=body).json())
         for audit in before:
             assert wait_for(api, audit["id"], timeout=3600)["status"] == "succeeded"
@@ -199,7 +201,7 @@ def _came_back(page: dict, relearned: list[int]) -> tuple[list[dict], list[dict]
     " embedding rows, lr 1e-2 x 30) 20 steps on their other fact bring back 0/8 here; no variant measured meets it"
     " with >= 90 % removed (every one removing >= 36/40 gets <= 3/8 back: early-stopped GA/NPO, per-value stops,"
     " relearning the name rows at lr 1e-2..1e-1, fewer facts forgotten, RMU on layer 0, LoRA GA/NPO with a retain"
-    " term; docs/verification.md lists each; on 4- and 6-layer models of the same people at most 5 of 7 come back,"
+    " term; docs/verification.md lists each; on 4- to 12-layer models of the same people at most 5 of 7 come back,"
     " with 38/40 removed). Strict:"
     " it fails as soon as the line holds, so this mark goes then",
 )
@@ -218,6 +220,30 @@ def test_relearning_brings_the_relearned_people_back_and_the_probe_says_so(flow)
     assert removed, report
     assert len(back) / len(removed) >= 0.9, report
     assert probe["relearned"]["came_back"]["k"] == len(back), report
+
+
+def test_the_context_probe_sees_the_unlearning_and_not_the_fake(flow) -> None:  # noqa: ANN001
+    """Each forget-set fact's contextualized canary (the person's other facts, then the baseline) redone on the
+    after model: the fake (same weights) gives every one its before outcome; the reference unlearning's counts are
+    reported (docs/verification.md)."""
+    fake = [f for f in flow["fake"]["facts"] if f["target"]]
+    assert fake and all(f["context"]["after_retrieved"] == f["context"]["before_retrieved"] for f in fake)
+    page = flow["real"]
+    targets = [f for f in page["facts"] if f["target"]]
+    probe = page["summary"]["context"]
+    report = (
+        f"context probe on the reference unlearning: rank 1 before {probe['before_retrieved']}/{probe['facts']},"
+        f" after {probe['after_retrieved']}/{probe['facts']}, removed yet given back in context"
+        f" {probe['removed_but_retrieved']} (chance {probe['chance']:.3f}); fake: rank 1 after"
+        f" {flow['fake']['summary']['context']['after_retrieved']}/{len(fake)}"
+    )
+    print("\n" + report)
+    assert probe["facts"] == len(targets) and all(f["context"] for f in targets), report
+    # the model never saw its people's facts one after another: in context it finds 20 of 40 first (chance 5 %)
+    assert probe["before_retrieved"] >= 0.25 * probe["facts"], report
+    assert probe["after_retrieved"] < probe["before_retrieved"], report
+    leaked = sum(f["status"] == "removed" and f["context"]["after_retrieved"] for f in targets)
+    assert probe["removed_but_retrieved"] == leaked, report
 
 
 def test_tofu_export_records_its_templates_and_verification_holds_them_out(flow) -> None:  # noqa: ANN001

@@ -95,6 +95,8 @@ def test_same_weights_remove_nothing_and_erasure_forgets_what_was_scored(audited
         assert f["status"] != "removed" and f["paired_p"] == 1.0, f
         assert f["held_out"]["templates"] and not set(f["held_out"]["templates"]) & {0, 1, 2}, f
         assert f["held_out"]["before_retrieved"] == f["held_out"]["after_retrieved"], f
+        assert f["context"] is None, "the before audits had no contextualized canaries: no context probe"
+    assert "context" not in page["summary"]
     text = json.dumps(page)
     assert person["name"] not in text and not any(v in text for vs in person["facts"].values() for v in vs)
     assert page["summary"]["over_forgetting"] is None or page["summary"]["over_forgetting"]["k"] == 0
@@ -139,3 +141,46 @@ def test_the_relearning_probe_says_unavailable_for_a_model_it_cannot_train(audit
     probe = page["summary"]["relearning"]
     assert probe["status"] == "unavailable" and "transformers directory" in probe["reason"], probe
     assert all(f["relearning"] is None and f["held_out"] is None for f in page["facts"])
+
+
+def test_the_context_probe_redoes_the_before_audits_contextualized_canaries(audited) -> None:  # noqa: ANN001
+    """Before audits with contextualized canaries (the person's other facts, then the baseline): a verification
+    redoes each on the after model. The same weights give each fact's canary the same outcome as before, and the
+    summary counts them (tests/e2e/test_verification.py: an unlearned model's counts)."""
+    api = audited["api"]
+    ids = []
+    for person in audited["people"]:
+        facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
+        sent = {
+            "kind": "subject",
+            "model": "groundtruth-tiny",
+            "subject": {"name": person["name"], "facts": facts},
+            "options": {"context": True},
+        }
+        audit = api.post("/audits", json=sent).json()
+        assert wait_for(api, audit["id"], timeout=600)["status"] == "succeeded"
+        ids.append(audit["subject_id"])
+    created = api.post("/audits", json=body(audited, subject_ids=ids[:1]) | {"locality": {"subject_ids": ids[1:]}})
+    assert created.status_code == 202, created.text
+    assert wait_for(api, created.json()["id"], timeout=900)["status"] == "succeeded"
+    page = api.get(f"/audits/{created.json()['id']}/verification").json()
+    before = {}
+    for audit_id in {f["before"]["audit_id"] for f in page["facts"]}:
+        for fact in api.get(f"/audits/{audit_id}/facts").json()["facts"]:
+            context = [c for c in fact["canaries"] if c["kind"] == "context"]
+            before[(audit_id, fact["property"])] = context[0]["memorized"]
+    assert page["facts"] and all(f["context"] is not None for f in page["facts"]), page["facts"]
+    for f in page["facts"]:
+        assert f["context"]["before_retrieved"] == before[(f["before"]["audit_id"], f["property"])], f
+        assert f["context"]["after_retrieved"] == f["context"]["before_retrieved"], f  # same weights
+        assert 0 < f["context"]["chance"] < 1, f
+    targets = [f for f in page["facts"] if f["target"]]
+    summary = page["summary"]["context"]
+    assert summary["facts"] == len(targets), summary
+    assert (
+        summary["before_retrieved"]
+        == summary["after_retrieved"]
+        == sum(f["context"]["after_retrieved"] for f in targets)
+    ), summary
+    assert summary["removed_but_retrieved"] == 0, summary
+    assert summary["before_retrieved"] > 0, "trained people: some canary ranks a true value first in context"

@@ -1,7 +1,7 @@
 """The dashboard's verification pages in chromium (they replace /ui/compare): an auditor starts a verification from
 the form (before: groundtruth-tiny, after: the same weights as an hf: path), follows it to its audit page and reads
-each fact's status with both p-values; the list shows it with its counts; a bad form names the field and echoes
-nothing; a regulator reads the list but gets no form."""
+each fact's status with both p-values and the context probe; the list shows it with its counts; a bad form names
+the field and echoes nothing; a regulator reads the list but gets no form."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from tests.ui.conftest import GROUNDTRUTH_DIR, Stack, shoot, sign_in, trained_pe
 
 
 def _audited(stack: Stack) -> tuple[int, int]:
-    """A trained person audited on groundtruth-tiny through the API: (subject id, facts)."""
+    """A trained person audited on groundtruth-tiny through the API, contextualized canaries included (the
+    verification's context probe): (subject id, facts)."""
     person = trained_person()
     facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
-    body = {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": person["name"], "facts": facts}}
+    subject = {"name": person["name"], "facts": facts}
+    body = {"kind": "subject", "model": "groundtruth-tiny", "subject": subject, "options": {"context": True}}
     api = stack.client("auditor")
     audit = api.post("/audits", json=body).json()
     assert wait_for(api, audit["id"], timeout=300)["status"] == "succeeded"
@@ -43,6 +45,9 @@ def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack
     assert statuses <= {"removed", "still retrievable", "inconclusive"} and statuses, statuses
     assert "removed" not in statuses, "identical weights cannot have forgotten anything"
     assert page.locator("table.verification-summary").count() == 1
+    context = page.locator("table.verification-summary td.context").inner_text()
+    assert f"of {n_facts} facts" in context and "removed yet given back in context: 0" in context, context
+    assert "In context (before → after)" in page.inner_text("table.verification-facts thead")
     assert trained_person()["name"] in page.inner_text("table.verification-facts")
     shoot(page, stack, "verification")
 

@@ -1,8 +1,9 @@
 """Verification job (issue 26): redo each person's subject audit on the after (unlearned) model with the before
 audit's stored configuration — its templates, its counterfactual draws (read from the stored result), look-alikes
 and α — then judge every fact against each model's own null, pair the template outcomes (exact McNemar), and run
-the probes: held-out templates (those the forget set did not expose, on both models) and relearning (a few
-fine-tuning steps of the after model on part of the forget set, then the forgotten facts audited again).
+the probes: held-out templates (those the forget set did not expose, on both models), contextualized canaries (when
+the before audit had them: its other known facts, then the baseline, redone on the after model) and relearning (a
+few fine-tuning steps of the after model on part of the forget set, then the forgotten facts audited again).
 
 Works in steps (``NextStep``): PEOPLE_PER_STEP people per job, then the relearning probe, then a wait (a short
 sleep per step) until the nulls the verdicts need have finished, then the verdicts, the summary and one evidence
@@ -105,9 +106,23 @@ def _person_plans(s, person: VerificationPerson) -> tuple[str, list[PropertyPlan
         if result is None:
             continue
         plan.counterfactuals = [cf.value for cf in sorted(result.counterfactuals, key=lambda cf: cf.position)]
-        plan.canaries = [c for c in plan.canaries if c.kind != "context"]
+        plan.canaries = [c for c in plan.canaries if c.kind != "context"]  # the context probe reads them apart
         plans.append(plan)
     return subject.name, plans, results, options, before
+
+
+def _context_canaries(subject: Subject | None, options: SubjectAuditOptions, pids: set[str]) -> dict[str, CanaryPlan]:
+    """The before audit's contextualized canary per property (its other known facts, then the baseline), when the
+    before audit had them (``options.context``): the context probe redoes each on the after model."""
+    if subject is None or not options.context:
+        return {}
+    return {
+        plan.prop.pid: c
+        for plan in _plan(subject, options)
+        if plan.prop.pid in pids
+        for c in plan.canaries
+        if c.kind == "context"
+    }
 
 
 def _held_out(plan: PropertyPlan, exposed: list[int] | None, n: int) -> list[CanaryPlan]:
@@ -143,12 +158,14 @@ def _score_person(ctx: JobContext[VerificationStored], person_id: int, after: Sc
     with session_scope() as s:
         person = s.get(VerificationPerson, person_id)
         name, plans, results, options, _ = _person_plans(s, person)
+        context = _context_canaries(s.get(Subject, person.subject_id), options, {p.prop.pid for p in plans})
         exposed, targets, role = dict(person.exposed or {}), set(person.targets or []), person.role
     if options.near_duplicates and plans:
         _relax_near_duplicates(plans, options.near_duplicate_threshold, options.near_duplicate_scope)
     audited = {p.prop.pid: p.canaries for p in plans}
     held = {p.prop.pid: _held_out(p, exposed.get(p.prop.pid), opts.held_out_templates) for p in plans}
-    after_nll = _score_all(ctx, _pairs(plans, {k: audited[k] + held[k] for k in audited}, name), scorer=after)[0]
+    probed = {k: audited[k] + held[k] + ([context[k]] if k in context else []) for k in audited}
+    after_nll = _score_all(ctx, _pairs(plans, probed, name), scorer=after)[0]
     before_nll = _score_all(ctx, _pairs(plans, held, name), scorer=before)[0] if before is not None else {}
     rows = []
     for plan in plans:
@@ -171,6 +188,10 @@ def _score_person(ctx: JobContext[VerificationStored], person_id: int, after: Sc
                 "before": [o.memorized for o in _outcomes(plan, held[pid], name, before_nll, options.alpha)],
                 "after": [o.memorized for o in _outcomes(plan, held[pid], name, after_nll, options.alpha)],
             }
+        before_context = next((c for c in result.canaries if c.kind == "context"), None)
+        if pid in context and before_context is not None:
+            (out,) = _outcomes(plan, [context[pid]], name, after_nll, options.alpha)
+            detail["context_raw"] = {"before": bool(before_context.memorized), "after": bool(out.memorized)}
         is_target = role == PersonRole.FORGOTTEN and pid in targets
         rows.append((pid, is_target, detail))
     with session_scope() as s:
@@ -373,6 +394,13 @@ def _judge(  # noqa: ANN001
                 "paired_p": mcnemar_exact(*discordant_pairs(raw["before"], raw["after"])),
                 "chance": chance,
             }
+        raw_context = d.get("context_raw")
+        if raw_context:
+            d["context"] = {
+                "before_retrieved": raw_context["before"],
+                "after_retrieved": raw_context["after"],
+                "chance": chance,
+            }
         relearn = d.get("relearn_raw")
         if relearn:
             r_cal = _after_calibration(calibrator, audit, before, fingerprint, fact.property_id, dict(relearn["stat"]))
@@ -448,6 +476,18 @@ def _summary(people: list[VerificationPerson], options: VerificationStored) -> d
             "after_retrieved": sum(h["after_retrieved"] for h in held),
             "chance": sum(h["chance"] * len(h["templates"]) for h in held)
             / max(sum(len(h["templates"]) for h in held), 1),
+        }
+    in_context = [(f, f.detail["context"]) for f in targets if (f.detail or {}).get("context")]
+    if in_context:
+        summary["context"] = {
+            "facts": len(in_context),
+            "before_retrieved": sum(c["before_retrieved"] for _, c in in_context),
+            "after_retrieved": sum(c["after_retrieved"] for _, c in in_context),
+            # the leak this probe is for: gone from the bare audit, still given back after the person's other facts
+            "removed_but_retrieved": sum(
+                f.status == FactStatus.REMOVED and c["after_retrieved"] for f, c in in_context
+            ),
+            "chance": sum(c["chance"] for _, c in in_context) / len(in_context),
         }
     if options.relearning is not None:
         summary["relearning"] = _relearning_summary(people, targets, options)
