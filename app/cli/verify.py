@@ -99,6 +99,13 @@ def print_result(page: dict[str, Any]) -> None:
     over = s.get("over_forgetting")
     if over:
         print(f"over-forgetting (untouched facts retrievable before, not after): {over['k']}/{over['n']}")
+    context = s.get("context")
+    if context:
+        print(
+            f"in context (the person's other facts first): rank 1 before {context['before_retrieved']}, after"
+            f" {context['after_retrieved']} of {context['facts']}; removed yet given back in context"
+            f" {context['removed_but_retrieved']}"
+        )
     relearning = s.get("relearning")
     if relearning:
         if relearning["status"] == "unavailable":
