@@ -79,7 +79,7 @@ def payload(args: argparse.Namespace) -> dict[str, Any]:
         "model": args.after,
         "before": args.before,
         "people": people,
-        "locality": {"subject_ids": args.locality or []},
+        "locality": {"subject_ids": args.locality or [], "name_neighbours": args.name_neighbours},
         "options": options,
     }
 
@@ -99,6 +99,9 @@ def print_result(page: dict[str, Any]) -> None:
     over = s.get("over_forgetting")
     if over:
         print(f"over-forgetting (untouched facts retrievable before, not after): {over['k']}/{over['n']}")
+        near = (s.get("over_forgetting_by_group") or {}).get("name_neighbours")
+        if near:
+            print(f"  of them on name neighbours ({s['people']['name_neighbours']} people): {near['k']}/{near['n']}")
     context = s.get("context")
     if context:
         print(
@@ -152,6 +155,14 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-id", default=None, help="instead: every person of a batch")
     p.add_argument("--subject-id", type=int, action="append", default=None, help="instead: a subject id, repeatable")
     p.add_argument("--locality", type=int, action="append", default=None, help="an untouched subject id, repeatable")
+    p.add_argument(
+        "--name-neighbours",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also up to N name neighbours as untouched people: people you audited on the before model who share a"
+        " first or last name with a forgotten one (over-forgetting is reported for them apart)",
+    )
     p.add_argument(
         "--relearn",
         type=int,

@@ -30,7 +30,7 @@ from app.ui import session as ui_session
 from app.ui.session import check_csrf
 from app.ui.web import Signed, UiRoute, render, url
 from app.validation import Page
-from app.verification.schemas import MAX_PEOPLE
+from app.verification.schemas import MAX_NAME_NEIGHBOURS, MAX_PEOPLE
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
 PREVIEW_ROWS = 50
@@ -133,6 +133,7 @@ def _verifications(request: Request, session, ui, settings, page: int, form: dic
         pages=max(1, -(-total // VERIFICATIONS_SHOWN)),
         models=sorted(settings.models),
         can_submit=ui.principal.role in SUBMITTERS,
+        max_name_neighbours=MAX_NAME_NEIGHBOURS,
         form=form,
         errors=errors,
     )
@@ -169,6 +170,11 @@ def _verification_body(form: dict[str, str]) -> dict[str, Any]:
         else {"subject_ids": people},
         "locality": {"subject_ids": _ids(form.get("locality", ""), "locality.subject_ids")},
     }
+    neighbours = form.get("name_neighbours", "").strip()
+    if neighbours not in ("", "0"):
+        if not neighbours.isdigit() or len(neighbours) > 6:
+            raise InvalidInput("locality.name_neighbours", "write the number of name neighbours as a whole number")
+        body["locality"]["name_neighbours"] = int(neighbours)  # its range is the API's to check
     relearn = _ids(form.get("relearn", ""), "options.relearning.subject_ids")
     if relearn:
         body["options"] = {"relearning": {"subject_ids": relearn}}

@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from app.audits.repository import visible
 from app.auth.keys import Principal
-from app.db.models import Audit
+from app.db.models import Audit, Subject
 from app.db.models.audit import AuditStatus
 from app.db.models.verification import VerificationFact, VerificationPerson
 
@@ -21,6 +21,19 @@ def newest_before_audit(session: Session, principal: Principal, subject_id: int,
         Audit.status == AuditStatus.SUCCEEDED,
     )
     return session.scalars(stmt.order_by(Audit.created_at.desc(), Audit.id).limit(1)).first()
+
+
+def audited_subjects(session: Session, principal: Principal, model: str, limit: int) -> list[tuple[int, str]]:
+    """(subject id, name) of the subjects with a succeeded subject audit on ``model`` that ``principal`` may see,
+    newest subject first, at most ``limit`` (the name-neighbour search reads no more)."""
+    audited = visible(select(Audit.subject_id), principal).where(
+        Audit.kind == "subject",
+        Audit.model == model,
+        Audit.status == AuditStatus.SUCCEEDED,
+        Audit.subject_id.is_not(None),
+    )
+    stmt = select(Subject.id, Subject.name).where(Subject.id.in_(audited)).order_by(Subject.id.desc()).limit(limit)
+    return [(sid, name) for sid, name in session.execute(stmt)]
 
 
 def batch_subjects(session: Session, batch_id: str, model: str, limit: int) -> list[int]:

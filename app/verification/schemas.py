@@ -16,6 +16,7 @@ from core.models import MODEL_HELP
 MAX_RECORDS = 1_500
 MAX_PEOPLE = 1_000  # people (forgotten + locality) in one verification
 MAX_RELEARNED = 50  # people whose forget-set facts the relearning probe fine-tunes on
+MAX_NAME_NEIGHBOURS = 200  # name neighbours added to the locality people of one verification
 
 
 class FactStatus(StrEnum):
@@ -72,6 +73,14 @@ class LocalityIn(RequestModel):
 
     subject_ids: list[int] = Field(default_factory=list, max_length=MAX_PEOPLE)
     batch_id: str | None = Field(default=None, max_length=32)
+    name_neighbours: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_NAME_NEIGHBOURS,
+        description="add up to this many name neighbours: people you may see, audited on the before model, whose name"
+        " shares a part (a first or last name) with a forgotten person's — where an unlearning that moves a name's"
+        " tokens damages others (reported apart: over_forgetting_by_group.name_neighbours); 0: none",
+    )
 
 
 class RelearningOptions(RequestModel):

@@ -43,6 +43,7 @@ from app.verification.schemas import (
 )
 from core.catalog import load_catalog
 
+NEIGHBOUR_SCAN = 50_000  # subjects read, at most, to find a verification's name neighbours
 NO_BEFORE = (
     "no succeeded subject audit of this person on the before model that you may see: audit them on it first"
     " (POST /audits, kind subject), or name their audit in the record's audit_id"
@@ -57,6 +58,7 @@ class _Person:
     audit_id: str | None = None
     targets: set[str] = field(default_factory=set)
     exposed: dict[str, set[int]] = field(default_factory=dict)
+    name_neighbour: bool = False  # added by locality.name_neighbours
 
 
 def stored_options(body: VerificationAuditCreate) -> dict[str, Any]:
@@ -105,10 +107,40 @@ def _forgotten(session: Session, body: VerificationAuditCreate, principal: Princ
     return people
 
 
+def name_parts(name: str) -> set[str]:
+    """A name's parts as name neighbours share them: words split at spaces and hyphens, case-folded, initials
+    (one letter, with or without a dot) left out."""
+    parts = (p.strip(".,'’").casefold() for p in name.replace("-", " ").split())
+    return {p for p in parts if len(p) > 1}
+
+
+def _name_neighbours(
+    session: Session, body: VerificationAuditCreate, principal: Principal, forgotten: dict[int, _Person], n: int
+) -> list[int]:
+    """Up to ``n`` people the caller may see, audited on the before model, who share a name part with a forgotten
+    person (newest first; at most NEIGHBOUR_SCAN subjects are read). Names are compared here, never stored, logged
+    or returned."""
+    parts: set[str] = set()
+    for sid in forgotten:
+        subject = session.get(Subject, sid)
+        if subject is not None:
+            parts |= name_parts(subject.name)
+    found = []
+    for sid, name in repository.audited_subjects(session, principal, body.before, NEIGHBOUR_SCAN):
+        if sid not in forgotten and parts & name_parts(name):
+            found.append(sid)
+            if len(found) == n:
+                break
+    return found
+
+
 def _locality(
     session: Session, body: VerificationAuditCreate, principal: Principal, forgotten: dict[int, _Person]
 ) -> dict[int, _Person]:
     out: dict[int, _Person] = {}
+    if body.locality.name_neighbours:
+        for sid in _name_neighbours(session, body, principal, forgotten, body.locality.name_neighbours):
+            out[sid] = _Person(sid, "locality.name_neighbours", PersonRole.LOCALITY, name_neighbour=True)
     for i, sid in enumerate(body.locality.subject_ids):
         if sid not in forgotten:
             out.setdefault(sid, _Person(sid, f"locality.subject_ids[{i}]", PersonRole.LOCALITY))
@@ -176,6 +208,7 @@ def prepare_verification(session: Session, body: VerificationAuditCreate, audit:
                 targets=sorted(person.targets or pids) if person.role == PersonRole.FORGOTTEN else [],
                 relearned=person.subject_id in relearned,
                 scored=False,
+                summary={"name_neighbour": True} if person.name_neighbour else None,
             )
         )
     for (options, scheme), pids in groups.items():

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "workers" / "groundtruth" / "manifest.json"
 GROUNDTRUTH = ROOT / "workers" / "groundtruth" / "model"
-FORGOTTEN, UNTOUCHED, RELEARNED = 10, 10, 2
+FORGOTTEN, UNTOUCHED, RELEARNED, NEIGHBOURS = 10, 10, 2, 10
 NULL_FACTS = "200"  # the shipped null's size: the before and fake models import it (see the docstring)
 AFTER_NULL_FACTS = "100"  # the unlearned model's null: the smallest whose p-values reach 0.01 (1/101; the docstring)
 JOB_SENTENCES = "10000"  # a null job's chunk: the verification waits 0.5 s between chunks (idle time only)
@@ -70,6 +70,7 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
     import torch
 
     from app.settings import get_settings
+    from app.verification.service import name_parts
     from workers.unlearning.reference import fake_unlearn, unlearn
 
     torch.set_num_threads(1)
@@ -92,6 +93,11 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
         _reset_caches()
         manifest = json.loads(MANIFEST.read_text())
         people = manifest["trained"][: FORGOTTEN + UNTOUCHED]
+        # name neighbours: later trained people who share a first or last name with a forgotten one (the untouched
+        # share none); audited too, so that the real verification's locality.name_neighbours finds them
+        parts = {part for p in people[:FORGOTTEN] for part in name_parts(p["name"])}
+        near = [p for p in manifest["trained"][FORGOTTEN + UNTOUCHED :] if name_parts(p["name"]) & parts]
+        people = people + near[:NEIGHBOURS]
         api, admin, pipeline = Api(make_key("auditor")), Api(make_key("admin")), Api(make_key("pipeline"))
         before = []
         for person in people:
@@ -104,7 +110,8 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
             assert wait_for(api, audit["id"], timeout=3600)["status"] == "succeeded"
         _wait_nulls(admin, api, [a["id"] for a in before])
         phases = {"before audits and nulls": time.monotonic() - started}
-        forgotten, untouched = before[:FORGOTTEN], before[FORGOTTEN:]
+        forgotten, untouched = before[:FORGOTTEN], before[FORGOTTEN : FORGOTTEN + UNTOUCHED]
+        neighbour_ids = {a["subject_id"] for a in before[FORGOTTEN + UNTOUCHED :]}
         # the pipeline forgets every fact but one property (KEPT): the relearning probe's texts, and locality inside
         # each forgotten person
         jsonl = [r for a in forgotten for r in _records(pipeline, a["id"], "jsonl") if r["property"] != KEPT]
@@ -119,7 +126,7 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
             "model": AFTER,
             "before": BEFORE,
             "people": {"forget_set": jsonl},
-            "locality": {"subject_ids": untouched_ids},
+            "locality": {"subject_ids": untouched_ids, "name_neighbours": NEIGHBOURS},
             # the issue's relearning: their other facts (P21, not in the forget set)
             "options": {"relearning": {"subject_ids": relearned, "steps": 20, "texts": "other_facts"}},
         }
@@ -149,6 +156,7 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
             "jsonl": jsonl,
             "tofu": tofu,
             "relearned": relearned,
+            "neighbours": neighbour_ids,
         }
         _reset_caches()
 
@@ -160,7 +168,7 @@ def _share(facts: list[dict], status: str) -> tuple[int, int]:
 def test_unlearned_people_are_removed_and_untouched_people_stay(flow) -> None:  # noqa: ANN001
     page = flow["real"]
     targets = [f for f in page["facts"] if f["target"]]
-    untouched = [f for f in page["facts"] if f["role"] == "locality"]
+    untouched = [f for f in page["facts"] if f["role"] == "locality" and f["subject_id"] not in flow["neighbours"]]
     retrievable = [f for f in untouched if f["before"]["memorized"]]  # "stay": those retrievable before
     removed, n = _share(targets, "removed")
     kept, m = _share(retrievable, "still retrievable")
@@ -220,6 +228,24 @@ def test_relearning_brings_the_relearned_people_back_and_the_probe_says_so(flow)
     assert removed, report
     assert len(back) / len(removed) >= 0.9, report
     assert probe["relearned"]["came_back"]["k"] == len(back), report
+
+
+def test_name_neighbours_show_the_over_forgetting(flow) -> None:  # noqa: ANN001
+    """locality.name_neighbours finds the audited people who share a name part with a forgotten one; the reference
+    unlearning moves the forgotten names' token embeddings, which they share, so their facts go too: the
+    over-forgetting the untouched people (no shared part) do not show (benchmarks/unlearning.py: 6/50 kept)."""
+    page = flow["real"]
+    summary = page["summary"]
+    found = {f["subject_id"] for f in page["facts"] if f["role"] == "locality"} & flow["neighbours"]
+    group = summary["over_forgetting_by_group"]
+    report = (
+        f"name neighbours: {summary['people']['name_neighbours']} found of {len(flow['neighbours'])} audited;"
+        f" over-forgetting on them {group.get('name_neighbours')}, on the untouched people {group['locality_people']}"
+    )
+    print("\n" + report)
+    assert found == flow["neighbours"] and summary["people"]["name_neighbours"] == NEIGHBOURS, report
+    assert group["name_neighbours"]["n"] >= 0.9 * 5 * NEIGHBOURS, report  # trained: retrievable before
+    assert group["name_neighbours"]["rate"] >= 0.5, report
 
 
 def test_the_context_probe_sees_the_unlearning_and_not_the_fake(flow) -> None:  # noqa: ANN001

@@ -60,6 +60,7 @@ def test_bad_input_names_the_field_and_echoes_nothing(audited) -> None:  # noqa:
         ),
         "before": body(audited) | {"before": "no-such-model"},
         "model": body(audited) | {"model": "groundtruth-tiny"},
+        "locality.name_neighbours": body(audited) | {"locality": {"name_neighbours": 10**6}},
         "options.relearning.subject_ids[0]": body(audited)
         | {"options": {"relearning": {"subject_ids": [audited["audits"][1]["subject_id"]]}}},
     }
@@ -184,3 +185,37 @@ def test_the_context_probe_redoes_the_before_audits_contextualized_canaries(audi
     ), summary
     assert summary["removed_but_retrieved"] == 0, summary
     assert summary["before_retrieved"] > 0, "trained people: some canary ranks a true value first in context"
+
+
+def test_name_neighbours_are_found_among_the_callers_people_only(audited) -> None:  # noqa: ANN001
+    """locality.name_neighbours adds the people the caller may see, audited on the before model, whose name shares a
+    part with a forgotten person's: not the caller's other people, not another auditor's namesakes."""
+    from app.verification.service import name_parts
+
+    api, people = audited["api"], json.loads(MANIFEST.read_text())["trained"]
+    forgotten = people[0]
+    near = [p for p in people[1:] if name_parts(p["name"]) & name_parts(forgotten["name"])]
+    assert len(near) >= 3 and not name_parts(people[1]["name"]) & name_parts(forgotten["name"])
+
+    def audit(client, person: dict) -> int:  # noqa: ANN001
+        facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
+        sent = {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": person["name"], "facts": facts}}
+        created = client.post("/audits", json=sent).json()
+        assert wait_for(client, created["id"], timeout=600)["status"] == "succeeded"
+        return created["subject_id"]
+
+    ours = [audit(api, p) for p in near[:2]]
+    audit(audited["factory"]("auditor"), near[2])  # another auditor's namesake: never read, never added
+    sent = body(audited) | {"locality": {"name_neighbours": 10}}
+    created = api.post("/audits", json=sent)
+    assert created.status_code == 202, created.text
+    assert wait_for(api, created.json()["id"], timeout=900)["status"] == "succeeded"
+    page = api.get(f"/audits/{created.json()['id']}/verification", params={"page_size": 200}).json()
+    locality = {f["subject_id"] for f in page["facts"] if f["role"] == "locality"}
+    assert locality == set(ours), (locality, ours)  # people[1] (audited, no shared part) is not among them
+    summary = page["summary"]
+    assert summary["people"] == {"forgotten": 1, "locality": 2, "name_neighbours": 2}, summary["people"]
+    group = summary["over_forgetting_by_group"]["name_neighbours"]
+    assert group is None or group["k"] == 0, group  # the same weights forget no one
+    text = json.dumps(page)
+    assert not any(p["name"] in text for p in near), "ids only"

@@ -5,14 +5,17 @@ the field and echoes nothing; a regulator reads the list but gets no form."""
 
 from __future__ import annotations
 
+import json
+
+from app.verification.service import name_parts
 from tests.conftest import wait_for
-from tests.ui.conftest import GROUNDTRUTH_DIR, Stack, shoot, sign_in, trained_person
+from tests.ui.conftest import GROUNDTRUTH_DIR, MANIFEST, Stack, shoot, sign_in, trained_person
 
 
-def _audited(stack: Stack) -> tuple[int, int]:
+def _audited(stack: Stack, person: dict | None = None) -> tuple[int, int]:
     """A trained person audited on groundtruth-tiny through the API, contextualized canaries included (the
     verification's context probe): (subject id, facts)."""
-    person = trained_person()
+    person = person or trained_person()
     facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
     subject = {"name": person["name"], "facts": facts}
     body = {"kind": "subject", "model": "groundtruth-tiny", "subject": subject, "options": {"context": True}}
@@ -24,6 +27,9 @@ def _audited(stack: Stack) -> tuple[int, int]:
 
 def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack, browser) -> None:  # noqa: ANN001
     subject_id, n_facts = _audited(stack)
+    forgotten = name_parts(trained_person()["name"])
+    neighbour = next(p for p in json.loads(MANIFEST.read_text())["trained"][1:] if name_parts(p["name"]) & forgotten)
+    _audited(stack, neighbour)  # shares a name part: the form's name neighbours find them
     after = f"hf:{GROUNDTRUTH_DIR}"  # the same weights under another name: a fake unlearning, cheaply
     page = sign_in(browser, stack, stack.keys["auditor"], "/ui/compare")
     assert page.locator("h1").inner_text() == "Did the forgetting work?"
@@ -34,13 +40,16 @@ def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack
     alert = page.locator("[role=alert]").inner_text()
     assert "people.subject_ids" in alert and "not-a-number" not in alert, alert
     page.fill("#subject_ids", str(subject_id))
+    page.fill("#name_neighbours", "5")
     page.click("form.verify-form button[type=submit]")
     page.wait_for_url("**/ui/audits/*")
     audit_id = page.url.rstrip("/").split("/")[-1]
     assert wait_for(stack.client("auditor"), audit_id, timeout=600)["status"] == "succeeded"
     page.reload()
     rows = page.locator("table.verification-facts tbody tr")
-    assert rows.count() == n_facts, page.inner_text("main")
+    assert rows.count() == n_facts + len(neighbour["facts"]), page.inner_text("main")  # the neighbour's facts too
+    near = page.locator("table.verification-summary small.name-neighbours").inner_text()
+    assert "people: 1)" in near and "): 0/" in near, near  # the same weights over-forget no one
     statuses = {s.strip().split("\n")[0] for s in page.locator("td.status strong").all_inner_texts()}
     assert statuses <= {"removed", "still retrievable", "inconclusive"} and statuses, statuses
     assert "removed" not in statuses, "identical weights cannot have forgotten anything"

@@ -431,8 +431,20 @@ def _summary(people: list[VerificationPerson], options: VerificationStored) -> d
     counts = {str(s): sum(f.status == s for f in targets) for s in FactStatus}
     kept = [f for f in locality if f.memorized_before]
     over = [f for f in kept if f.memorized_after is False]
-    role = {f.id: p.role for p in people for f in p.facts}
-    groups = {"locality_people": PersonRole.LOCALITY, "forgotten_people_other_facts": PersonRole.FORGOTTEN}
+    # the facts' groups: untouched people as given, name neighbours (locality.name_neighbours found them), and the
+    # forgotten people's facts outside the forget set
+    group = {
+        f.id: "forgotten_people_other_facts"
+        if p.role == PersonRole.FORGOTTEN
+        else "name_neighbours"
+        if (p.summary or {}).get("name_neighbour")
+        else "locality_people"
+        for p in people
+        for f in p.facts
+    }
+    groups = ["locality_people", "forgotten_people_other_facts"]
+    if "name_neighbours" in group.values():
+        groups.append("name_neighbours")
     b = c = 0
     for f in targets:
         pair = discordant_pairs(
@@ -446,6 +458,7 @@ def _summary(people: list[VerificationPerson], options: VerificationStored) -> d
         "people": {
             "forgotten": sum(p.role == PersonRole.FORGOTTEN for p in people),
             "locality": len(people) - sum(p.role == PersonRole.FORGOTTEN for p in people),
+            "name_neighbours": sum(bool((p.summary or {}).get("name_neighbour")) for p in people),
         },
         "targets": {"facts": len(targets), **counts},
         "removed": _rate(counts[FactStatus.REMOVED], len(targets)),
@@ -456,10 +469,9 @@ def _summary(people: list[VerificationPerson], options: VerificationStored) -> d
             "still_retrievable": _rate(sum(f.status == FactStatus.STILL_RETRIEVABLE for f in kept), len(kept)),
         },
         "over_forgetting": _rate(len(over), len(kept)),
-        # apart: untouched people, and the facts of forgotten people that were not in the forget set
         "over_forgetting_by_group": {
-            name: _rate(sum(role[f.id] == r for f in over), sum(role[f.id] == r for f in kept))
-            for name, r in groups.items()
+            name: _rate(sum(group[f.id] == name for f in over), sum(group[f.id] == name for f in kept))
+            for name in groups
         },
         "paired": {
             "test": "exact McNemar, one-sided, over the templates' rank-1 outcomes",
