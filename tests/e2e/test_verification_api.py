@@ -144,7 +144,7 @@ def test_the_relearning_probe_says_unavailable_for_a_model_it_cannot_train(audit
     assert all(f["relearning"] is None and f["held_out"] is None for f in page["facts"])
 
 
-def test_the_context_probe_redoes_the_before_audits_contextualized_canaries(audited) -> None:  # noqa: ANN001
+def test_the_context_probe_redoes_the_before_audits_contextualized_canaries(audited, capsys) -> None:  # noqa: ANN001
     """Before audits with contextualized canaries (the person's other facts, then the baseline): a verification
     redoes each on the after model. The same weights give each fact's canary the same outcome as before, and the
     summary counts them (tests/e2e/test_verification.py: an unlearned model's counts)."""
@@ -185,6 +185,12 @@ def test_the_context_probe_redoes_the_before_audits_contextualized_canaries(audi
     ), summary
     assert summary["removed_but_retrieved"] == 0, summary
     assert summary["before_retrieved"] > 0, "trained people: some canary ranks a true value first in context"
+    from app.cli.verify import print_result  # what `memaudit verify` prints of this answer
+
+    print_result(page)
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("in context"))
+    n = summary["before_retrieved"]
+    assert f"rank 1 before {n}, after {n} of {len(targets)}" in line and line.endswith("in context 0"), line
 
 
 def test_name_neighbours_are_found_among_the_callers_people_only(audited) -> None:  # noqa: ANN001
