@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -92,37 +92,37 @@ def _verify(ctx: JobContext[VerificationStored]) -> dict[str, Any]:
 # -- scoring -----------------------------------------------------------------------------------------------------
 
 
-def _person_plans(s, person: VerificationPerson) -> tuple[str, list[PropertyPlan], dict, SubjectAuditOptions, Audit]:  # noqa: ANN001
-    """The before audit's plan, exactly: its options, and per property its stored counterfactual draws."""
+@dataclass
+class _BeforePlan:
+    """A person's before audit, ready to redo: the subject's name, per property the plan with its stored
+    counterfactual draws (contextualized canaries apart, in ``context``), the stored results, options and audit."""
+
+    name: str = ""
+    plans: list[PropertyPlan] = field(default_factory=list)
+    results: dict[str, Any] = field(default_factory=dict)
+    options: SubjectAuditOptions = field(default_factory=SubjectAuditOptions)
+    audit: Audit | None = None
+    context: dict[str, CanaryPlan] = field(default_factory=dict)  # per property, when the before audit had them
+
+
+def _person_plans(s, person: VerificationPerson) -> _BeforePlan:  # noqa: ANN001
+    """The before audit's plan, exactly: its options, and per property its stored counterfactual draws; its
+    contextualized canaries (``options.context``) apart, for the context probe."""
     before = s.get(Audit, person.before_audit_id) if person.before_audit_id else None
     subject = s.get(Subject, person.subject_id)
     if before is None or subject is None:
-        return "", [], {}, SubjectAuditOptions(), before
-    options = SubjectAuditOptions.model_validate(before.options or {})
-    results = {r.property_id: r for r in subjects.results_for_audit(s, before.id, with_candidates=False)}
-    plans = []
-    for plan in _plan(subject, options):
-        result = results.get(plan.prop.pid)
-        if result is None:
+        return _BeforePlan(audit=before)
+    out = _BeforePlan(name=subject.name, options=SubjectAuditOptions.model_validate(before.options or {}), audit=before)
+    out.results = {r.property_id: r for r in subjects.results_for_audit(s, before.id, with_candidates=False)}
+    for plan in _plan(subject, out.options):
+        if plan.prop.pid not in out.results:
             continue
+        result = out.results[plan.prop.pid]
         plan.counterfactuals = [cf.value for cf in sorted(result.counterfactuals, key=lambda cf: cf.position)]
-        plan.canaries = [c for c in plan.canaries if c.kind != "context"]  # the context probe reads them apart
-        plans.append(plan)
-    return subject.name, plans, results, options, before
-
-
-def _context_canaries(subject: Subject | None, options: SubjectAuditOptions, pids: set[str]) -> dict[str, CanaryPlan]:
-    """The before audit's contextualized canary per property (its other known facts, then the baseline), when the
-    before audit had them (``options.context``): the context probe redoes each on the after model."""
-    if subject is None or not options.context:
-        return {}
-    return {
-        plan.prop.pid: c
-        for plan in _plan(subject, options)
-        if plan.prop.pid in pids
-        for c in plan.canaries
-        if c.kind == "context"
-    }
+        out.context.update((plan.prop.pid, c) for c in plan.canaries if c.kind == "context")
+        plan.canaries = [c for c in plan.canaries if c.kind != "context"]
+        out.plans.append(plan)
+    return out
 
 
 def _held_out(plan: PropertyPlan, exposed: list[int] | None, n: int) -> list[CanaryPlan]:
@@ -157,8 +157,8 @@ def _score_person(ctx: JobContext[VerificationStored], person_id: int, after: Sc
     opts = ctx.options
     with session_scope() as s:
         person = s.get(VerificationPerson, person_id)
-        name, plans, results, options, _ = _person_plans(s, person)
-        context = _context_canaries(s.get(Subject, person.subject_id), options, {p.prop.pid for p in plans})
+        b = _person_plans(s, person)
+        name, plans, results, options, context = b.name, b.plans, b.results, b.options, b.context
         exposed, targets, role = dict(person.exposed or {}), set(person.targets or []), person.role
     if options.near_duplicates and plans:
         _relax_near_duplicates(plans, options.near_duplicate_threshold, options.near_duplicate_scope)
@@ -235,7 +235,8 @@ def _relearning_texts(s, people: list[VerificationPerson], source: str) -> list[
     for p in people:
         if not p.relearned:
             continue
-        name, plans, _, _, _ = _person_plans(s, p)
+        planned = _person_plans(s, p)
+        name, plans = planned.name, planned.plans
         for plan in plans:
             if (plan.prop.pid in (p.targets or [])) == (source == "forget_set"):
                 for c in plan.canaries:
@@ -275,8 +276,9 @@ def _relearning_probe(ctx: JobContext[VerificationStored]) -> None:
 def _score_relearned(ctx: JobContext[VerificationStored], person_id: int, scorer: Scorer) -> None:
     with session_scope() as s:
         person = s.get(VerificationPerson, person_id)
-        name, plans, _, options, _ = _person_plans(s, person)
-        plans = [p for p in plans if p.prop.pid in (person.targets or [])]
+        planned = _person_plans(s, person)
+        name, options = planned.name, planned.options
+        plans = [p for p in planned.plans if p.prop.pid in (person.targets or [])]
     if options.near_duplicates and plans:
         _relax_near_duplicates(plans, options.near_duplicate_threshold, options.near_duplicate_scope)
     nll = _score_all(ctx, _pairs(plans, {p.prop.pid: p.canaries for p in plans}, name), scorer=scorer)[0]
