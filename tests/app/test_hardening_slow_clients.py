@@ -18,7 +18,10 @@ SLOW_CLIENTS = 12
 
 
 def _trickle(url: str, head: str, stop: threading.Event, answers: list[bytes], every: float = 0.5) -> None:
-    """Send the request head, then one byte of the body every ``every`` seconds until the server answers."""
+    """Send the request head, then one byte of the body every ``every`` seconds until the server answers; once its
+    answer has begun, send nothing more (as an HTTP client does) and read until the server closes. A byte sent after
+    the server's close draws a reset, which ends the read with what had arrived (it was a flake: a reset raised in
+    this thread dropped an answer already read)."""
     parsed = urlparse(url)
     with socket.create_connection((parsed.hostname, parsed.port), timeout=60) as s:
         s.sendall(head.encode())
@@ -28,11 +31,15 @@ def _trickle(url: str, head: str, stop: threading.Event, answers: list[bytes], e
             try:
                 part = s.recv(65536)
             except TimeoutError:
+                if data:
+                    continue
                 try:
                     s.sendall(b"a")
                 except OSError:
                     break
                 continue
+            except ConnectionResetError:
+                break
             if not part:
                 break
             data += part
