@@ -1,6 +1,7 @@
 """`memaudit verify`: did the forgetting work? Check an unlearned model against the forget set it was given.
 
 memaudit verify --before groundtruth-tiny --after my-unlearned --forget-set forget-set.jsonl
+memaudit verify --before groundtruth-tiny --after my-unlearned --forget-set forget-set.jsonl --by-reference
 memaudit verify --before M --after M --subject-id 3 --subject-id 4 --locality 7 --relearn 3 --json
 
 Submits a verification audit (POST /audits, kind verification) through the one client, waits for it (the nulls it
@@ -9,6 +10,7 @@ needs included), and prints each forget-set fact's status: removed, still retrie
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -62,9 +64,27 @@ def read_forget_set(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a delivered forget-set file, as its export's evidence entry states it."""
+    sha = hashlib.sha256()
+    try:
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(2**20), b""):
+                sha.update(block)
+    except OSError as exc:
+        raise InvalidInput(
+            "--forget-set", f"cannot read the file ({type(exc).__name__}); give a readable path"
+        ) from None
+    return sha.hexdigest()
+
+
 def payload(args: argparse.Namespace) -> dict[str, Any]:
-    if args.forget_set is not None:
-        people: dict[str, Any] = {"forget_set": read_forget_set(Path(args.forget_set))}
+    if args.by_reference and args.forget_set is None:
+        raise InvalidInput("--by-reference", "name the delivered file with --forget-set FILE")
+    if args.forget_set is not None and args.by_reference:
+        people: dict[str, Any] = {"export_sha256": file_sha256(Path(args.forget_set))}
+    elif args.forget_set is not None:
+        people = {"forget_set": read_forget_set(Path(args.forget_set))}
     elif args.batch_id is not None:
         people = {"batch_id": args.batch_id}
     elif args.subject_id:
@@ -92,6 +112,9 @@ def print_result(page: dict[str, Any]) -> None:
     s = page.get("summary") or {}
     targets = s.get("targets") or {}
     print(f"verification {page['audit_id']}: {page['before']} (before) -> {page['after']} (after)")
+    if page.get("export"):
+        ref = page["export"]
+        print(f"the forget-set export verified: evidence entry {ref['seq']} (sha256 {ref['sha256']})")
     print(
         f"forget-set facts: {targets.get('facts', 0)}; removed {targets.get('removed', 0)}, still retrievable"
         f" {targets.get('still retrievable', 0)}, inconclusive {targets.get('inconclusive', 0)}"
@@ -152,6 +175,13 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--before", required=True, help="the model before unlearning (its subject audits are redone)")
     p.add_argument("--after", required=True, help="the unlearned model (a registered name or hf:PATH)")
     p.add_argument("--forget-set", default=None, help="the forget set given to the unlearning (jsonl or tofu)")
+    p.add_argument(
+        "--by-reference",
+        action="store_true",
+        help="send the --forget-set file's SHA-256 instead of its records: the service reads the facts from that"
+        " export's evidence entry (it must be a file an export of yours delivered, unchanged), and the"
+        " verification's evidence entries cite that export",
+    )
     p.add_argument("--batch-id", default=None, help="instead: every person of a batch")
     p.add_argument("--subject-id", type=int, action="append", default=None, help="instead: a subject id, repeatable")
     p.add_argument("--locality", type=int, action="append", default=None, help="an untouched subject id, repeatable")

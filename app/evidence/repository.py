@@ -3,6 +3,7 @@ hash, sign, insert, move the head, all in the caller's transaction (an entry com
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,9 +14,11 @@ from app.db.base import utcnow
 from app.db.models.evidence import EvidenceEntry, EvidenceHead
 from app.evidence import chain
 from app.evidence.keys import signing_key
+from app.evidence.schemas import EntryKind
 from app.settings import Settings
 
 HEAD_ID = 1
+EXPORT_MATCHES = 20  # export entries read when looking one up by its hash (the same bytes delivered again: newest)
 
 
 def _lock_head(session: Session) -> tuple[int, str]:
@@ -91,3 +94,20 @@ def about(session: Session, ref: str, audit_id: str, limit: int) -> list[Evidenc
     """Entries naming the subject (by ref) or the audit, oldest first."""
     match = or_(EvidenceEntry.subject_ref == ref, EvidenceEntry.audit_id == audit_id)
     return list(session.scalars(select(EvidenceEntry).where(match).order_by(EvidenceEntry.seq).limit(limit)))
+
+
+def export_entry(session: Session, sha256: str) -> EvidenceEntry | None:
+    """The newest forget-set export entry whose delivered bytes hash to ``sha256`` (64 lowercase hex digits, checked
+    by the caller). The payload's text narrows the search; the parsed body's own "sha256" decides (a provenance
+    block inside the body may name a file's hash too)."""
+    stmt = (
+        select(EvidenceEntry)
+        .where(EvidenceEntry.kind == EntryKind.FORGET_SET_EXPORT)
+        .where(EvidenceEntry.payload.contains(f'"sha256":"{sha256}"', autoescape=True))
+        .order_by(EvidenceEntry.seq.desc())
+        .limit(EXPORT_MATCHES)
+    )
+    for entry in session.scalars(stmt):
+        if json.loads(entry.payload)["body"].get("sha256") == sha256:
+            return entry
+    return None

@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 class EntryKind(StrEnum):
     AUDIT_FINISHED = "audit_finished"  # a worker ended an audit (succeeded or failed)
     FORGET_SET_EXPORT = "forget_set_export"  # a forget set was delivered in full
-    # an unlearned model was checked against a forget set; body {"forgotten": bool, ...}. No flow writes it yet: the
-    # person's page (app/ui/reply.py) reads it and says "no one has checked yet" until one does
+    # a verification audit checked an unlearned model, one entry per forgotten person (workers/jobs/verification.py):
+    # body {"forgotten": bool, "export_seq": the export verified or null, ...}; the person's page reads it
     VERIFICATION = "verification"
     ERASED = "erased"  # DELETE /subjects/{id}
 

@@ -21,7 +21,7 @@ from app.evidence.keys import signing_key
 from app.evidence.schemas import EntryKind, PublicKey
 from app.settings import Settings
 
-MAX_REFS = 10_000  # subject refs and audit ids named in one export's entry (more are counted, not listed)
+MAX_REFS = 10_000  # subject refs, audit ids and facts named in one export's entry (more are counted, not listed)
 MAX_P_VALUES = 1_000  # p-values listed per property in one export's entry
 MAX_PROVENANCE = 20  # distinct provenance blocks listed in one export's entry
 PERSON_ENTRIES = 200  # entries the person's page reads
@@ -69,7 +69,8 @@ def record_erasure(
 class ExportWitness:
     """Watches a forget-set export go out and, once the last byte has been handed over, appends its entry: the
     SHA-256 of the exact bytes delivered (the pipeline can hash its file and compare), the filters, per property
-    the records and their p-values, the subjects (as refs), audits and provenance. A stream cut short or left by
+    the records and their p-values, the subjects (as refs), audits, the facts ([audit id, property(, templates)])
+    and provenance. A stream cut short or left by
     the client records no delivery (the access log still records what was read)."""
 
     def __init__(self, settings: Settings, principal: Principal, fmt: str, filters: dict[str, Any]) -> None:
@@ -82,6 +83,9 @@ class ExportWitness:
         self.audits: set[str] = set()
         self.properties: dict[str, dict[str, Any]] = {}
         self.provenance: dict[str, dict[str, Any]] = {}
+        # the facts delivered, as [audit id, property] or, where the format exposes templates (tofu), [audit id,
+        # property, templates]: what a verification by export reference re-reads (people.export_sha256)
+        self.facts: list[list[Any]] = []
 
     def tap(self, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         for row in rows:
@@ -89,6 +93,9 @@ class ExportWitness:
             self.audits.add(row["audit_id"])
             prop = self.properties.setdefault(row["property"], {"records": 0, "p_values": []})
             prop["records"] += 1
+            if len(self.facts) < MAX_REFS:
+                fact = [row["audit_id"], row["property"]]
+                self.facts.append(fact + [row["templates"]] if row.get("templates") is not None else fact)
             if len(prop["p_values"]) < MAX_P_VALUES:
                 prop["p_values"].append(row.get("p_value"))
             block = row.get("provenance")
@@ -122,6 +129,7 @@ class ExportWitness:
             "subject_refs": refs,
             "audits": sorted(self.audits)[:MAX_REFS],
             "provenance": list(self.provenance.values()),
+            "facts": self.facts,  # every record's fact when records <= MAX_REFS (a verification can name the export)
         }
         one_subject = subjects[0] if len(subjects) == 1 else None
         one_audit = next(iter(self.audits)) if len(self.audits) == 1 else None

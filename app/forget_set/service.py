@@ -172,7 +172,7 @@ def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[s
     witness = ExportWitness(get_settings(), principal, fmt, asdict(filters))
     if fmt == "tofu":
         rows = logged_export(records(principal, filters, perturbed=TOFU_PERTURBED), principal, EXPORTED)
-        return witness.seal(jsonl_lines(tofu_records(witness.tap(rows))))
+        return witness.seal(jsonl_lines(witness.tap(tofu_records(rows))))  # tapped as delivered: with templates
     left_out: dict[str, Any] = {}  # the end marker says how many facts wait for a null (never a silent 0)
     rows = witness.tap(logged_export(records(principal, filters, left_out=left_out), principal, EXPORTED))
     if fmt == "csv":

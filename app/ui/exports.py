@@ -160,14 +160,19 @@ def _ids(text: str, field: str) -> list[int]:
 
 
 def _verification_body(form: dict[str, str]) -> dict[str, Any]:
-    people = _ids(form.get("subject_ids", ""), "people.subject_ids")
+    if sum(bool(form.get(f, "").strip()) for f in ("subject_ids", "batch_id", "export_sha256")) > 1:
+        raise InvalidInput("people", "fill one of: subject ids, a batch id, or an export's SHA-256")
+    if form.get("batch_id", "").strip():
+        people: dict[str, Any] = {"batch_id": form["batch_id"].strip()}
+    elif form.get("export_sha256", "").strip():
+        people = {"export_sha256": form["export_sha256"].strip().lower()}
+    else:
+        people = {"subject_ids": _ids(form.get("subject_ids", ""), "people.subject_ids")}
     body: dict[str, Any] = {
         "kind": "verification",
         "model": form.get("after", "").strip(),
         "before": form.get("before", "").strip(),
-        "people": {"batch_id": form["batch_id"].strip()}
-        if form.get("batch_id", "").strip()
-        else {"subject_ids": people},
+        "people": people,
         "locality": {"subject_ids": _ids(form.get("locality", ""), "locality.subject_ids")},
     }
     neighbours = form.get("name_neighbours", "").strip()

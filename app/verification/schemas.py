@@ -51,20 +51,31 @@ class ForgetRecord(RequestModel):
 
 
 class PeopleIn(RequestModel):
-    """Who was forgotten: exactly one of a forget set (its records), a batch, or subject ids."""
+    """Who was forgotten: exactly one of a forget set (its records), a forget-set export by reference (the SHA-256
+    of the file delivered), a batch, or subject ids."""
 
     forget_set: list[ForgetRecord] | None = Field(
         default=None, max_length=MAX_RECORDS, description="the forget-set records given to the unlearning pipeline"
+    )
+    export_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="a forget-set export of yours, named by the SHA-256 of the file delivered (`sha256sum FILE`; the"
+        " evidence record's export entry states it): its facts are verified, and the verification's evidence entries"
+        " cite that export's entry",
     )
     batch_id: str | None = Field(default=None, max_length=32, description="every person of a batch (POST /batches)")
     subject_ids: list[int] | None = Field(default=None, max_length=MAX_PEOPLE, description="stored subjects")
 
     @model_validator(mode="after")
     def _one_source(self) -> PeopleIn:
-        given = [n for n in ("forget_set", "batch_id", "subject_ids") if getattr(self, n) is not None]
+        given = [n for n in SOURCES if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of forget_set, batch_id or subject_ids")
+            raise ValueError("give exactly one of forget_set, export_sha256, batch_id or subject_ids")
         return self
+
+
+SOURCES = ("forget_set", "export_sha256", "batch_id", "subject_ids")
 
 
 class LocalityIn(RequestModel):
@@ -128,7 +139,9 @@ class VerificationStored(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     before: str
-    source: Literal["forget_set", "batch", "subjects"]
+    source: Literal["forget_set", "export", "batch", "subjects"]
+    # people.export_sha256's entry: {"seq", "sha256"} (set when the people are read)
+    export: dict[str, Any] | None = None
     max_p: float = 0.01
     held_out: bool = True
     held_out_templates: int = 3
@@ -187,11 +200,17 @@ class VerificationFactRead(BaseModel):
     relearning: RelearningRead | None = None
 
 
+class ExportRef(BaseModel):
+    seq: int = Field(description="the forget-set export's entry in the evidence record")
+    sha256: str = Field(description="the SHA-256 of the file that export delivered")
+
+
 class VerificationPage(BaseModel):
     audit_id: str
     status: str
     before: str
     after: str
+    export: ExportRef | None = Field(default=None, description="the export verified (people.export_sha256), if named")
     summary: dict[str, Any] | None = Field(
         description="counts per status, removed and kept rates, over-forgetting, the probes; null until it ends"
     )

@@ -22,8 +22,10 @@ from app.batches import repository as batches
 from app.db.models import Audit, Subject
 from app.db.models.audit import AuditStatus
 from app.db.models.auth import ApiKey, Role
+from app.db.models.evidence import EvidenceEntry
 from app.db.models.verification import VerificationPerson
 from app.errors import InvalidInput
+from app.evidence import repository as evidence
 from app.nulls.config import subject_lookalikes
 from app.nulls.service import ensure_nulls
 from app.settings import Settings
@@ -31,7 +33,10 @@ from app.subjects import repository as subjects
 from app.verification import repository
 from app.verification.schemas import (
     MAX_PEOPLE,
+    MAX_RECORDS,
+    SOURCES,
     ContextRead,
+    ExportRef,
     FactStatus,
     HeldOutRead,
     PersonRole,
@@ -63,7 +68,9 @@ class _Person:
 
 def stored_options(body: VerificationAuditCreate) -> dict[str, Any]:
     people = body.people
-    source = "forget_set" if people.forget_set is not None else "batch" if people.batch_id else "subjects"
+    source = {"forget_set": "forget_set", "export_sha256": "export", "batch_id": "batch", "subject_ids": "subjects"}[
+        next(n for n in SOURCES if getattr(people, n) is not None)
+    ]
     relearning = body.options.relearning.model_dump(mode="json") if body.options.relearning else None
     return body.options.model_dump(mode="json", exclude={"relearning"}) | {
         "before": body.before,
@@ -78,20 +85,78 @@ def _owner(session: Session, audit: Audit) -> Principal:
     return Principal(id=f"key:{audit.owner_key_id}", role=role, key_id=audit.owner_key_id)
 
 
-def _forgotten(session: Session, body: VerificationAuditCreate, principal: Principal) -> dict[int, _Person]:
+def _add_record(
+    people: dict[int, _Person],
+    where: str,
+    subject_id: int,
+    audit_id: str | None,
+    prop: str,
+    templates: list[int] | None,
+) -> None:
+    person = people.setdefault(subject_id, _Person(subject_id, where, PersonRole.FORGOTTEN))
+    if audit_id is not None:
+        if person.audit_id not in (None, audit_id):
+            raise InvalidInput(f"{where}.audit_id", "a person's records name two audits; give one per person")
+        person.audit_id = audit_id
+    person.targets.add(prop)
+    if templates is not None:
+        person.exposed.setdefault(prop, set()).update(templates)
+
+
+def _export_facts(session: Session, principal: Principal, sha256: str) -> tuple[EvidenceEntry, list[list[Any]]]:
+    """The facts a forget-set export of the caller's delivered, from its evidence entry (an admin may name anyone's;
+    another principal's export reads as absent)."""
+    where = "people.export_sha256"
+    entry = evidence.export_entry(session, sha256)
+    payload = json.loads(entry.payload) if entry is not None else None
+    if payload is None or (principal.role != Role.ADMIN and payload["principal"] != principal.id):
+        raise InvalidInput(
+            where,
+            "no forget-set export of yours delivered a file with this SHA-256; hash the file"
+            " `memaudit export` or GET /forget-set wrote (sha256sum FILE), or send its records",
+        )
+    body = payload["body"]
+    facts = body.get("facts")
+    if facts is None or len(facts) < body.get("records", 0):
+        raise InvalidInput(
+            where,
+            "this export's entry does not list every fact it delivered (an older export, or"
+            " one over 10,000 facts); send the file's records as people.forget_set",
+        )
+    if len(facts) > MAX_RECORDS:
+        raise InvalidInput(
+            where,
+            f"the export holds more than {MAX_RECORDS} facts; verify it in parts"
+            " (people.forget_set) or by people.batch_id",
+        )
+    if not facts:
+        raise InvalidInput(where, "the export delivered no fact; there is nothing to verify")
+    return entry, facts
+
+
+def _forgotten(
+    session: Session, body: VerificationAuditCreate, principal: Principal, audit: Audit
+) -> dict[int, _Person]:
     people: dict[int, _Person] = {}
     given = body.people
     if given.forget_set is not None:
         for i, record in enumerate(given.forget_set):
             where = f"people.forget_set[{i}]"
-            person = people.setdefault(record.subject_id, _Person(record.subject_id, where, PersonRole.FORGOTTEN))
-            if record.audit_id is not None:
-                if person.audit_id not in (None, record.audit_id):
-                    raise InvalidInput(f"{where}.audit_id", "a person's records name two audits; give one per person")
-                person.audit_id = record.audit_id
-            person.targets.add(record.property)
-            if record.templates is not None:
-                person.exposed.setdefault(record.property, set()).update(record.templates)
+            _add_record(people, where, record.subject_id, record.audit_id, record.property, record.templates)
+    elif given.export_sha256 is not None:
+        entry, facts = _export_facts(session, principal, given.export_sha256)
+        for audit_id, prop, *templates in facts:
+            before = audits.get_visible(session, principal, audit_id)
+            if before is None or before.subject_id is None:
+                raise InvalidInput(
+                    "people.export_sha256",
+                    "an audit this export came from is gone (erased) or no longer yours to read; send the records"
+                    " of the people still to verify as people.forget_set",
+                )
+            _add_record(
+                people, "people.export_sha256", before.subject_id, audit_id, prop, templates[0] if templates else None
+            )
+        audit.options = {**(audit.options or {}), "export": {"seq": entry.seq, "sha256": given.export_sha256}}
     elif given.batch_id is not None:
         if batches.get_visible(session, principal, given.batch_id) is None:
             raise InvalidInput("people.batch_id", "no batch with this id among those you may see")
@@ -176,7 +241,7 @@ def prepare_verification(session: Session, body: VerificationAuditCreate, audit:
     if body.before == body.model:
         raise InvalidInput("model", "the after model is the before model; give the unlearned model's name")
     principal = _owner(session, audit)
-    forgotten = _forgotten(session, body, principal)
+    forgotten = _forgotten(session, body, principal, audit)
     locality = _locality(session, body, principal, forgotten)
     if len(forgotten) + len(locality) > MAX_PEOPLE:
         raise InvalidInput("people", f"more than {MAX_PEOPLE} people in one verification; split it")
@@ -260,6 +325,7 @@ def read_page(session: Session, principal: Principal, audit_id: str, page: int, 
         status=audit.status,
         before=str(options.get("before")),
         after=audit.model,
+        export=ExportRef(**options["export"]) if options.get("export") else None,
         summary=audit.summary if audit.status == AuditStatus.SUCCEEDED else None,
         facts=facts,
         total=total,

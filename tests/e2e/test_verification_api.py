@@ -2,12 +2,14 @@
 statuses are not what is checked here; tests/e2e/test_verification.py measures those): bad input is a 422 naming the
 field and echoing nothing; a verification of the same weights under another name finds every after p-value equal to
 the before one and removes nothing; its results hold no name or value; the person's evidence entry is written and
-read by their page; the forget-set export names the verification; erasing the person deletes its verification rows
+read by their page; the forget-set export names the verification, and a verification can name the export by its
+file's SHA-256; erasing the person deletes its verification rows
 and the cached scores of every sentence the verification scored (held-out templates included)."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from sqlalchemy import func, select
@@ -225,3 +227,45 @@ def test_name_neighbours_are_found_among_the_callers_people_only(audited) -> Non
     assert group is None or group["k"] == 0, group  # the same weights forget no one
     text = json.dumps(page)
     assert not any(p["name"] in text for p in near), "ids only"
+
+
+def test_a_tofu_export_is_verified_by_its_sha256_with_its_templates_held_out(audited) -> None:  # noqa: ANN001
+    """people.export_sha256 names a forget-set export by its file's SHA-256: the facts come from the export's evidence
+    entry (a tofu export's templates with them, so the held-out probe skips what it exposed); another auditor's
+    export reads as absent; a hash no export delivered is a 422 naming the field."""
+    import hashlib
+
+    from app.db.engine import session_scope
+    from app.db.models.evidence import EvidenceEntry
+    from app.db.models.verification import VerificationPerson
+
+    api = audited["api"]
+    exported = api.get("/forget-set", params={"format": "tofu", "policy": "lenient"})
+    assert exported.status_code == 200, exported.text
+    records = [json.loads(line) for line in exported.text.splitlines()]
+    sha = hashlib.sha256(exported.content).hexdigest()
+    deadline = time.monotonic() + 30  # the entry is appended once the last byte is handed over
+    while time.monotonic() < deadline:
+        with session_scope() as s:
+            if s.scalar(select(func.count()).select_from(EvidenceEntry).where(EvidenceEntry.payload.contains(sha))):
+                break
+        time.sleep(0.2)
+    answer = audited["factory"]("auditor").post("/audits", json=body(audited, export_sha256=sha))
+    assert answer.status_code == 422 and "people.export_sha256" in answer.text, answer.text
+    answer = api.post("/audits", json=body(audited, export_sha256="0" * 64))
+    assert answer.status_code == 422 and "people.export_sha256" in answer.text, answer.text
+
+    created = api.post("/audits", json=body(audited, export_sha256=sha))
+    assert created.status_code == 202, created.text
+    audit_id = created.json()["id"]
+    with session_scope() as s:
+        people = s.scalars(select(VerificationPerson).where(VerificationPerson.audit_id == audit_id)).all()
+        exposed = {(p.subject_id, pid): t for p in people for pid, t in (p.exposed or {}).items()}
+    assert exposed == {(r["subject_id"], r["property"]): r["templates"] for r in records}, exposed
+    assert wait_for(api, audit_id, timeout=900)["status"] == "succeeded"
+    page = api.get(f"/audits/{audit_id}/verification", params={"page_size": 200}).json()
+    assert page["export"]["sha256"] == sha
+    assert {(f["subject_id"], f["property"]) for f in page["facts"] if f["target"]} == set(exposed)
+    for f in page["facts"]:
+        if f["target"] and f["held_out"]:
+            assert not set(f["held_out"]["templates"]) & set(exposed[f["subject_id"], f["property"]]), f

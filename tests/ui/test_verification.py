@@ -39,6 +39,14 @@ def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack
     page.click("form.verify-form button[type=submit]")
     alert = page.locator("[role=alert]").inner_text()
     assert "people.subject_ids" in alert and "not-a-number" not in alert, alert
+    page.fill("#export_sha256", "0" * 64)  # no export of this auditor delivered such a file
+    page.click("form.verify-form button[type=submit]")
+    assert "fill one of" in page.locator("[role=alert]").inner_text()  # and subject ids too: which one is meant?
+    page.fill("#subject_ids", "")
+    page.click("form.verify-form button[type=submit]")
+    alert = page.locator("[role=alert]").inner_text()
+    assert "people.export_sha256" in alert, alert
+    page.fill("#export_sha256", "")
     page.fill("#subject_ids", str(subject_id))
     page.fill("#name_neighbours", "5")
     page.click("form.verify-form button[type=submit]")

@@ -537,6 +537,8 @@ def _evidence(s, audit: Audit, people: list[VerificationPerson], options: Verifi
             "before_model": options.before,
             "after_model": audit.model,
             "before_audit_id": p.before_audit_id,
+            # the forget-set export verified (people.export_sha256): its entry's seq, so the chain links the two
+            "export_seq": options.export["seq"] if options.export else None,
             "facts": len(facts),
             **{k.replace(" ", "_"): v for k, v in counts.items()},
             "forgotten": bool(facts) and counts[FactStatus.REMOVED] == len(facts),
