@@ -160,6 +160,7 @@ def run(
 ) -> dict:
     import torch
 
+    from app.verification.service import name_parts
     from core.measures.null import clopper_pearson
     from core.measures.paired import paired_p_value
     from workers.groundtruth.evaluate import load_manifest
@@ -171,9 +172,10 @@ def run(
     keep = manifest["trained"][n_forget : n_forget + n_keep]
     held_out = manifest["held_out"][:n_null]
     null_people = fictitious_null(n_null, list(manifest["properties"]))
-    parts = {part for p in forget for part in p["name"].split()}
+    # the service's own rule (locality.name_neighbours): on the manifest it picks the same people as a plain split
+    parts = {part for p in forget for part in name_parts(p["name"])}
     rest = manifest["trained"][n_forget + n_keep :]
-    neighbours = [p for p in rest if set(p["name"].split()) & parts][:n_keep]
+    neighbours = [p for p in rest if name_parts(p["name"]) & parts][:n_keep]
     forgotten_pids = [p for p in manifest["properties"] if p != KEPT_PROPERTY]
     seconds: dict[str, float] = {}
 
