@@ -232,7 +232,8 @@ def test_name_neighbours_are_found_among_the_callers_people_only(audited) -> Non
 def test_a_tofu_export_is_verified_by_its_sha256_with_its_templates_held_out(audited) -> None:  # noqa: ANN001
     """people.export_sha256 names a forget-set export by its file's SHA-256: the facts come from the export's evidence
     entry (a tofu export's templates with them, so the held-out probe skips what it exposed); another auditor's
-    export reads as absent; a hash no export delivered is a 422 naming the field."""
+    export reads as absent; a hash no export delivered, or an export whose person was erased since, is a 422 naming
+    the field."""
     import hashlib
 
     from app.db.engine import session_scope
@@ -269,3 +270,7 @@ def test_a_tofu_export_is_verified_by_its_sha256_with_its_templates_held_out(aud
     for f in page["facts"]:
         if f["target"] and f["held_out"]:
             assert not set(f["held_out"]["templates"]) & set(exposed[f["subject_id"], f["property"]]), f
+    # a person of the export erased since: the export can no longer be verified whole; the answer says what to send
+    assert api.delete(f"/subjects/{records[0]['subject_id']}").status_code == 200
+    answer = api.post("/audits", json=body(audited, export_sha256=sha))
+    assert answer.status_code == 422 and "people.export_sha256" in answer.text and "erased" in answer.text, answer.text
