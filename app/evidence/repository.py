@@ -19,6 +19,7 @@ from app.settings import Settings
 
 HEAD_ID = 1
 EXPORT_MATCHES = 20  # export entries read when looking one up by its hash (the same bytes delivered again: newest)
+EXPORTS_SCANNED = 500  # newest export entries read for one principal's list (the dashboard's form)
 
 
 def _lock_head(session: Session) -> tuple[int, str]:
@@ -111,3 +112,32 @@ def export_entry(session: Session, sha256: str) -> EvidenceEntry | None:
         if json.loads(entry.payload)["body"].get("sha256") == sha256:
             return entry
     return None
+
+
+def exports_of(session: Session, principal: str, limit: int) -> list[dict[str, Any]]:
+    """The newest forget-set exports ``principal`` delivered (at most ``limit``): seq, time, format, records and the
+    file's SHA-256, for the dashboard's verification form. Scans at most EXPORTS_SCANNED export entries."""
+    stmt = (
+        select(EvidenceEntry)
+        .where(EvidenceEntry.kind == EntryKind.FORGET_SET_EXPORT)
+        .order_by(EvidenceEntry.seq.desc())
+        .limit(EXPORTS_SCANNED)
+    )
+    out = []
+    for entry in session.scalars(stmt.execution_options(yield_per=100)):
+        payload = json.loads(entry.payload)
+        if payload["principal"] != principal:
+            continue
+        body = payload["body"]
+        out.append(
+            {
+                "seq": entry.seq,
+                "at": entry.at,
+                "format": body["format"],
+                "records": body["records"],
+                "sha256": body["sha256"],
+            }
+        )
+        if len(out) == limit:
+            break
+    return out

@@ -18,6 +18,7 @@ from app.audits.kinds import KindsDep
 from app.db.engine import session_scope
 from app.deps import SUBMITTERS, SessionDep, SettingsDep, require_roles
 from app.errors import InvalidInput
+from app.evidence import repository as evidence
 from app.forget_set import service as forget_set
 from app.forget_set.policies import DEFAULT, NO_NULL, POLICIES
 from app.forget_set.repository import ForgetFilters
@@ -36,6 +37,7 @@ router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
 PREVIEW_ROWS = 50
 COUNT_CAP = 10_000  # the preview counts records up to this many (a bounded loop over the export)
 VERIFICATIONS_SHOWN = 50  # verifications per page of /ui/compare, newest first
+EXPORTS_OFFERED = 10  # the caller's newest forget-set exports offered by the verification form
 
 
 # Who may read the forget set here: the roles GET /forget-set serves. One rule for its names and values: a regulator
@@ -134,6 +136,8 @@ def _verifications(request: Request, session, ui, settings, page: int, form: dic
         models=sorted(settings.models),
         can_submit=ui.principal.role in SUBMITTERS,
         max_name_neighbours=MAX_NAME_NEIGHBOURS,
+        # the caller's newest deliveries, to name one by its file's SHA-256 (people.export_sha256)
+        exports=evidence.exports_of(session, ui.principal.id, EXPORTS_OFFERED),
         form=form,
         errors=errors,
     )

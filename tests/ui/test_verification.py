@@ -5,7 +5,9 @@ the field and echoes nothing; a regulator reads the list but gets no form."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 
 from app.verification.service import name_parts
 from tests.conftest import wait_for
@@ -31,7 +33,15 @@ def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack
     neighbour = next(p for p in json.loads(MANIFEST.read_text())["trained"][1:] if name_parts(p["name"]) & forgotten)
     _audited(stack, neighbour)  # shares a name part: the form's name neighbours find them
     after = f"hf:{GROUNDTRUTH_DIR}"  # the same weights under another name: a fake unlearning, cheaply
+    delivered = stack.client("auditor").get("/forget-set", params={"format": "tofu", "policy": "lenient"})
+    assert delivered.status_code == 200, delivered.text
     page = sign_in(browser, stack, stack.keys["auditor"], "/ui/compare")
+    sha = hashlib.sha256(delivered.content).hexdigest()  # the form lists the auditor's exports by their file's hash
+    deadline = time.monotonic() + 15  # the export's entry is appended once its last byte was handed over
+    while page.locator("table.exports").count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        page.reload()
+    assert sha in page.inner_text("table.exports"), page.inner_text("main")
     assert page.locator("h1").inner_text() == "Did the forgetting work?"
     page.fill("#before", "groundtruth-tiny")
     page.fill("#after", after)
