@@ -26,6 +26,7 @@ from app.db.models.evidence import EvidenceEntry
 from app.db.models.verification import VerificationPerson
 from app.errors import InvalidInput
 from app.evidence import repository as evidence
+from app.evidence.service import MAX_REFS
 from app.nulls.config import subject_lookalikes
 from app.nulls.service import ensure_nulls
 from app.settings import Settings
@@ -121,7 +122,7 @@ def _export_facts(session: Session, principal: Principal, sha256: str) -> tuple[
         raise InvalidInput(
             where,
             "this export's entry does not list every fact it delivered (an older export, or"
-            " one over 10,000 facts); send the file's records as people.forget_set",
+            f" one over {MAX_REFS:,} facts); send the file's records as people.forget_set",
         )
     if len(facts) > MAX_RECORDS:
         raise InvalidInput(
@@ -145,8 +146,11 @@ def _forgotten(
             _add_record(people, where, record.subject_id, record.audit_id, record.property, record.templates)
     elif given.export_sha256 is not None:
         entry, facts = _export_facts(session, principal, given.export_sha256)
+        seen: dict[str, Audit | None] = {}  # an audit's facts come together: one read per audit
         for audit_id, prop, *templates in facts:
-            before = audits.get_visible(session, principal, audit_id)
+            if audit_id not in seen:
+                seen[audit_id] = audits.get_visible(session, principal, audit_id)
+            before = seen[audit_id]
             if before is None or before.subject_id is None:
                 raise InvalidInput(
                     "people.export_sha256",
