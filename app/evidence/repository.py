@@ -19,7 +19,7 @@ from app.settings import Settings
 
 HEAD_ID = 1
 EXPORT_MATCHES = 20  # export entries read when looking one up by its hash (the same bytes delivered again: newest)
-EXPORTS_SCANNED = 500  # newest export entries read for one principal's list (the dashboard's form)
+EXPORTS_SCANNED = 20  # newest matching export entries read for one principal's list (the dashboard's form)
 
 
 def _lock_head(session: Session) -> tuple[int, str]:
@@ -116,10 +116,12 @@ def export_entry(session: Session, sha256: str) -> EvidenceEntry | None:
 
 def exports_of(session: Session, principal: str, limit: int) -> list[dict[str, Any]]:
     """The newest forget-set exports ``principal`` delivered (at most ``limit``): seq, time, format, records and the
-    file's SHA-256, for the dashboard's verification form. Scans at most EXPORTS_SCANNED export entries."""
+    file's SHA-256, for the dashboard's verification form. The payload's text narrows the rows to the principal's
+    (an entry can be large: it lists up to 10,000 facts); the parsed payload's own principal decides."""
     stmt = (
         select(EvidenceEntry)
         .where(EvidenceEntry.kind == EntryKind.FORGET_SET_EXPORT)
+        .where(EvidenceEntry.payload.contains(chain.canonical({"principal": principal})[1:-1], autoescape=True))
         .order_by(EvidenceEntry.seq.desc())
         .limit(EXPORTS_SCANNED)
     )

@@ -85,6 +85,10 @@ def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack
     shoot(page, stack, "verifications")
     page.context.close()
 
+    other = sign_in(browser, stack, stack.keys["other_auditor"], "/ui/compare")  # lists only its own exports
+    assert other.locator("form.verify-form").count() == 1 and sha not in other.inner_text("main")
+    other.context.close()
+
     regulator = sign_in(browser, stack, stack.keys["regulator"], "/ui/compare")
     assert regulator.locator(f"a.verification-link[href$='{audit_id}']").count() == 1
     assert regulator.locator("form.verify-form").count() == 0, "a regulator reads, submits nothing"
