@@ -137,7 +137,9 @@ def _verifications(request: Request, session, ui, settings, page: int, form: dic
         can_submit=ui.principal.role in SUBMITTERS,
         max_name_neighbours=MAX_NAME_NEIGHBOURS,
         # the caller's newest deliveries, to name one by its file's SHA-256 (people.export_sha256)
-        exports=evidence.exports_of(session, ui.principal.id, EXPORTS_OFFERED),
+        exports=evidence.exports_of(session, ui.principal.id, EXPORTS_OFFERED)
+        if ui.principal.role in SUBMITTERS
+        else [],
         form=form,
         errors=errors,
     )
