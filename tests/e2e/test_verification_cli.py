@@ -32,23 +32,19 @@ def test_verify_reads_the_exported_forget_set_and_prints_each_status(cli_env: di
     assert shown.returncode == 0, shown.stderr
     assert "forget-set facts:" in shown.stdout and "removed 0" in shown.stdout, shown.stdout
     assert person["name"] not in shown.stdout, "ids and statuses, no names"
-    as_json = memaudit(env, *args, "--json")
-    assert as_json.returncode == 0, as_json.stderr
-    page = json.loads(as_json.stdout)
-    records = [json.loads(line) for line in forget_set.read_text().splitlines() if '"_end"' not in line]
-    assert {(f["subject_id"], f["property"]) for f in page["facts"] if f["target"]} == {
-        (r["subject_id"], r["property"]) for r in records
-    }
-    assert all(f["status"] in ("still retrievable", "inconclusive") for f in page["facts"]), page["facts"]
+    assert "the forget-set export verified" not in shown.stdout, "records sent: no export named"
 
-    # by reference: the file's SHA-256 names the export; the same facts are verified and the chain links the two
+    # --json, by reference: the file's SHA-256 names the export; the same facts are verified and the chain links the
+    # two (one verification for both: each costs a model load per process)
     by_ref = memaudit(env, *args, "--by-reference", "--json")
     assert by_ref.returncode == 0, by_ref.stderr
     referenced = json.loads(by_ref.stdout)
+    records = [json.loads(line) for line in forget_set.read_text().splitlines() if '"_end"' not in line]
     assert referenced["export"]["sha256"] == hashlib.sha256(forget_set.read_bytes()).hexdigest()
     assert {(f["subject_id"], f["property"]) for f in referenced["facts"] if f["target"]} == {
         (r["subject_id"], r["property"]) for r in records
     }
+    assert all(f["status"] in ("still retrievable", "inconclusive") for f in referenced["facts"]), referenced["facts"]
     chain_file = tmp_path / "evidence.jsonl"
     assert memaudit(env, "evidence", "export", "-o", str(chain_file)).returncode == 0
     entries = [json.loads(json.loads(line)["payload"]) for line in chain_file.read_text().splitlines()[:-1]]
