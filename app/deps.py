@@ -22,7 +22,11 @@ def get_db() -> Iterator[Session]:
         yield session
 
 
-SessionDep = Annotated[Session, Depends(get_db)]
+# scope="function": the commit runs when the endpoint returns, before the response is sent. FastAPI's default for a
+# dependency with yield ends it after the response was sent: a client got 201 with a new id before the row was
+# committed (an upload's dataset read as absent by the request that followed: CI, tests/ui/test_dashboard.py), and a
+# failed commit would have followed a success already sent. A streamed body reads in a session of its own.
+SessionDep = Annotated[Session, Depends(get_db, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 

@@ -190,3 +190,47 @@ def test_coverage_audit_bad_requests_name_the_field(auditor):
 def test_records_of_a_non_coverage_audit_is_404(auditor):
     r = auditor.get("/audits/0123456789abcdef0123456789abcdef/records")
     assert r.status_code == 404
+
+
+def test_an_upload_is_committed_before_its_answer_is_sent(pg_env):
+    """CI once saw a coverage audit refuse a dataset id that POST /datasets had just answered with: the request's
+    session committed after the response was sent (FastAPI's default for a dependency with yield). The order of what
+    happens, recorded on the real app: the commit, then the answer's first byte."""
+    from fastapi.testclient import TestClient
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    from app.main import create_app
+    from tests.conftest import make_key
+
+    order: list[str] = []
+    app = create_app()
+
+    async def recording(scope, receive, send):  # noqa: ANN001, ANN202
+        async def watched(message):  # noqa: ANN001, ANN202
+            if message["type"] == "http.response.start":
+                order.append(f"answer {message['status']}")
+            await send(message)
+
+        await app(scope, receive, watched)
+
+    def committed(session) -> None:  # noqa: ANN001
+        order.append("commit")
+
+    key = make_key("auditor")
+    event.listen(Session, "after_commit", committed)
+    try:
+        with TestClient(recording) as client:
+            order.clear()  # the key's check and the app's start commit too: what follows is the upload's
+            r = client.post(
+                "/datasets",
+                data={"name": "ml-tiny"},
+                files=create_files(),
+                headers={"Authorization": f"Bearer {key}"},
+            )
+    finally:
+        event.remove(Session, "after_commit", committed)
+    assert r.status_code == 201, r.text
+    assert "answer 201" in order and order.index("commit") < order.index("answer 201") and order[-1] == "answer 201", (
+        order
+    )
