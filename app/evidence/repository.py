@@ -19,7 +19,6 @@ from app.settings import Settings
 
 HEAD_ID = 1
 EXPORT_MATCHES = 20  # export entries read when looking one up by its hash (the same bytes delivered again: newest)
-EXPORTS_SCANNED = 20  # newest matching export entries read for one principal's list (the dashboard's form)
 
 
 def _lock_head(session: Session) -> tuple[int, str]:
@@ -97,49 +96,36 @@ def about(session: Session, ref: str, audit_id: str, limit: int) -> list[Evidenc
     return list(session.scalars(select(EvidenceEntry).where(match).order_by(EvidenceEntry.seq).limit(limit)))
 
 
-def export_entry(session: Session, sha256: str) -> EvidenceEntry | None:
-    """The newest forget-set export entry whose delivered bytes hash to ``sha256`` (64 lowercase hex digits, checked
-    by the caller). The payload's text narrows the search; the parsed body's own "sha256" decides (a provenance
-    block inside the body may name a file's hash too)."""
+def _exports_containing(session: Session, text: str, limit: int) -> Iterator[tuple[EvidenceEntry, dict[str, Any]]]:
+    """The newest forget-set export entries whose payload contains ``text`` (at most ``limit``), each with its parsed
+    payload: the text narrows the rows (an entry can be large: it lists up to 10,000 facts); the caller checks the
+    parsed field it matched."""
     stmt = (
         select(EvidenceEntry)
         .where(EvidenceEntry.kind == EntryKind.FORGET_SET_EXPORT)
-        .where(EvidenceEntry.payload.contains(f'"sha256":"{sha256}"', autoescape=True))
+        .where(EvidenceEntry.payload.contains(text, autoescape=True))
         .order_by(EvidenceEntry.seq.desc())
-        .limit(EXPORT_MATCHES)
+        .limit(limit)
     )
     for entry in session.scalars(stmt):
-        if json.loads(entry.payload)["body"].get("sha256") == sha256:
-            return entry
-    return None
+        yield entry, json.loads(entry.payload)
+
+
+def export_entry(session: Session, sha256: str) -> EvidenceEntry | None:
+    """The newest forget-set export entry whose delivered bytes hash to ``sha256`` (64 lowercase hex digits, checked
+    by the caller); the body's own "sha256" decides (a provenance block inside the body may name a file's hash)."""
+    text = chain.canonical({"sha256": sha256})[1:-1]
+    return next(
+        (e for e, p in _exports_containing(session, text, EXPORT_MATCHES) if p["body"]["sha256"] == sha256), None
+    )
 
 
 def exports_of(session: Session, principal: str, limit: int) -> list[dict[str, Any]]:
     """The newest forget-set exports ``principal`` delivered (at most ``limit``): seq, time, format, records and the
-    file's SHA-256, for the dashboard's verification form. The payload's text narrows the rows to the principal's
-    (an entry can be large: it lists up to 10,000 facts); the parsed payload's own principal decides."""
-    stmt = (
-        select(EvidenceEntry)
-        .where(EvidenceEntry.kind == EntryKind.FORGET_SET_EXPORT)
-        .where(EvidenceEntry.payload.contains(chain.canonical({"principal": principal})[1:-1], autoescape=True))
-        .order_by(EvidenceEntry.seq.desc())
-        .limit(EXPORTS_SCANNED)
-    )
-    out = []
-    for entry in session.scalars(stmt.execution_options(yield_per=100)):
-        payload = json.loads(entry.payload)
-        if payload["principal"] != principal:
-            continue
-        body = payload["body"]
-        out.append(
-            {
-                "seq": entry.seq,
-                "at": entry.at,
-                "format": body["format"],
-                "records": body["records"],
-                "sha256": body["sha256"],
-            }
-        )
-        if len(out) == limit:
-            break
-    return out
+    file's SHA-256, for the dashboard's verification form."""
+    text = chain.canonical({"principal": principal})[1:-1]
+    mine = ((e, p["body"]) for e, p in _exports_containing(session, text, limit) if p["principal"] == principal)
+    return [
+        {"seq": e.seq, "at": e.at, "format": b["format"], "records": b["records"], "sha256": b["sha256"]}
+        for e, b in mine
+    ]

@@ -166,14 +166,15 @@ def _ids(text: str, field: str) -> list[int]:
 
 
 def _verification_body(form: dict[str, str]) -> dict[str, Any]:
-    if sum(bool(form.get(f, "").strip()) for f in ("subject_ids", "batch_id", "export_sha256")) > 1:
+    given = {f: form.get(f, "").strip() for f in ("subject_ids", "batch_id", "export_sha256")}
+    if sum(map(bool, given.values())) > 1:
         raise InvalidInput("people", "fill one of: subject ids, a batch id, or an export's SHA-256")
-    if form.get("batch_id", "").strip():
-        people: dict[str, Any] = {"batch_id": form["batch_id"].strip()}
-    elif form.get("export_sha256", "").strip():
-        people = {"export_sha256": form["export_sha256"].strip().lower()}
+    if given["batch_id"]:
+        people: dict[str, Any] = {"batch_id": given["batch_id"]}
+    elif given["export_sha256"]:
+        people = {"export_sha256": given["export_sha256"].lower()}
     else:
-        people = {"subject_ids": _ids(form.get("subject_ids", ""), "people.subject_ids")}
+        people = {"subject_ids": _ids(given["subject_ids"], "people.subject_ids")}
     body: dict[str, Any] = {
         "kind": "verification",
         "model": form.get("after", "").strip(),
