@@ -462,12 +462,14 @@ def variant(
     kind: str,
     relearning: Sequence[tuple[str, float]] = (("all", 1e-3),),
     relearn_templates: str = "audited",
+    forget_all: bool = False,
     **settings,  # noqa: ANN003
 ) -> dict:
     """One row of the variants table: ``kind`` ``rmu``, ``lora`` or ``reference`` with its settings; removed (of the
     forgotten facts retrievable before), untouched kept, and the 2 first people's removed facts back after 20 steps
     of ``relearn`` (scope, lr) on their P21 sentences in the audited templates (``relearn_templates`` ``all``: in
-    every catalog template)."""
+    every catalog template). ``forget_all``: P21 is forgotten too (the whole person), so the relearning trains on
+    part of the forget set and the other four properties are the ones tested (Hu et al.'s attack)."""
     import torch
 
     from core.catalog import load_catalog
@@ -478,7 +480,7 @@ def variant(
     manifest = load_manifest()
     forget, keep = manifest["trained"][:10], manifest["trained"][10:20]
     retain = manifest["trained"][RETAIN_PEOPLE]
-    pids = [p for p in manifest["properties"] if p != KEPT_PROPERTY]
+    pids = [p for p in manifest["properties"] if forget_all or p != KEPT_PROPERTY]
     null_people = fictitious_null(20, list(manifest["properties"]))
 
     def judge(model_dir: Path) -> Callable[[Sequence[dict]], dict]:
@@ -503,7 +505,7 @@ def variant(
             judged = judge(relearn(after, texts, tmp / "relearned", scope=scope, lr=lr))(forget[:RELEARN_PEOPLE])
             back[f"{scope} lr {lr:g}"] = rate(sum(judged[k] for k in again), len(again))
         return {
-            "variant": {"kind": kind, **settings, "relearn_templates": relearn_templates},
+            "variant": {"kind": kind, **settings, "relearn_templates": relearn_templates, "forget_all": forget_all},
             "removed": rate(sum(not f_after[k] for k in forgotten), len(forgotten)),
             "kept": rate(sum(k_after[k] for k in untouched), len(untouched)),
             "relearned_back": back,

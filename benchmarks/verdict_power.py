@@ -18,7 +18,8 @@ exactly as the service computes it (``core.measures.wikimem`` at α = 1, ``core.
   template's exact rank p-value of the best true value), ``z`` (mean over templates of the best true value's
   calibrated score in counterfactual standard deviations: ``core.measures.wikimem.truth_z``) or ``logshare`` (mean
   over templates of the best true value's log softmax share among the candidates: ``truth_log_share``);
-- look-alikes: ``reversed``, ``same_origin``, ``both`` (all four names in the calibration mean);
+- look-alikes: ``reversed``, ``same_origin``, ``both`` (all four names in the calibration mean), or ``none`` (α = 0:
+  the subject's raw likelihood, no calibration);
 - templates: 1 (baseline) or 3 (baseline + 2 paraphrases); counterfactuals: the first 10 or all 20 drawn.
 
 The judge of every variant is a null of fictitious people whose names fit their facts (``core.names.fictitious``,
@@ -58,7 +59,7 @@ from core.names.out_of_pool import out_of_pool_values
 REPO = Path(__file__).resolve().parent.parent
 PIDS = ("P106", "P27", "P19", "P21", "P1412")
 MAX_TEMPLATES, MAX_COUNTERFACTUALS, SIMILAR = 3, 20, 2
-SCHEMES = ("reversed", "same_origin", "both")
+SCHEMES = ("reversed", "same_origin", "both", "none")
 STATISTICS = ("share", "rank", "z", "logshare")
 TEMPLATE_COUNTS = (1, 3)
 COUNTERFACTUAL_COUNTS = (10, 20)
@@ -215,11 +216,12 @@ def fact_outcome(fact: Fact, nll: dict[str, float], variant: dict[str, Any], as_
     m = as_m or len(fact.truths)
     candidates = fact.candidates[: m + variant["counterfactuals"]]
     truth = [i < m for i in range(len(candidates))]
-    similar = (
-        fact.names["reversed"] + fact.names["same_origin"]
-        if variant["scheme"] == "both"
-        else fact.names[variant["scheme"]]
-    )
+    scheme = variant["scheme"]
+    if scheme in ("both", "none"):
+        similar = fact.names["reversed"] + fact.names["same_origin"] if scheme == "both" else []
+    else:
+        similar = fact.names[scheme]
+    alpha = 0.0 if scheme == "none" else 1.0  # none: s = −NLL(h, v), the raw likelihood
     outcomes = []
     for t in range(min(variant["templates"], len(prop.templates))):
 
@@ -227,9 +229,9 @@ def fact_outcome(fact: Fact, nll: dict[str, float], variant: dict[str, Any], as_
             return [nll[NllCache.key(split_template(prop.templates[t], name, v))] for v in candidates]
 
         subject, rows = row(fact.names["subject"][0]), [row(n) for n in similar]
-        scores = calibrated_scores(subject, None, rows, 1.0)
-        outcomes.append(template_outcome(subject, [0.0] * len(candidates), rows, truth, 1.0))
-        assert outcomes[-1].scores == scores
+        outcomes.append(template_outcome(subject, [0.0] * len(candidates), rows, truth, alpha))
+        if rows:
+            assert outcomes[-1].scores == calibrated_scores(subject, None, rows, 1.0)
     stat = fact_stat(outcomes, m)  # the service's statistic: mean truth z over templates
     if variant["statistic"] == "share":
         return FactStat(stat.share, stat.strict, stat.lenient, stat.z_star, stat.n_templates, stat.n_z)
@@ -292,7 +294,7 @@ def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dic
         known = [h for hs in flagged["known"].values() for h in hs]
         unknown = [h for hs in flagged["unknown"].values() for h in hs]
         kf, uf = sum(known), sum(unknown)
-        names = 1 + (2 * SIMILAR if scheme == "both" else SIMILAR)
+        names = 1 + {"both": 2 * SIMILAR, "none": 0}.get(scheme, SIMILAR)
         per_property = {
             pid: {
                 "known": [sum(flagged["known"].get(pid, [])), len(flagged["known"].get(pid, []))],
