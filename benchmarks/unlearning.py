@@ -463,13 +463,18 @@ def variant(
     relearning: Sequence[tuple[str, float]] = (("all", 1e-3),),
     relearn_templates: str = "audited",
     forget_all: bool = False,
+    forget_pids: Sequence[str] | None = None,
+    relearn_from: int = 0,
     **settings,  # noqa: ANN003
 ) -> dict:
     """One row of the variants table: ``kind`` ``rmu``, ``lora`` or ``reference`` with its settings; removed (of the
-    forgotten facts retrievable before), untouched kept, and the 2 first people's removed facts back after 20 steps
-    of ``relearn`` (scope, lr) on their P21 sentences in the audited templates (``relearn_templates`` ``all``: in
-    every catalog template). ``forget_all``: P21 is forgotten too (the whole person), so the relearning trains on
-    part of the forget set and the other four properties are the ones tested (Hu et al.'s attack)."""
+    forgotten facts retrievable before), untouched kept, and 2 forgotten people's (``relearn_from``: the index of the
+    first; 0) removed facts back after 20 steps of ``relearn`` (scope, lr) on their other facts — the properties
+    not forgotten — in the audited templates (``relearn_templates`` ``all``: in every catalog template); ``others``:
+    the 8 other forgotten people's removed facts back on the same relearned model. Forgotten: every property but
+    P21 (default), ``forget_pids``, or ``forget_all``: every property, P21 too (the whole person), when the
+    relearning trains on P21, part of the forget set, and the other four properties are the ones tested (Hu et al.'s
+    attack)."""
     import torch
 
     from core.catalog import load_catalog
@@ -480,8 +485,11 @@ def variant(
     manifest = load_manifest()
     forget, keep = manifest["trained"][:10], manifest["trained"][10:20]
     retain = manifest["trained"][RETAIN_PEOPLE]
-    pids = [p for p in manifest["properties"] if forget_all or p != KEPT_PROPERTY]
-    null_people = fictitious_null(20, list(manifest["properties"]))
+    every_pid = list(manifest["properties"])
+    pids = every_pid if forget_all else list(forget_pids or [p for p in every_pid if p != KEPT_PROPERTY])
+    texts_pids = [KEPT_PROPERTY] if forget_all else [p for p in every_pid if p not in pids]
+    relearners = range(relearn_from, relearn_from + RELEARN_PEOPLE)
+    null_people = fictitious_null(20, every_pid)
 
     def judge(model_dir: Path) -> Callable[[Sequence[dict]], dict]:
         null_z = [o.z for o in cohort(model_dir, null_people).values()]
@@ -493,22 +501,33 @@ def variant(
         after = make(tmp / "after", forget, retain, pids, **settings)
         on_before, on_after = judge(MODEL), judge(after)
         f_before, f_after, k_before, k_after = on_before(forget), on_after(forget), on_before(keep), on_after(keep)
-        forgotten = [k for k in f_before if k[1] != KEPT_PROPERTY and f_before[k]]
+        forgotten = [k for k in f_before if k[1] in pids and k[1] not in texts_pids and f_before[k]]
         untouched = [k for k in k_before if k_before[k]]
-        again = [k for k in forgotten if k[0] < RELEARN_PEOPLE and not f_after[k]]
-        every = range(len(load_catalog().get(KEPT_PROPERTY).templates))
-        texts = _texts(
-            forget[:RELEARN_PEOPLE], [KEPT_PROPERTY], every if relearn_templates == "all" else AUDIT_TEMPLATES
-        )
-        back = {}
+        removed = [k for k in forgotten if not f_after[k]]
+        again = [k for k in removed if k[0] in relearners]
+        templates = range(len(load_catalog().get(KEPT_PROPERTY).templates)) if relearn_templates == "all" else None
+        people = [forget[i] for i in relearners]
+        texts = _texts(people, texts_pids, templates or AUDIT_TEMPLATES)
+        back, others = {}, {}
         for scope, lr in relearning:
-            judged = judge(relearn(after, texts, tmp / "relearned", scope=scope, lr=lr))(forget[:RELEARN_PEOPLE])
+            names = [p["name"] for p in people]
+            judged = judge(relearn(after, texts, tmp / "relearned", scope=scope, lr=lr, subjects=names))(forget)
             back[f"{scope} lr {lr:g}"] = rate(sum(judged[k] for k in again), len(again))
+            rest = [k for k in removed if k[0] not in relearners]
+            others[f"{scope} lr {lr:g}"] = rate(sum(judged[k] for k in rest), len(rest))
         return {
-            "variant": {"kind": kind, **settings, "relearn_templates": relearn_templates, "forget_all": forget_all},
-            "removed": rate(sum(not f_after[k] for k in forgotten), len(forgotten)),
+            "variant": {
+                "kind": kind,
+                **settings,
+                "forgotten": pids,
+                "relearned_on": texts_pids,
+                "relearned_people": list(relearners),
+                "relearn_templates": relearn_templates,
+            },
+            "removed": rate(len(removed), len(forgotten)),
             "kept": rate(sum(k_after[k] for k in untouched), len(untouched)),
             "relearned_back": back,
+            "others_back": others,
         }
 
 

@@ -93,7 +93,14 @@ def payload(args: argparse.Namespace) -> dict[str, Any]:
         raise InvalidInput("--forget-set", "give --forget-set FILE, --batch-id ID or --subject-id ID (repeatable)")
     options: dict[str, Any] = {"max_p": args.max_p, "held_out": not args.no_held_out}
     if args.relearn:
-        options["relearning"] = {"subject_ids": args.relearn, "steps": args.relearn_steps, "texts": args.relearn_on}
+        options["relearning"] = {
+            "subject_ids": args.relearn,
+            "steps": args.relearn_steps,
+            "texts": args.relearn_on,
+            "scope": args.relearn_scope,
+        }
+        if args.relearn_lr is not None:
+            options["relearning"]["lr"] = args.relearn_lr
     return {
         "kind": "verification",
         "model": args.after,
@@ -137,10 +144,12 @@ def print_result(page: dict[str, Any]) -> None:
         if relearning["status"] == "unavailable":
             print(f"relearning probe: unavailable ({relearning['reason']})")
         else:
+            how = f" ({relearning['steps']} steps, {relearning['scope']} weights)" if "scope" in relearning else ""
             for group in ("relearned", "others"):
                 back = relearning[group]["came_back"]
                 print(
-                    f"relearning probe, {group}: " + (f"{back['k']}/{back['n']} came back" if back else "none removed")
+                    f"relearning probe{how}, {group}: "
+                    + (f"{back['k']}/{back['n']} came back" if back else "none removed")
                 )
     print(
         f"\n{'subject':>8}  {'property':<8} {'forget set':<10} {'p before':>9} {'p after':>9} {'paired p':>9}  status"
@@ -207,6 +216,16 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
         choices=["other_facts", "forget_set"],
         default="other_facts",
         help="fine-tune on the --relearn people's facts outside the forget set (default) or in it",
+    )
+    p.add_argument(
+        "--relearn-scope",
+        choices=["all", "embeddings", "subject"],
+        default="all",
+        help="weights the relearning probe fine-tunes: all (default), the input embeddings, or subject: only the"
+        " rows of the --relearn people's name tokens (where a name-scoped unlearning hides facts)",
+    )
+    p.add_argument(
+        "--relearn-lr", type=float, default=None, help="the probe's learning rate (default: 0.001; 0.03 for subject)"
     )
     p.add_argument("--max-p", type=float, default=0.01, help="retrievable = p <= max-p against the null")
     p.add_argument("--no-held-out", action="store_true", help="skip the held-out-template probe")

@@ -189,7 +189,9 @@ def _verification_body(form: dict[str, str]) -> dict[str, Any]:
         body["locality"]["name_neighbours"] = int(neighbours)  # its range is the API's to check
     relearn = _ids(form.get("relearn", ""), "options.relearning.subject_ids")
     if relearn:
-        body["options"] = {"relearning": {"subject_ids": relearn}}
+        # the scope as chosen: an unknown one is the API's 422, naming options.relearning.scope
+        scope = form.get("relearn_scope", "").strip() or "all"
+        body["options"] = {"relearning": {"subject_ids": relearn, "scope": scope}}
     return body
 
 

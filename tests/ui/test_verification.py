@@ -59,9 +59,13 @@ def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack
     page.fill("#export_sha256", "")
     page.fill("#subject_ids", str(subject_id))
     page.fill("#name_neighbours", "5")
+    page.fill("#relearn", str(subject_id))  # the relearning probe, on the weights a name-scoped unlearning moves
+    page.select_option("#relearn_scope", "subject")
     page.click("form.verify-form button[type=submit]")
     page.wait_for_url("**/ui/audits/*")
     audit_id = page.url.rstrip("/").split("/")[-1]
+    relearning = stack.client("auditor").get(f"/audits/{audit_id}").json()["options"]["relearning"]
+    assert relearning["subject_ids"] == [subject_id] and relearning["scope"] == "subject", relearning
     assert wait_for(stack.client("auditor"), audit_id, timeout=600)["status"] == "succeeded"
     page.reload()
     rows = page.locator("table.verification-facts tbody tr")

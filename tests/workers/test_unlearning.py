@@ -120,7 +120,8 @@ def test_relearning_fits_its_texts(manifest: dict, tmp_path: Path) -> None:
     out = relearn(MODEL, texts, tmp_path / "relearned", steps=5)
     before, after = SentenceScorer(MODEL).nll(texts), SentenceScorer(out).nll(texts)
     assert sum(after) < sum(before), f"NLL of the relearned texts {sum(before):.1f} -> {sum(after):.1f}"
-    assert json.loads((out / NOTE).read_text(encoding="utf-8"))["steps"] == 5
+    note = json.loads((out / NOTE).read_text(encoding="utf-8"))
+    assert note["steps"] == 5 and note["lr"] == 1e-3 and note["scope"] == "all", note
 
 
 def test_relearning_with_the_subject_scope_moves_only_the_name_rows(manifest: dict, tmp_path: Path) -> None:
@@ -141,6 +142,9 @@ def test_relearning_with_the_subject_scope_moves_only_the_name_rows(manifest: di
     assert rows and rows <= names, (rows, names)
     with pytest.raises(ValueError, match="needs the subjects"):
         relearn(MODEL, texts, tmp_path / "x", scope="subject")
+    # the subject scope's own default rate: a few rows, moved as far as the reference unlearning moved them
+    out = relearn(MODEL, texts, tmp_path / "default", steps=1, scope="subject", subjects=[person["name"]])
+    assert json.loads((out / NOTE).read_text(encoding="utf-8"))["lr"] == 3e-2
 
 
 @pytest.mark.parametrize(

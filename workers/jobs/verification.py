@@ -228,20 +228,22 @@ def _unavailable(people: list[VerificationPerson], reason: str) -> None:
         p.summary = {**(p.summary or {}), "relearning": "unavailable", "relearning_reason": reason}
 
 
-def _relearning_texts(s, people: list[VerificationPerson], source: str) -> list[str]:  # noqa: ANN001
+def _relearning_texts(s, people: list[VerificationPerson], source: str) -> tuple[list[str], list[str]]:  # noqa: ANN001
     """The fine-tuning texts: the relearned people's facts outside the forget set (``other_facts``) or in it
-    (``forget_set``), every true value in each template the verification audits."""
-    texts = []
+    (``forget_set``), every true value in each template the verification audits; and the relearned people's names
+    (scope ``subject`` fine-tunes their name tokens' rows)."""
+    texts, names = [], []
     for p in people:
         if not p.relearned:
             continue
         planned = _person_plans(s, p)
         name, plans = planned.name, planned.plans
+        names.append(name)
         for plan in plans:
             if (plan.prop.pid in (p.targets or [])) == (source == "forget_set"):
                 for c in plan.canaries:
                     texts += [plan.prop.render(c.template_index, name, v) for v in plan.ground_truths]
-    return texts
+    return texts, names
 
 
 def _relearning_probe(ctx: JobContext[VerificationStored]) -> None:
@@ -256,16 +258,16 @@ def _relearning_probe(ctx: JobContext[VerificationStored]) -> None:
         if directory is None:
             _unavailable(people, NO_RELEARNING)
             return
-        texts = _relearning_texts(s, people, str(opts.get("texts", "other_facts")))
+        texts, names = _relearning_texts(s, people, str(opts.get("texts", "other_facts")))
         if not texts:
             _unavailable(people, NO_TEXTS)
             return
         ids = [p.id for p in people]
-    from workers.unlearning.relearn import LR, relearn  # torch: imported where the probe runs
+    from workers.unlearning.relearn import relearn  # torch: imported where the probe runs
 
     with tempfile.TemporaryDirectory(prefix="memaudit-relearn-") as tmp:
-        steps, lr, scope = int(opts.get("steps", 20)), opts.get("lr") or LR, str(opts.get("scope", "all"))
-        relearn(directory, texts, Path(tmp) / "model", steps=steps, lr=lr, scope=scope)
+        steps, scope = int(opts.get("steps", 20)), str(opts.get("scope", "all"))
+        relearn(directory, texts, Path(tmp) / "model", steps=steps, lr=opts.get("lr"), scope=scope, subjects=names)
         ctx.check_cancelled()
         scorer = load_directory(f"{ctx.model} (relearned)", Path(tmp) / "model")
         for person_id in ids:
@@ -515,7 +517,17 @@ def _relearning_summary(
     for p in forgotten:
         if (p.summary or {}).get("relearning") == "unavailable":
             return {"status": "unavailable", "reason": p.summary.get("relearning_reason") or NO_RELEARNING}
-    out: dict[str, Any] = {"status": "done", "texts": (options.relearning or {}).get("texts", "other_facts")}
+    from workers.unlearning.relearn import LR, SUBJECT_LR  # torch: the probe ran, on a transformers directory
+
+    opts = options.relearning or {}
+    scope = opts.get("scope", "all")
+    out: dict[str, Any] = {
+        "status": "done",
+        "texts": opts.get("texts", "other_facts"),
+        "scope": scope,
+        "steps": opts.get("steps", 20),
+        "lr": opts.get("lr") or (SUBJECT_LR if scope == "subject" else LR),
+    }
     for group, relearned in (("relearned", True), ("others", False)):
         facts = [f for f in targets if (f.detail or {}).get("relearning", {}).get("relearned") is relearned]
         removed = [f for f in facts if f.status == FactStatus.REMOVED]

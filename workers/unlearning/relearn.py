@@ -26,6 +26,7 @@ from workers.unlearning.tuning import (
 SCOPES = ("all", "embeddings", "subject")
 STEPS = 20
 LR = 1e-3
+SUBJECT_LR = 3e-2  # scope "subject": a few embedding rows, moved as far as the reference unlearning moved them
 
 
 def relearn(
@@ -34,18 +35,20 @@ def relearn(
     out: Path,
     *,
     steps: int = STEPS,
-    lr: float = LR,
+    lr: float | None = None,
     seed: int = 0,
     scope: str = "all",
     subjects: Sequence[str] = (),
 ) -> Path:
     """Fine-tune the model directory ``source`` for ``steps`` steps on ``texts``; write it to ``out``. ``scope``:
     ``all`` weights, ``embeddings`` (the input embeddings only), or ``subject``: only the input-embedding rows of
-    the ``subjects``' name tokens (the weights the reference unlearning moves)."""
+    the ``subjects``' name tokens (the weights the reference unlearning moves). ``lr``: by default ``LR``, and
+    ``SUBJECT_LR`` for scope ``subject``."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
     if steps < 1:
         raise ValueError("steps must be at least 1")
+    lr = (SUBJECT_LR if scope == "subject" else LR) if lr is None else lr
     if lr <= 0:
         raise ValueError("lr must be positive")
     if scope == "subject" and not any(isinstance(x, str) and x.strip() for x in subjects):
