@@ -82,6 +82,23 @@ def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack
     assert trained_person()["name"] in page.inner_text("table.verification-facts")
     shoot(page, stack, "verification")
 
+    # the relearning probe, run (the same weights: on the forget set, the name rows, 2 steps): its row names how
+    relearn = {"subject_ids": [subject_id], "texts": "forget_set", "scope": "subject", "steps": 2}
+    body = {
+        "kind": "verification",
+        "model": after,
+        "before": "groundtruth-tiny",
+        "people": {"subject_ids": [subject_id]},
+        "options": {"relearning": relearn},
+    }
+    probed = stack.client("auditor").post("/audits", json=body)
+    assert probed.status_code == 202, probed.text
+    assert wait_for(stack.client("auditor"), probed.json()["id"], timeout=600)["status"] == "succeeded"
+    page.goto(f"/ui/audits/{probed.json()['id']}")
+    how = page.locator("table.verification-summary td.relearning").inner_text()
+    assert "(2 steps on forget set, subject weights, lr 0.03)" in how and "relearned: no removed fact" in how, how
+    assert "After relearning" in page.inner_text("table.verification-facts thead")
+
     page.goto("/ui/compare")
     link = page.locator(f"a.verification-link[href$='{audit_id}']")
     assert link.count() == 1
