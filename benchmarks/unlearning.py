@@ -508,12 +508,11 @@ def variant(
         templates = range(len(load_catalog().get(KEPT_PROPERTY).templates)) if relearn_templates == "all" else None
         people = [forget[i] for i in relearners]
         texts = _texts(people, texts_pids, templates or AUDIT_TEMPLATES)
+        names, rest = [p["name"] for p in people], [k for k in removed if k[0] not in relearners]
         back, others = {}, {}
         for scope, lr in relearning:
-            names = [p["name"] for p in people]
             judged = judge(relearn(after, texts, tmp / "relearned", scope=scope, lr=lr, subjects=names))(forget)
             back[f"{scope} lr {lr:g}"] = rate(sum(judged[k] for k in again), len(again))
-            rest = [k for k in removed if k[0] not in relearners]
             others[f"{scope} lr {lr:g}"] = rate(sum(judged[k] for k in rest), len(rest))
         return {
             "variant": {

@@ -217,10 +217,8 @@ def fact_outcome(fact: Fact, nll: dict[str, float], variant: dict[str, Any], as_
     candidates = fact.candidates[: m + variant["counterfactuals"]]
     truth = [i < m for i in range(len(candidates))]
     scheme = variant["scheme"]
-    if scheme in ("both", "none"):
-        similar = fact.names["reversed"] + fact.names["same_origin"] if scheme == "both" else []
-    else:
-        similar = fact.names[scheme]
+    both = fact.names["reversed"] + fact.names["same_origin"]
+    similar = {**fact.names, "both": both, "none": []}[scheme]
     alpha = 0.0 if scheme == "none" else 1.0  # none: s = −NLL(h, v), the raw likelihood
     outcomes = []
     for t in range(min(variant["templates"], len(prop.templates))):

@@ -517,7 +517,7 @@ def _relearning_summary(
     for p in forgotten:
         if (p.summary or {}).get("relearning") == "unavailable":
             return {"status": "unavailable", "reason": p.summary.get("relearning_reason") or NO_RELEARNING}
-    from workers.unlearning.relearn import LR, SUBJECT_LR  # torch: the probe ran, on a transformers directory
+    from workers.unlearning.relearn import default_lr  # torch: the probe ran, on a transformers directory
 
     opts = options.relearning or {}
     scope = opts.get("scope", "all")
@@ -526,7 +526,7 @@ def _relearning_summary(
         "texts": opts.get("texts", "other_facts"),
         "scope": scope,
         "steps": opts.get("steps", 20),
-        "lr": opts.get("lr") or (SUBJECT_LR if scope == "subject" else LR),
+        "lr": opts.get("lr") or default_lr(scope),
     }
     for group, relearned in (("relearned", True), ("others", False)):
         facts = [f for f in targets if (f.detail or {}).get("relearning", {}).get("relearned") is relearned]

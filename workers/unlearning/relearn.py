@@ -29,6 +29,11 @@ LR = 1e-3
 SUBJECT_LR = 3e-2  # scope "subject": a few embedding rows, moved as far as the reference unlearning moved them
 
 
+def default_lr(scope: str) -> float:
+    """The learning rate a relearning of ``scope`` runs at unless told: ``SUBJECT_LR`` for ``subject``, else ``LR``."""
+    return SUBJECT_LR if scope == "subject" else LR
+
+
 def relearn(
     source: Path,
     texts: list[str],
@@ -48,7 +53,7 @@ def relearn(
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
     if steps < 1:
         raise ValueError("steps must be at least 1")
-    lr = (SUBJECT_LR if scope == "subject" else LR) if lr is None else lr
+    lr = default_lr(scope) if lr is None else lr
     if lr <= 0:
         raise ValueError("lr must be positive")
     if scope == "subject" and not any(isinstance(x, str) and x.strip() for x in subjects):
