@@ -6,6 +6,8 @@ knows at a fixed, valid false-positive rate — measured, not inherited.
     python -m benchmarks.verdict_power --model knowledge-free             # a scorer that knows nothing
     python -m benchmarks.verdict_power --model smollm2-135m --null-people 200 --known famous,famous_more
         --statistics z --schemes same_origin                               # (one command) 74 famous, default only
+    python -m benchmarks.verdict_power --model smollm2-135m --null-people 200 --known famous,famous_more
+        --unknown fictitious,fictitious_more --statistics z --schemes same_origin   # and 122 fictitious people
     MEMAUDIT_MODELS="$(python -m benchmarks.gemma3_probe env)" python -m benchmarks.verdict_power --model gemma3-270m
         --null-people 200 --null-use 100 --properties P19,P21,P1412 …      # a larger model (benchmarks/gemma3_probe.py)
 
@@ -78,12 +80,16 @@ class Fact:
 
 
 def _people(
-    model: str, null_people: int, seed: int, known: Sequence[str] = ("famous",)
+    model: str,
+    null_people: int,
+    seed: int,
+    known: Sequence[str] = ("famous",),
+    unknown: Sequence[str] = ("fictitious",),
 ) -> list[tuple[str, str, dict[str, list[str]], str]]:
     """(name, group, {pid: true values}, cohort key) for the known and unknown cohorts of ``model`` and the null
-    cohort (whose out-of-pool truths :func:`build_facts` adds). ``known``: the calibration_cohorts.json keys of the
-    known cohort; keys after "famous" come after the null cohort, so every earlier person keeps its index (the seed of
-    its counterfactuals) and its cached sentences."""
+    cohort (whose out-of-pool truths :func:`build_facts` adds). ``known`` / ``unknown``: the calibration_cohorts.json
+    keys of the known and unknown cohorts; keys other than "famous" and "fictitious" come after the null cohort, so
+    every earlier person keeps its index (the seed of its counterfactuals) and its cached sentences."""
     catalog = load_catalog()
     out: list[tuple[str, str, dict[str, list[str]], str]] = []
     if model == "groundtruth-tiny":
@@ -95,12 +101,13 @@ def _people(
     else:
         cohorts = json.loads((REPO / "benchmarks" / "calibration_cohorts.json").read_text())
         first = [("famous", "known")] if "famous" in known else []
-        out += _cohort_people(cohorts, [*first, ("fictitious", "unknown")])
+        out += _cohort_people(cohorts, [*first, *([("fictitious", "unknown")] if "fictitious" in unknown else [])])
     for person in cohort(null_people, PIDS, catalog, seed):
         facts = {pid: [person.facts[pid]] for pid in PIDS}
         out.append((person.name, f"null:{person.locale}:{person.index}", facts, "null"))
     if model != "groundtruth-tiny":
         out += _cohort_people(cohorts, [(key, "known") for key in known if key != "famous"])
+        out += _cohort_people(cohorts, [(key, "unknown") for key in unknown if key != "fictitious"])
     return out
 
 
@@ -118,14 +125,19 @@ def _cohort_people(
 
 
 def build_facts(
-    model: str, null_people: int, seed: int, known: Sequence[str] = ("famous",), null_use: int | None = None
+    model: str,
+    null_people: int,
+    seed: int,
+    known: Sequence[str] = ("famous",),
+    null_use: int | None = None,
+    unknown: Sequence[str] = ("fictitious",),
 ) -> list[Fact]:
     """Every fact of the known, unknown and null cohorts. ``null_use``: keep only the first ``null_use`` null people
     (the others are still drawn, so every person after the null keeps the index, hence the counterfactuals, of a run
     with ``null_people``)."""
     catalog = load_catalog()
     facts = []
-    for i, (name, group, by_pid, key) in enumerate(_people(model, null_people, seed, known)):
+    for i, (name, group, by_pid, key) in enumerate(_people(model, null_people, seed, known, unknown)):
         if null_use is not None and group.startswith("null:") and int(group.rsplit(":", 1)[1]) >= null_use:
             continue
         names = {
@@ -316,6 +328,9 @@ def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dic
                 "cohorts": {
                     key: [sum(hits.get(pid, [])), len(hits.get(pid, []))] for key, hits in sorted(by_cohort.items())
                 },
+                # the mean statistic of each cohort and of the in-pool null: where a cohort sits in the null's
+                # distribution, not only in its 1 % tail
+                "mean_statistic": _means(stats, nulls.get((pid, 1, True)), pid),
             }
             for pid in PIDS
         }
@@ -337,6 +352,16 @@ def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dic
             }
         )
     return rows
+
+
+def _means(stats: list[tuple[Fact, FactStat]], null: EmpiricalNull | None, pid: str) -> dict[str, float | None]:
+    by: dict[str, list[float]] = {}
+    for f, s in stats:
+        if f.pid == pid and s.statistic is not None:
+            by.setdefault(f.cohort, []).append(s.statistic)
+    if null is not None:
+        by["null"] = [s.statistic for s in null.facts if s.statistic is not None]
+    return {key: round(sum(v) / len(v), 3) if v else None for key, v in sorted(by.items())}
 
 
 def _covers(hits: list[int], rate: float) -> bool:
@@ -395,6 +420,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="calibration_cohorts.json keys of the known cohort, comma-separated (e.g. famous,famous_more); results"
         " go under MODEL, or MODEL:KEYS when not the default",
     )
+    ap.add_argument(
+        "--unknown",
+        default="fictitious",
+        help="calibration_cohorts.json keys of the unknown cohort, comma-separated (e.g. fictitious,fictitious_more);"
+        " results go under a key that names them when not the default",
+    )
     ap.add_argument("--statistics", default=",".join(STATISTICS), help="comma-separated subset of " + str(STATISTICS))
     ap.add_argument(
         "--schemes",
@@ -403,6 +434,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
     known = tuple(k for k in args.known.split(",") if k)
+    unknown = tuple(k for k in args.unknown.split(",") if k)
     properties = _subset(args.properties, PIDS, "--properties")
     STATISTICS, SCHEMES = (
         _subset(args.statistics, STATISTICS, "--statistics"),
@@ -411,7 +443,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("MEMAUDIT_TORCH_THREADS", str(args.threads))
     MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS = args.counterfactuals, (args.counterfactuals // 2, args.counterfactuals)
     started, load = time.monotonic(), os.getloadavg()[0]
-    facts = build_facts(args.model, args.null_people, args.seed, known, args.null_use)
+    facts = build_facts(args.model, args.null_people, args.seed, known, args.null_use, unknown)
     # a subset of properties: the same people and draws (the null cohort is drawn for all five), fewer facts
     facts, PIDS = [f for f in facts if f.pid in properties], properties
     nll = score_everything(args.model, facts, NllCache(args.cache, args.model), args.chunk)
@@ -419,6 +451,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print_table(rows, args.level)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     key = args.model if known == ("famous",) else f"{args.model}:{'+'.join(known)}"
+    key += f":unknown={'+'.join(unknown)}" if unknown != ("fictitious",) else ""
     key += f":null{args.null_use}" if args.null_use is not None else ""
     key += f":{'+'.join(properties)}" if len(properties) < 5 else ""
     results[key] = {
@@ -431,6 +464,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "counterfactuals_drawn": args.counterfactuals,
         "level": args.level,
         "known_cohorts": list(known),
+        "unknown_cohorts": list(unknown),
         "facts": {g: sum(f.group == g for f in facts) for g in ("known", "unknown", "null", "null_out")},
         "out_of_pool": {g: sum(f.group == g and not f.in_pool for f in facts) for g in ("known", "unknown")},
         "variants": rows,
