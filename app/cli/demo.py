@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from app.cli.audit import SHARE_NOTE, add_audit_options, audit_options, plan_line, print_table
+from app.cli.audit import (
+    SHARE_NOTE,
+    add_audit_options,
+    audit_options,
+    plan_line,
+    print_table,
+    typical_names_line,
+)
 from app.cli.client import Client, add_client_arguments, make_client
 from app.cli.output import duration, failure_line, null_source_line, wait, wait_for_nulls
 from app.db.vocabulary import AuditStatus
@@ -113,6 +120,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     policy = DEFAULT if calibrated else NO_NULL
     n = write_forget_set(client, [a for _, a in audits], Path(args.output), policy)
     print(f"\n{SHARE_NOTE}.")
+    if caveat := typical_names_line(all_facts):
+        print(caveat)
     memorized = sum(bool((f.get("calibration") or {}).get("memorized")) for f in all_facts)
     print(
         f"{memorized}/{total} facts memorized (p <= 0.01 against the model's null); {lenient}/{total} have a true"

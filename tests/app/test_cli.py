@@ -150,3 +150,16 @@ def test_serve_runs_audits_submitted_over_http(cli_env):
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def test_the_typical_names_caveat_names_exactly_the_measured_properties_shown():
+    """Under a table that shows citizenship, birthplace or languages the CLI says their null understates the
+    false-positive rate for ordinary names (docs/measures.md, 'Typical names'); a table of occupation and gender only
+    says nothing."""
+    from app.cli.audit import typical_names_line
+
+    assert typical_names_line([{"property": "P106"}, {"property": "P21"}]) is None
+    assert typical_names_line([]) is None
+    line = typical_names_line([{"property": "P1412"}, {"property": "P106"}, {"property": "P27"}])
+    assert line is not None and line.startswith("citizenship, languages: ") and "3-6 %" in line
+    assert "Typical names" in line
