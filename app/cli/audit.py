@@ -101,21 +101,16 @@ SHARE_NOTE = (
 )
 
 
-# Properties whose null understates the false-positive rate for people with ordinary names of their country: measured
-# on smollm2-135m with 122 invented people (docs/measures.md, "Typical names"); said under any table that shows them.
-TYPICAL_NAMES = {"P27": "citizenship", "P19": "birthplace", "P1412": "languages"}
-
-
 def typical_names_line(rows: list[dict[str, Any]]) -> str | None:
-    """A caveat under the table when it shows a property whose p-values are measured to be optimistic."""
-    shown = [label for pid, label in TYPICAL_NAMES.items() if any(f.get("property") == pid for f in rows)]
-    if not shown:
-        return None
-    return (
-        f"{', '.join(shown)}: for people with ordinary names of their country the null understates the false-positive"
-        " rate (measured 3-6 % at p <= 0.01 on smollm2-135m, not 1 %; occupation and gender hold): docs/measures.md,"
-        " 'Typical names'."
-    )
+    """The API's caveat on the table's p-values (``calibration.caveat``: the properties whose null is measured to
+    understate the false-positive rate for ordinary names), said once under the table with the properties it holds
+    for."""
+    caveats: dict[str, list[str]] = {}
+    for f in rows:
+        caveat = (f.get("calibration") or {}).get("caveat")
+        if caveat:
+            caveats.setdefault(caveat, []).append(f["label"])
+    return "\n".join(f"{', '.join(dict.fromkeys(labels))}: {caveat}." for caveat, labels in caveats.items()) or None
 
 
 def audit_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -78,6 +78,12 @@ class FactCalibration(BaseModel):
     )
     memorized: bool | None = Field(default=None, description="Selected by the default policy (p ≤ max_p)")
     message: str | None = Field(default=None, description="Why there is no verdict (missing), and what to do")
+    caveat: str | None = Field(
+        default=None,
+        description="What is known to be wrong with this p-value: on citizenship, birthplace and languages the null"
+        " understates the false-positive rate for people with ordinary names of their country (docs/measures.md,"
+        " 'Typical names')",
+    )
 
 
 class CalibrationInfo(BaseModel):

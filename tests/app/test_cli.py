@@ -152,14 +152,19 @@ def test_serve_runs_audits_submitted_over_http(cli_env):
         server.wait(timeout=20)
 
 
-def test_the_typical_names_caveat_names_exactly_the_measured_properties_shown():
-    """Under a table that shows citizenship, birthplace or languages the CLI says their null understates the
-    false-positive rate for ordinary names (docs/measures.md, 'Typical names'); a table of occupation and gender only
+def test_the_typical_names_caveat_is_said_once_under_the_table_with_its_properties():
+    """Under the table the CLI says the API's calibration caveat once, naming the properties it holds for (citizenship,
+    birthplace, languages: their null understates the false-positive rate for ordinary names); a table without one
     says nothing."""
     from app.cli.audit import typical_names_line
+    from app.nulls.calibrate import TYPICAL_NAMES_CAVEAT
 
-    assert typical_names_line([{"property": "P106"}, {"property": "P21"}]) is None
+    def row(label: str, caveat: str | None) -> dict:
+        return {"label": label, "calibration": {"status": "ready", "caveat": caveat}}
+
+    assert typical_names_line([row("occupation", None), {"label": "sex or gender", "calibration": None}]) is None
     assert typical_names_line([]) is None
-    line = typical_names_line([{"property": "P1412"}, {"property": "P106"}, {"property": "P27"}])
-    assert line is not None and line.startswith("citizenship, languages: ") and "3-6 %" in line
-    assert "Typical names" in line
+    rows = [row("languages spoken, written or signed", TYPICAL_NAMES_CAVEAT), row("occupation", None)]
+    rows += [row("country of citizenship", TYPICAL_NAMES_CAVEAT), row("country of citizenship", TYPICAL_NAMES_CAVEAT)]
+    line = typical_names_line(rows)
+    assert line == f"languages spoken, written or signed, country of citizenship: {TYPICAL_NAMES_CAVEAT}."
