@@ -25,9 +25,10 @@ def test_extra_unknown_cohorts_come_after_the_null_and_keep_every_earlier_draw()
 
 def test_hand_made_cohorts_are_well_formed():
     catalog = load_catalog()
-    names = [p["name"] for key in ("famous", "fictitious", "famous_more", "fictitious_more") for p in COHORTS[key]]
-    assert len(names) == len(set(names)) == 24 + 22 + 50 + 100
-    for p in COHORTS["fictitious_more"]:
+    keys = ("famous", "fictitious", "famous_more", "fictitious_more", "fictitious_other")
+    names = [p["name"] for key in keys for p in COHORTS[key]]
+    assert len(names) == len(set(names)) == 24 + 22 + 50 + 100 + 142
+    for p in COHORTS["fictitious_more"] + COHORTS["fictitious_other"]:
         facts = {f["property"]: f["value"] for f in p["facts"]}
         assert sorted(facts) == sorted(vp.PIDS) and facts["P21"] in ("male", "female"), p["name"]
         for pid in ("P106", "P27", "P19", "P1412"):  # in-pool values: judged against the in-pool null
