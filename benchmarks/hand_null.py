@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections.abc import Sequence
+from pathlib import Path
 
 from benchmarks import verdict_power as vp
 from core.measures.null import EmpiricalNull, FactStat
@@ -38,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     vp.SCHEMES = ("same_origin",)
     facts = vp.build_facts(args.model, 200, 0, KNOWN, None, UNKNOWN)
-    cache = vp.NllCache(vp.Path(args.cache), args.model)
+    cache = vp.NllCache(Path(args.cache), args.model)
     out: dict = {}
     for pid in vp.PIDS:
         chosen = [f for f in facts if f.pid == pid and f.in_pool and f.group != "null_out"]

@@ -65,6 +65,7 @@ SCHEMES = ("reversed", "same_origin", "both", "none")
 STATISTICS = ("share", "rank", "z", "logshare")
 TEMPLATE_COUNTS = (1, 3)
 COUNTERFACTUAL_COUNTS = (10, 20)
+FIRST = {"famous": "known", "fictitious": "unknown"}  # the cohorts before the null (later ones come after it)
 
 
 @dataclass
@@ -100,14 +101,13 @@ def _people(
                 out.append((p["name"], group, facts, split))
     else:
         cohorts = json.loads((REPO / "benchmarks" / "calibration_cohorts.json").read_text())
-        first = [("famous", "known")] if "famous" in known else []
-        out += _cohort_people(cohorts, [*first, *([("fictitious", "unknown")] if "fictitious" in unknown else [])])
+        out += _cohort_people(cohorts, [(key, group) for key, group in FIRST.items() if key in (*known, *unknown)])
     for person in cohort(null_people, PIDS, catalog, seed):
         facts = {pid: [person.facts[pid]] for pid in PIDS}
         out.append((person.name, f"null:{person.locale}:{person.index}", facts, "null"))
     if model != "groundtruth-tiny":
-        out += _cohort_people(cohorts, [(key, "known") for key in known if key != "famous"])
-        out += _cohort_people(cohorts, [(key, "unknown") for key in unknown if key != "fictitious"])
+        later = [(key, "known") for key in known] + [(key, "unknown") for key in unknown]
+        out += _cohort_people(cohorts, [(key, group) for key, group in later if key not in FIRST])
     return out
 
 
