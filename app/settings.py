@@ -200,7 +200,9 @@ class Settings(BaseSettings):
         ),
     )
     null_min_people: int = Field(default=20, description="fictitious people a null audits at least")
-    null_max_people: int = Field(default=2000, description="fictitious people a null audits at most")
+    null_max_people: int = Field(
+        default=2000, description="fictitious people a null audits at most (and at most the hand-written roster's 775)"
+    )
     null_job_sentences: int = Field(
         default=2000,
         ge=1,

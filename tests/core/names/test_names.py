@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from core.catalog import load_catalog
-from core.names.fictitious import cohort
+from core.names.fictitious import ROSTER_SIZE, cohort, roster
 from core.names.lookalikes import _pools, fold, lookalike_names, name_origin, same_origin_names
 from core.names.origins import BY_LOCALE, name_lists, transliterate
 
@@ -51,17 +53,47 @@ def test_null_people_have_facts_that_fit_their_names():
     people = cohort(60, pids, load_catalog(), seed=3)
     assert len({p.name for p in people}) == 60
     assert people == cohort(60, pids, load_catalog(), seed=3)  # deterministic
+    assert [p.name for p in people] != [p.name for p in cohort(60, pids, load_catalog(), seed=4)]  # seeded order
+    written = {(r.name, r.locale, r.gender) for r in roster()}
     for p in people:
         origin = BY_LOCALE[p.locale]
-        first, last = p.name.split()
+        assert (p.name, p.locale, p.gender) in written  # a hand-written person, as written
         assert p.facts["P27"] == origin.country and p.facts["P1412"] == origin.language
         assert p.facts["P19"] in origin.cities and p.facts["P21"] == p.gender
-        assert (p.facts["P735"], p.facts["P734"]) == (first, last)
-        assert first in name_lists(p.locale).first[p.gender]
+        assert f"{p.facts['P735']} {p.facts['P734']}" == p.name or p.locale.startswith(("zh_", "vi_"))
         assert p.facts["P106"] in load_catalog().get("P106").pool
     catalog = load_catalog()
     for pid in ("P27", "P19", "P1412"):  # the fitting values are the catalog's pool values
         assert {p.facts[pid] for p in people} <= set(catalog.get(pid).pool)
+
+
+def test_the_roster_is_hand_written_people_of_every_origin_kept_apart_from_the_benchmark_cohorts():
+    """The null's people: distinct names, each origin's tradition, 2+2 per origin and writer at most, no name of
+    the benchmark cohorts that validate the null (benchmarks/calibration_cohorts.json)."""
+    import json
+    from collections import Counter
+    from pathlib import Path
+
+    from core.names.origins import ORIGINS
+
+    people = roster()
+    assert len(people) == ROSTER_SIZE and len({p.name for p in people}) == ROSTER_SIZE
+    assert {p.locale for p in people} == {o.locale for o in ORIGINS}
+    assert {p.gender for p in people} == {"male", "female"} and {p.writer for p in people} == {1, 2, 3, 4}
+    per = Counter((p.locale, p.writer, p.gender) for p in people)
+    assert max(per.values()) == 2
+    assert all(sum(n for (loc, _, _), n in per.items() if loc == o.locale) >= 10 for o in ORIGINS)
+    cohorts = json.loads((Path(__file__).parents[3] / "benchmarks" / "calibration_cohorts.json").read_text())
+    held_out = {p["name"] for key, group in cohorts.items() if key != "note" for p in group}
+    assert not held_out & {p.name for p in people}
+    # Chinese and Vietnamese names are written family name first
+    zh = next(p for p in cohort(ROSTER_SIZE, ["P734"], load_catalog(), seed=0) if p.locale == "zh_CN")
+    assert zh.name.startswith(zh.facts["P734"] + " ")
+
+
+def test_a_cohort_holds_at_most_the_roster():
+    with pytest.raises(ValueError, match="at most the roster's 775 people"):
+        cohort(ROSTER_SIZE + 1, ["P27"], load_catalog(), seed=0)
 
 
 def test_every_origin_fits_the_catalog_pools():
