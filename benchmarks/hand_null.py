@@ -1,44 +1,62 @@
-"""A null of hand-written people: judge each hand-made fictitious cohort (and the famous) against another cohort of
-invented people with ordinary names, written by another hand, instead of against the generated null — the check
-behind docs/measures.md, "Typical names" (what a null as typical as real names would find).
+"""Hand-made cohorts as nulls of each other: judge each hand-made fictitious cohort (and the famous) against another
+cohort of invented people with ordinary names written by another hand, and against the service's null (since
+generator hand-written-1 its people are the hand-written roster, core/names/null_roster.json; before, random
+combinations of Faker's name lists) — the check behind docs/measures.md, "Typical names".
 
     python -m benchmarks.verdict_power --model smollm2-135m --null-people 200 --known famous,famous_more \\
         --unknown fictitious,fictitious_more,fictitious_other --statistics z --schemes same_origin   # scores, caches
-    python -m benchmarks.hand_null                                                                 # then this
+    python -m benchmarks.hand_null --out benchmarks/results_verdict_power_roster.json              # then this
 
-Reads the NLLs that verdict_power cached (``var/verdict_power_nll.sqlite3``; scores nothing) and computes the
-default variant (truth z, same-origin look-alikes, baseline + 2 paraphrases, 20 counterfactuals) exactly as
-verdict_power does; in-pool facts only. Prints, per property, each cohort's mean statistic and, for each choice of
-null (a hand-written cohort, or the generated null), how many facts of the judged cohorts reach p <= 0.01 [<= 0.05]
-and the null's own leave-one-out count.
+Reads the NLLs that verdict_power cached (``--cache``, ``var/verdict_power_nll.sqlite3`` by default; scores
+nothing) and computes the default variant (truth z, same-origin look-alikes, baseline + 2 paraphrases, 20
+counterfactuals) exactly as verdict_power does; in-pool facts only. Prints, per property, each cohort's mean
+statistic and, for each choice of null, how many facts of the judged cohorts reach p <= 0.01 [<= 0.05] and the null's
+own leave-one-out count; against the service's null, also the invented people whose origin the null has and the
+others apart (``unknown_covered``, ``unknown_other_origins``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks import verdict_power as vp
 from core.measures.null import EmpiricalNull, FactStat
+from core.names.origins import ORIGINS
 
 DEFAULT = {"statistic": "z", "scheme": "same_origin", "templates": 3, "counterfactuals": 20}
 KNOWN, UNKNOWN = ("famous", "famous_more"), ("fictitious", "fictitious_more", "fictitious_other")
 NULLS = {  # the null -> the cohorts judged against it
     "fictitious_other": ("fictitious", "fictitious_more", "famous", "famous_more"),
     "fictitious_more": ("fictitious_other", "fictitious", "famous", "famous_more"),
-    # the service's null: since generator hand-written-1, people of the hand-written roster (core/names/null_roster.json,
-    # four other writers); before, random combinations of Faker's name lists
+    # the service's null: since generator hand-written-1, people of the hand-written roster
+    # (core/names/null_roster.json, four other writers); before, random combinations of Faker's name lists
     "null": ("fictitious", "fictitious_more", "fictitious_other", "famous", "famous_more"),
 }
+
+
+def origin_covered() -> Callable[[str], bool]:
+    """Whether an invented person's citizenship is the country of one of the null's origins (core/names/origins.py):
+    a person of another tradition is read by the origin reader as some other one, and the null has no such people."""
+    countries = {o.country for o in ORIGINS}
+    cohorts = json.loads((vp.REPO / "benchmarks" / "calibration_cohorts.json").read_text())
+    citizenship = {
+        p["name"]: next(f["value"] for f in p["facts"] if f["property"] == "P27") for k in UNKNOWN for p in cohorts[k]
+    }
+    return lambda name: citizenship[name] in countries
 
 
 def main(argv: Sequence[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--cache", default=str(vp.REPO / "var" / "verdict_power_nll.sqlite3"))
+    ap.add_argument("--out", type=Path, default=None, help="also store the result under 'hand_null' in this JSON file")
     args = ap.parse_args(argv)
+    covered = origin_covered()
     vp.SCHEMES = ("same_origin",)
     facts = vp.build_facts(args.model, 200, 0, KNOWN, None, UNKNOWN)
     cache = vp.NllCache(Path(args.cache), args.model)
@@ -48,18 +66,31 @@ def main(argv: Sequence[str] | None = None) -> dict:
         nll = cache.get([p for f in chosen for p in vp.sentences(f)])
         by: dict[str, list[FactStat]] = {}
         for f in chosen:
-            by.setdefault(f.cohort or "null", []).append(vp.fact_outcome(f, nll, DEFAULT))
+            stat = vp.fact_outcome(f, nll, DEFAULT)
+            by.setdefault(f.cohort or "null", []).append(stat)
+            if f.cohort in UNKNOWN:  # the invented people whose origin the null's roster has, and the others
+                by.setdefault("unknown_covered" if covered(f.person) else "unknown_other_origins", []).append(stat)
         means = {k: round(statistics.mean(s.statistic for s in v), 2) for k, v in by.items()}
         print(f"{pid} mean truth z: {means}")
         out[pid] = {"mean_statistic": means, "nulls": {}}
         for null_key, judged in NULLS.items():
             null = EmpiricalNull(by[null_key])
             row = {"null_loo_p01": sum(p <= 0.01 for p in null.leave_one_out_p_values()), "null_size": len(null)}
-            for key in judged:
-                ps = [null.p_value(s) for s in by[key]]
+            for key in judged + (("unknown_covered", "unknown_other_origins") if null_key == "null" else ()):
+                ps = [null.p_value(s) for s in by.get(key, [])]
                 row[key] = [sum(p <= 0.01 for p in ps), sum(p <= 0.05 for p in ps), len(ps)]
             out[pid]["nulls"][null_key] = row
             print(f"  null = {null_key}: {row}")
+    if args.out:
+        results = json.loads(args.out.read_text()) if args.out.exists() else {}
+        results["hand_null"] = {
+            "measured": time.strftime("%Y-%m-%d"),
+            "model": args.model,
+            "variant": DEFAULT,
+            "counts": "[p <= 0.01, p <= 0.05, facts] per judged cohort; in-pool facts only",
+            "properties": out,
+        }
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
     return out
 
 

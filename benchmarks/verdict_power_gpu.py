@@ -5,13 +5,16 @@ scores them in about a minute. The lent machine has torch and transformers but n
 and carries 64 MiB a call, so:
 
     python -m benchmarks.verdict_power_gpu export --model smollm2-135m --null-people 200 --dir .gpu
+        # (--known, --unknown, --schemes as verdict_power's: only the sentences that run needs)
         # here: every sentence the cache lacks, tokenized by the project's own scorer exactly as it scores them
         # (document start + tokens; the prefix's tokens as the shared key), as token ids (np.savez_compressed),
         # with a check sample of 2,000 sentences the cache already holds (CPU-scored); their cache keys stay here
         # (.gpu_keep/keys.npy: 64 hex digits each, too large to travel)
     python benchmarks/verdict_power_gpu.py score --dir .gpu --gguf DIR/FILE.gguf --out OUT
         # there: the same weights (the GGUF file, de-quantized by transformers as here, float32, TF32 off) and the
-        # same engine (workers/lm/engine.py, prefix sharing), writes OUT/nll.npz
+        # same engine (workers/lm/engine.py, prefix sharing, loaded without the service's settings), writes
+        # OUT/nll.npz. transformers reads GGUF with the ``gguf`` package: where the machine lacks it (the lent H200
+        # on 2026-11-27 did), carry site-packages/gguf and its gguf-*.dist-info in a folder put on PYTHONPATH
     python -m benchmarks.verdict_power_gpu import --model smollm2-135m --file OUT/nll.npz
         # here: refuses unless the check sample agrees with the CPU's NLLs (max |difference| <= 5e-3 nats; measured
         # on an H100: max 1.15e-3, mean 7.4e-5), then stores the new NLLs in the cache under their sentences' keys
@@ -47,7 +50,9 @@ def export(args: argparse.Namespace) -> None:
     from workers.lm.registry import load_scorer
 
     vp.MAX_COUNTERFACTUALS = args.counterfactuals
-    facts = vp.build_facts(args.model, args.null_people, args.seed)
+    vp.SCHEMES = tuple(args.schemes.split(","))  # only the look-alikes these schemes need
+    known_cohorts, unknown_cohorts = tuple(args.known.split(",")), tuple(args.unknown.split(","))
+    facts = vp.build_facts(args.model, args.null_people, args.seed, known_cohorts, None, unknown_cohorts)
     cache = vp.NllCache(args.cache, args.model)
     pairs = list({vp.NllCache.key(p): p for f in facts for p in vp.sentences(f)}.items())
     known = cache.get([p for _, p in pairs])
@@ -88,6 +93,26 @@ def split(args: argparse.Namespace) -> None:
     print(hashlib.sha256(data).hexdigest())
 
 
+def _engine_class() -> type:
+    """workers.lm.engine.Engine without workers/lm/__init__.py, which imports the model registry and with it the
+    service's settings (pydantic), absent on the lent machines: the engine's three modules are copied into a
+    package of their own, first on the path."""
+    import shutil
+    import tempfile
+
+    repo = Path(__file__).resolve().parent.parent
+    shim = Path(tempfile.mkdtemp(prefix="engine-shim-"))
+    (shim / "workers" / "lm").mkdir(parents=True)
+    for init in (shim / "workers" / "__init__.py", shim / "workers" / "lm" / "__init__.py"):
+        init.touch()
+    for name in ("engine.py", "plan.py", "base.py"):
+        shutil.copy(repo / "workers" / "lm" / name, shim / "workers" / "lm" / name)
+    sys.path.insert(0, str(shim))
+    from workers.lm.engine import Engine
+
+    return Engine
+
+
 def score(args: argparse.Namespace) -> None:
     """Runs on the GPU machine: torch, transformers, gguf and workers/lm/{engine,plan,base}.py only."""
     import time
@@ -95,7 +120,7 @@ def score(args: argparse.Namespace) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from workers.lm.engine import Engine
+    Engine = _engine_class()  # noqa: N806
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -151,6 +176,9 @@ def main() -> None:
     e.add_argument("--null-people", type=int, default=200)
     e.add_argument("--counterfactuals", type=int, default=20)
     e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--known", default="famous", help="as verdict_power's --known")
+    e.add_argument("--unknown", default="fictitious", help="as verdict_power's --unknown")
+    e.add_argument("--schemes", default="reversed,same_origin,both,none", help="as verdict_power's --schemes")
     e.add_argument("--cache", type=Path, default=repo / "var" / "verdict_power_nll.sqlite3")
     e.add_argument("--dir", type=Path, default=repo / ".gpu")
     e.add_argument("--keys", type=Path, default=repo / ".gpu_keep" / "keys.npy")

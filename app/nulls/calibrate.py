@@ -52,12 +52,12 @@ OUT_OF_POOL = (
 OLD_NULL = (
     "the null was computed before the verdict statistic existed: POST a null audit (kind null) to compute it again"
 )
-# Properties whose null understates the false-positive rate for people with ordinary names of their country:
-# measured on smollm2-135m with 122 invented people (docs/measures.md, "Typical names"); a ready verdict says so.
-TYPICAL_NAMES = frozenset({"P27", "P19", "P1412"})  # citizenship, birthplace, languages
+# Properties whose null is measured to understate the false-positive rate for people with ordinary names of their
+# country even with the hand-written null (docs/measures.md, "Typical names"); a ready verdict says so.
+TYPICAL_NAMES = frozenset({"P19"})  # birthplace
 TYPICAL_NAMES_CAVEAT = (
-    "for people with ordinary names of their country the null understates the false-positive rate of this property"
-    " (measured 3-6 % at p <= 0.01 on smollm2-135m, not 1 %; occupation and gender hold): docs/measures.md,"
+    "for invented people with ordinary names this null holds at p <= 0.01 (1.6 % measured on smollm2-135m) but"
+    " understates the false-positive rate at lenient thresholds (10.6 % at p <= 0.05, not 5 %): docs/measures.md,"
     " 'Typical names'"
 )
 TOO_MANY = f"more than {MAX_TRUE_VALUES} true values: the null holds facts with 1 to {MAX_TRUE_VALUES}"

@@ -35,7 +35,7 @@ def test_missing_created_by_a_submission_pending_failed_changed_and_ready(pg_env
     """Postgres + Redis without a worker: queued null audits stay queued."""
     from app.db.engine import session_scope
     from app.db.models import Audit, NullDistribution, NullFact
-    from app.nulls.calibrate import CHANGED, MISSING, TYPICAL_NAMES_CAVEAT, Calibrator
+    from app.nulls.calibrate import CHANGED, MISSING, TYPICAL_NAMES, TYPICAL_NAMES_CAVEAT, Calibrator
     from app.nulls.service import ensure_nulls
     from app.settings import get_settings
     from core.measures.null import FactStat
@@ -99,8 +99,8 @@ def test_missing_created_by_a_submission_pending_failed_changed_and_ready(pg_env
         assert cal.status == "ready" and cal.null_audit_id == queued and cal.p_value == 0.5
         assert not Calibrator(s).pending(audit, "P27"), "a ready null is not pending (read without its facts)"
         assert cal.fpr["lenient"].k == 1 and cal.fpr["lenient"].n == 3 and cal.memorized is False
-        # citizenship: the null is measured to understate the false-positive rate for ordinary names (docs/measures.md)
-        assert cal.caveat == TYPICAL_NAMES_CAVEAT and "3-6 %" in cal.caveat
+        # citizenship holds against the hand-written null; only birthplace carries a caveat (docs/measures.md)
+        assert cal.caveat is None and TYPICAL_NAMES == {"P19"} and "10.6 %" in TYPICAL_NAMES_CAVEAT
 
 
 def test_a_resumed_nulls_time_left_is_at_its_scoring_rate_not_diluted_by_the_pause():
