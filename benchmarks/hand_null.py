@@ -50,12 +50,63 @@ def origin_covered() -> Callable[[str], bool]:
     return lambda name: citizenship[name] in countries
 
 
+WRITER_PIDS = ("P27", "P19", "P1412")
+
+
+def writers(args: argparse.Namespace) -> dict:
+    """Leave one writer out: the roster's people of each writer against a null of the other three writers' people
+    (in-pool facts, the default variant). The cohorts other than the first two come after the null cohort, so they
+    are left out here: 775 null people would move their counterfactual draws."""
+    from core.names.fictitious import ROSTER_SIZE, roster
+
+    vp.SCHEMES = ("same_origin",)
+    writer = {r.name: r.writer for r in roster()}
+    facts = vp.build_facts(args.model, ROSTER_SIZE, 0, ("famous",), None, ("fictitious",))
+    cache = vp.NllCache(Path(args.cache), args.model)
+    out: dict = {}
+    for pid in WRITER_PIDS:
+        chosen = [f for f in facts if f.pid == pid and f.in_pool and f.group == "null"]
+        nll = cache.get([p for f in chosen for p in vp.sentences(f)])
+        by: dict[int, list[FactStat]] = {}
+        for f in chosen:
+            by.setdefault(writer[f.person], []).append(vp.fact_outcome(f, nll, DEFAULT))
+        out[pid] = {
+            "mean_statistic": {
+                f"writer {w}": round(statistics.mean(s.statistic for s in v), 2) for w, v in sorted(by.items())
+            }
+        }
+        for w in sorted(by):
+            null = EmpiricalNull([s for other, v in by.items() if other != w for s in v])
+            ps = [null.p_value(s) for s in by[w]]
+            out[pid][f"writer {w}"] = [sum(p <= 0.01 for p in ps), sum(p <= 0.05 for p in ps), len(ps), len(null)]
+        print(pid, out[pid])
+    if args.out:
+        results = json.loads(args.out.read_text()) if args.out.exists() else {}
+        results["roster_writers"] = {
+            "measured": time.strftime("%Y-%m-%d"),
+            "model": args.model,
+            "variant": DEFAULT,
+            "counts": "writer w: [p <= 0.01, p <= 0.05, facts, null facts of the other writers]; in-pool facts",
+            "properties": out,
+        }
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--cache", default=str(vp.REPO / "var" / "verdict_power_nll.sqlite3"))
     ap.add_argument("--out", type=Path, default=None, help="also store the result under 'hand_null' in this JSON file")
+    ap.add_argument(
+        "--writers",
+        action="store_true",
+        help="instead: each roster writer's people judged against the other three writers' (all 775 null people;"
+        " citizenship, birthplace, languages), stored under 'roster_writers'",
+    )
     args = ap.parse_args(argv)
+    if args.writers:
+        return writers(args)
     covered = origin_covered()
     vp.SCHEMES = ("same_origin",)
     facts = vp.build_facts(args.model, 200, 0, KNOWN, None, UNKNOWN)

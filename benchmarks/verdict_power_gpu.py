@@ -53,6 +53,7 @@ def export(args: argparse.Namespace) -> None:
     vp.SCHEMES = tuple(args.schemes.split(","))  # only the look-alikes these schemes need
     known_cohorts, unknown_cohorts = tuple(args.known.split(",")), tuple(args.unknown.split(","))
     facts = vp.build_facts(args.model, args.null_people, args.seed, known_cohorts, None, unknown_cohorts)
+    facts = [f for f in facts if f.pid in args.properties.split(",")]
     cache = vp.NllCache(args.cache, args.model)
     pairs = list({vp.NllCache.key(p): p for f in facts for p in vp.sentences(f)}.items())
     known = cache.get([p for _, p in pairs])
@@ -179,6 +180,7 @@ def main() -> None:
     e.add_argument("--known", default="famous", help="as verdict_power's --known")
     e.add_argument("--unknown", default="fictitious", help="as verdict_power's --unknown")
     e.add_argument("--schemes", default="reversed,same_origin,both,none", help="as verdict_power's --schemes")
+    e.add_argument("--properties", default="P106,P27,P19,P21,P1412", help="as verdict_power's --properties")
     e.add_argument("--cache", type=Path, default=repo / "var" / "verdict_power_nll.sqlite3")
     e.add_argument("--dir", type=Path, default=repo / ".gpu")
     e.add_argument("--keys", type=Path, default=repo / ".gpu_keep" / "keys.npy")

@@ -53,12 +53,13 @@ OLD_NULL = (
     "the null was computed before the verdict statistic existed: POST a null audit (kind null) to compute it again"
 )
 # Properties whose null is measured to understate the false-positive rate for people with ordinary names of their
-# country even with the hand-written null (docs/measures.md, "Typical names"); a ready verdict says so.
-TYPICAL_NAMES = frozenset({"P19"})  # birthplace
+# country at lenient thresholds, even with the hand-written null (docs/measures.md, "Typical names"); a ready verdict
+# says so.
+TYPICAL_NAMES = frozenset({"P27", "P19", "P1412"})  # citizenship, birthplace, languages
 TYPICAL_NAMES_CAVEAT = (
-    "for invented people with ordinary names this null holds at p <= 0.01 (1.6 % measured on smollm2-135m) but"
-    " understates the false-positive rate at lenient thresholds (10.6 % at p <= 0.05, not 5 %): docs/measures.md,"
-    " 'Typical names'"
+    "for people with ordinary names of their country this null's rate holds at p <= 0.01 within a factor of two"
+    " (1.2-2.3 % measured on smollm2-135m with invented people written by other hands), and lenient thresholds"
+    " understate it (5-12 % at p <= 0.05): docs/measures.md, 'Typical names'"
 )
 TOO_MANY = f"more than {MAX_TRUE_VALUES} true values: the null holds facts with 1 to {MAX_TRUE_VALUES}"
 

@@ -80,9 +80,9 @@ class FactCalibration(BaseModel):
     message: str | None = Field(default=None, description="Why there is no verdict (missing), and what to do")
     caveat: str | None = Field(
         default=None,
-        description="What is known to be wrong with this p-value: on birthplace the null understates the"
-        " false-positive rate at lenient thresholds (p <= 0.05) for people with ordinary names of their country"
-        " (docs/measures.md, 'Typical names')",
+        description="What is known to be wrong with this p-value: on citizenship, birthplace and languages the null's"
+        " rate holds within a factor of two at p <= 0.01 for people with ordinary names of their country and lenient"
+        " thresholds understate it (docs/measures.md, 'Typical names')",
     )
 
 

@@ -136,9 +136,9 @@ def test_a_one_shot_audit_prints_p_values_from_the_shipped_null(cli_env, tmp_pat
     rows = [line for line in run.stdout.splitlines() if "Ghana" in line or "Naples" in line or "statistician" in line]
     assert len(rows) == 3 and not any("pending" in r for r in rows), run.stdout
     assert all(" yes " in r or " no " in r for r in rows), run.stdout  # a verdict in every row
-    # birthplace is shown: the caveat measured for ordinary names is said under the table, for it alone
-    caveat = next(line for line in run.stdout.splitlines() if "ordinary names" in line)
-    assert caveat.startswith("place of birth: for invented people with ordinary names"), caveat
+    # citizenship and birthplace are shown: the caveat measured for ordinary names is said under the table
+    caveat = next(line for line in run.stdout.splitlines() if "ordinary names of their country" in line)
+    assert caveat.startswith(("place of birth, country of citizenship: ", "country of citizenship, place of birth: "))
     exported = memaudit(cli_env, "export", "--model", "groundtruth-tiny", "-o", str(tmp_path / "forget.jsonl"))
     assert exported.returncode == 0, exported.stderr
     n = len((tmp_path / "forget.jsonl").read_text().splitlines()) - 1  # the end marker
