@@ -61,4 +61,7 @@ def test_bh_over_the_whole_export_keeps_what_bh_per_audit_selects(nulls_of_100, 
     assert per_audit <= whole, f"whole-export BH dropped {len(per_audit - whole)} of {len(per_audit)}"
     trained = set(ids[:6])
     assert sum(a in trained for a, _, _ in whole) >= 0.8 * 6 * len(PIDS), "most trained facts are selected"
-    assert sum(a not in trained for a, _, _ in whole) <= 1, "held-out people stay out (q = 0.05)"
+    # held-out people stay out: 18 held-out facts, each below the BH threshold t (≈ 0.02) with probability t if the
+    # null is valid; 2 or more happen 5 % of the time (seen with the hand-written null: p 0.0069 and 0.0217, the
+    # threshold itself), 3 or more 0.6 %. A miscalibrated null gives many.
+    assert sum(a not in trained for a, _, _ in whole) <= 2, "held-out people stay out (q = 0.05)"

@@ -17,9 +17,11 @@ SAMPLE = 2  # fictitious people recomputed: the cohort's first (a null's people 
 # Float columns (statistic, z_star) agree to this absolute difference; every other column exactly. Not float
 # equality: the engine scores sentences in float32 packs of whatever sentences a job holds, so a sentence's NLL moves
 # in its last bits with its pack companions (measured: 3 people shipped vs 2 recomputed, same machine and threads,
-# at most 2.4e-5 on z_star and 1.6e-5 on the statistic, z-scores of order 1). A change of the code moves them by far
-# more; a p-value moves only where a null fact's statistic lies within this of the audited fact's.
-TOLERANCE = 1e-4
+# at most 2.4e-5 on z_star and 1.6e-5 on the statistic, z-scores of order 1; the hand-written null of 2026-11-27:
+# 1.5e-4 on one z_star, 3.6e-5 on its statistic — z* divides NLL differences by the spread of the leads). A change
+# of the code moves them by far more; a p-value moves only where a null fact's statistic lies within this of the
+# audited fact's.
+TOLERANCE = 1e-3
 
 
 def shipped_file(model: str) -> Path:
@@ -99,7 +101,10 @@ def check_sample(path: Path, api: Api, people: int = SAMPLE) -> int:
         assert len(now) == len(stored), f"{d['property']}: null facts per person changed: run benchmarks.ship_null"
         for i, (x, y) in enumerate(zip(stored, now, strict=True)):
             diff = [c for c, a, b in zip(d["columns"], x, y, strict=True) if not same(a, b)]
-            assert not diff, f"{d['property']} null fact {i}: {diff} differ from the code's: run benchmarks.ship_null"
+            assert not diff, (
+                f"{d['property']} null fact {i}: {diff} differ from the code's (stored {x}, now {y}):"
+                " run benchmarks.ship_null"
+            )
         compared += len(stored)
     return compared
 
