@@ -62,11 +62,15 @@ def writers(args: argparse.Namespace) -> dict:
     vp.SCHEMES = ("same_origin",)
     writer = {r.name: r.writer for r in roster()}
     facts = vp.build_facts(args.model, ROSTER_SIZE, 0, ("famous",), None, ("fictitious",))
+    # the hand-made cohorts as the default run draws them (null of 200 before the later cohorts): each fact's
+    # statistic depends on its own sentences only, so they can be judged against the 775-person null too
+    cohorts = vp.build_facts(args.model, 200, 0, KNOWN, None, UNKNOWN)
     cache = vp.NllCache(Path(args.cache), args.model)
     out: dict = {}
     for pid in WRITER_PIDS:
         chosen = [f for f in facts if f.pid == pid and f.in_pool and f.group == "null"]
-        nll = cache.get([p for f in chosen for p in vp.sentences(f)])
+        judged = [f for f in cohorts if f.pid == pid and f.in_pool and f.group in ("known", "unknown")]
+        nll = cache.get([p for f in chosen + judged for p in vp.sentences(f)])
         by: dict[int, list[FactStat]] = {}
         for f in chosen:
             by.setdefault(writer[f.person], []).append(vp.fact_outcome(f, nll, DEFAULT))
@@ -79,6 +83,10 @@ def writers(args: argparse.Namespace) -> dict:
             null = EmpiricalNull([s for other, v in by.items() if other != w for s in v])
             ps = [null.p_value(s) for s in by[w]]
             out[pid][f"writer {w}"] = [sum(p <= 0.01 for p in ps), sum(p <= 0.05 for p in ps), len(ps), len(null)]
+        whole = EmpiricalNull([s for v in by.values() for s in v])
+        for group in ("unknown", "known"):
+            ps = [whole.p_value(vp.fact_outcome(f, nll, DEFAULT)) for f in judged if f.group == group]
+            out[pid][f"{group} vs all {len(whole)}"] = [sum(p <= 0.01 for p in ps), sum(p <= 0.05 for p in ps), len(ps)]
         print(pid, out[pid])
     if args.out:
         results = json.loads(args.out.read_text()) if args.out.exists() else {}
