@@ -87,6 +87,22 @@ COUNTRY_CODES = {
     "United Kingdom": "GB",
     "United States": "US",
     "Vietnam": "VN",
+    "South Korea": "KR",
+    "Greece": "GR",
+    "Egypt": "EG",
+    "Morocco": "MA",
+    "Lebanon": "LB",
+    "Iraq": "IQ",
+    "Iran": "IR",
+    "Israel": "IL",
+    "Serbia": "RS",
+    "Iceland": "IS",
+    "Thailand": "TH",
+    "Philippines": "PH",
+    "Lithuania": "LT",
+    "Pakistan": "PK",
+    "Bangladesh": "BD",
+    "Ethiopia": "ET",
 }
 
 
