@@ -53,6 +53,25 @@ def origin_covered() -> Callable[[str], bool]:
 WRITER_PIDS = ("P27", "P19", "P1412")
 
 
+def flagged(ps: Sequence[float]) -> list[int]:
+    """[p <= 0.01, p <= 0.05, facts]."""
+    return [sum(p <= 0.01 for p in ps), sum(p <= 0.05 for p in ps), len(ps)]
+
+
+def store(args: argparse.Namespace, key: str, counts: str, properties: dict) -> None:
+    """The result under ``key`` in ``--out`` (other keys kept), when given."""
+    if args.out:
+        results = json.loads(args.out.read_text()) if args.out.exists() else {}
+        results[key] = {
+            "measured": time.strftime("%Y-%m-%d"),
+            "model": args.model,
+            "variant": DEFAULT,
+            "counts": counts,
+            "properties": properties,
+        }
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+
+
 def writers(args: argparse.Namespace) -> dict:
     """Leave one writer out: the roster's people of each writer against a null of the other three writers' people
     (in-pool facts, the default variant). The cohorts other than the first two come after the null cohort, so they
@@ -82,22 +101,14 @@ def writers(args: argparse.Namespace) -> dict:
         for w in sorted(by):
             null = EmpiricalNull([s for other, v in by.items() if other != w for s in v])
             ps = [null.p_value(s) for s in by[w]]
-            out[pid][f"writer {w}"] = [sum(p <= 0.01 for p in ps), sum(p <= 0.05 for p in ps), len(ps), len(null)]
+            out[pid][f"writer {w}"] = [*flagged(ps), len(null)]
         whole = EmpiricalNull([s for v in by.values() for s in v])
         for group in ("unknown", "known"):
             ps = [whole.p_value(vp.fact_outcome(f, nll, DEFAULT)) for f in judged if f.group == group]
-            out[pid][f"{group} vs all {len(whole)}"] = [sum(p <= 0.01 for p in ps), sum(p <= 0.05 for p in ps), len(ps)]
+            out[pid][f"{group} vs all {len(whole)}"] = flagged(ps)
         print(pid, out[pid])
-    if args.out:
-        results = json.loads(args.out.read_text()) if args.out.exists() else {}
-        results["roster_writers"] = {
-            "measured": time.strftime("%Y-%m-%d"),
-            "model": args.model,
-            "variant": DEFAULT,
-            "counts": "writer w: [p <= 0.01, p <= 0.05, facts, null facts of the other writers]; in-pool facts",
-            "properties": out,
-        }
-        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    counts = "writer w: [p <= 0.01, p <= 0.05, facts, null facts of the other writers]; in-pool facts"
+    store(args, "roster_writers", counts, out)
     return out
 
 
@@ -137,19 +148,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
             row = {"null_loo_p01": sum(p <= 0.01 for p in null.leave_one_out_p_values()), "null_size": len(null)}
             for key in judged + (("unknown_covered", "unknown_other_origins") if null_key == "null" else ()):
                 ps = [null.p_value(s) for s in by.get(key, [])]
-                row[key] = [sum(p <= 0.01 for p in ps), sum(p <= 0.05 for p in ps), len(ps)]
+                row[key] = flagged(ps)
             out[pid]["nulls"][null_key] = row
             print(f"  null = {null_key}: {row}")
-    if args.out:
-        results = json.loads(args.out.read_text()) if args.out.exists() else {}
-        results["hand_null"] = {
-            "measured": time.strftime("%Y-%m-%d"),
-            "model": args.model,
-            "variant": DEFAULT,
-            "counts": "[p <= 0.01, p <= 0.05, facts] per judged cohort; in-pool facts only",
-            "properties": out,
-        }
-        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    store(args, "hand_null", "[p <= 0.01, p <= 0.05, facts] per judged cohort; in-pool facts only", out)
     return out
 
 
