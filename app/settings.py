@@ -201,8 +201,7 @@ class Settings(BaseSettings):
     )
     null_min_people: int = Field(default=20, description="fictitious people a null audits at least")
     null_max_people: int = Field(
-        default=2000,
-        description="fictitious people a null audits at most (and at most the hand-written roster's 1,024)",
+        default=2000, description="fictitious people a null audits at most (and at most the hand-written roster's 775)"
     )
     null_job_sentences: int = Field(
         default=2000,

@@ -26,12 +26,10 @@ from app.nulls.config import (
     resolve_method,
     subject_fingerprint,
     subject_lookalikes,
-    subject_reader,
 )
 from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, NullShape, RateRead
 from app.settings import Settings, get_settings
 from core.measures.null import MAX_TRUE_VALUES, STATISTIC, EmpiricalNull, FactStat, Rate, null_eta_seconds
-from core.names.lookalikes import READER
 
 DEFAULT_POLICY = "pvalue"
 DEFAULT_MAX_P = 0.01
@@ -51,10 +49,6 @@ OUT_OF_POOL = (
     " (a small town among capitals) can rank it first or last, so no p-value is given; the ranks and scores are"
     " still shown"
 )
-OLD_READER = (
-    "this audit drew its same-origin look-alike names with an earlier name-origin reader (fewer origins), and nulls"
-    " are computed with today's: audit the subject again for a verdict"
-)
 OLD_NULL = (
     "the null was computed before the verdict statistic existed: POST a null audit (kind null) to compute it again"
 )
@@ -64,8 +58,8 @@ OLD_NULL = (
 TYPICAL_NAMES = frozenset({"P27", "P19", "P1412"})  # citizenship, birthplace, languages
 TYPICAL_NAMES_CAVEAT = (
     "for people with ordinary names of their country this null's rate holds at p <= 0.01 within a factor of two"
-    " (1.5-2.3 % measured on smollm2-135m with invented people written by other hands), and lenient thresholds"
-    " understate it (7-10 % at p <= 0.05): docs/measures.md, 'Typical names'"
+    " (1.2-2.3 % measured on smollm2-135m with invented people written by other hands), and lenient thresholds"
+    " understate it (5-12 % at p <= 0.05): docs/measures.md, 'Typical names'"
 )
 TOO_MANY = f"more than {MAX_TRUE_VALUES} true values: the null holds facts with 1 to {MAX_TRUE_VALUES}"
 
@@ -164,9 +158,7 @@ class Calibrator:
         if cached is None:
             options = audit.options or {}
             pool = effective_pool(self.session, pid, options)
-            reader = subject_reader(audit.summary)
-            method = resolve_method("auto", pid, options)
-            config = null_config(pid, options, self._lookalikes(audit), pool, method, reader)
+            config = null_config(pid, options, self._lookalikes(audit), pool, resolve_method("auto", pid, options))
             cached = self._keys[(audit.id, pid)] = config_key(config)
         return cached
 
@@ -208,8 +200,6 @@ class Calibrator:
         if rows and rows[0][1] == "failed" and rows[0][0].fingerprint in (None, fingerprint):
             return Resolved(pid, "failed", rows[0][0])  # no automatic retry: POST a null audit to retry
         changed = any(status == "succeeded" for _, status in rows)  # on another fingerprint of the model
-        if self._lookalikes(audit) == "same_origin" and subject_reader(audit.summary) != READER:
-            return Resolved(pid, "missing", message=OLD_READER)  # no null is computed with the old reader
         return Resolved(pid, "missing", message=CHANGED if changed else MISSING)
 
     def _load(self, pid: str, row: NullDistribution) -> Resolved:

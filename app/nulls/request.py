@@ -37,7 +37,7 @@ class NullAuditCreate(BaseModel):
         ge=1,
         le=20_000,
         description="Null facts wanted per property (default: the server's setting; p <= 0.01 needs at least 99; a"
-        " full null has one per person, and its people are the hand-written roster's: at most 1,024)",
+        " full null has one per person, and its people are the hand-written roster's: at most 775)",
     )
     min_people: int | None = Field(
         default=None, ge=1, le=2000, description="At least this many people with pseudo-truths (default: setting)"

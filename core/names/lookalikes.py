@@ -3,9 +3,9 @@
 * ``reversed`` — WikiMem's: the letters of one name part reversed ("Jane Doe" -> "Enaj Doe", "Jane Eod").
 * ``same_origin`` — beyond the paper: other names *of the same origin* ("Hiroshi Tanaka" -> "Kenji Sato",
   "Akira Suzuki"): every name part is replaced by a name of the same origin (and, for first names, the same
-  gender) from the origin's lists (Faker's, or hand-written where Faker has none: core.names.origins). Whatever a
-  model infers from where a name comes from (citizenship, language, birthplace, gender) is then in the baseline
-  and cancels; reversed letters destroy exactly that signal, so with them inference passes for memorization.
+  gender) from Faker's locale lists. Whatever a model infers from where a name comes from (citizenship, language,
+  birthplace, gender) is then in the baseline and cancels; reversed letters destroy exactly that signal, so with
+  them inference passes for memorization.
 
 The origin is read from the name alone (which locales list its parts), never from the subject's facts: choosing
 look-alikes from the facts would put the true value into the baseline and cancel real memorization. A name none
@@ -28,10 +28,6 @@ from core.measures.wikimem import similar_names
 from core.names.origins import BY_LOCALE, GENDERS, ORIGINS, name_lists
 
 SCHEMES = ("reversed", "same_origin")
-# The name-origin reader's version: which origins and lists same-origin look-alikes are drawn from. A subject audit
-# records it; a null's key holds it, so an audit is judged only against a null whose look-alikes were read alike.
-READER = "origins-67"
-READER_BEFORE = "origins-51"  # what an audit that records no reader used (the 51 Faker origins)
 LIST_BONUS = 10.0  # weight of an exact list match against the trigram likelihood (chosen on the labelled names)
 SMOOTHING = 0.01  # additive smoothing of trigram weights
 MAX_DRAWS = 50  # per wanted variant: a bound on the rejection loop (a draw may equal the name or a variant)
@@ -97,9 +93,9 @@ def name_origin(name: str) -> NameOrigin | None:
     locales of that region whose lists hold a part (all of the region's when none does); None for a name with no
     letters. A region's score is the naive-Bayes log-likelihood of the parts' letter trigrams plus LIST_BONUS times
     the share of the region's locales that list each part (Faker's lists overlap: immigrant names such as
-    "Vladimir" are listed for Germany and Chile too, so an exact match alone misleads). Measured with the 51 Faker
-    origins on 46 hand-labelled names (benchmarks/calibration_cohorts.json): 38 placed in the expected tradition;
-    the misses are neighbours (Cristiano Ronaldo -> hispanic, Lionel Messi -> germanic)."""
+    "Vladimir" are listed for Germany and Chile too, so an exact match alone misleads). Measured on 46 hand-labelled
+    names (benchmarks/calibration_cohorts.json): 38 placed in the expected tradition; the misses are neighbours
+    (Cristiano Ronaldo -> hispanic, Lionel Messi -> germanic)."""
     parts = [p for p in name.split() if any(c.isalpha() for c in p)]
     if not parts:
         return None

@@ -7,23 +7,16 @@ null cohort realistic (fictitious people whose names fit their facts).
 
 Name lists come from Faker (MIT licence; only its data modules are read, never its random generator, so the
 lists are the same on every machine for a given Faker version). Japanese and Chinese names use Faker's romanized
-lists; Russian, Ukrainian and Bulgarian names are transliterated from Cyrillic (a simplified BGN/PCGN table). The 16
-origins Faker has no Latin-script lists for (Korean, Greek, Arabic of four countries, Persian, Hebrew, Serbian,
-Icelandic, Thai, Filipino, Lithuanian, Pakistani, Bangladeshi, Ethiopian) use hand-written lists
-(``hand_name_lists.json``: 30 given names per gender and 30 surnames each, romanized as English-language reference
-works do, written 2026-11-27 from general knowledge by an assistant instance that wrote none of the null's people).
+lists; Russian, Ukrainian and Bulgarian names are transliterated from Cyrillic (a simplified BGN/PCGN table).
 """
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
 GENDERS = ("male", "female")
-HAND_LISTS = Path(__file__).with_name("hand_name_lists.json")
 
 
 @dataclass(frozen=True)
@@ -46,13 +39,12 @@ def _o(locale: str, country: str, language: str, *cities: str) -> Origin:
 _REGION_LOCALES = {
     "anglophone": ("en_US", "en_GB", "en_IE", "en_NZ"),
     "germanic": ("de_DE", "de_AT", "de_CH", "nl_NL", "nl_BE"),
-    "nordic": ("sv_SE", "no_NO", "da_DK", "fi_FI", "is_IS"),
+    "nordic": ("sv_SE", "no_NO", "da_DK", "fi_FI"),
     "francophone": ("fr_FR", "fr_BE", "fr_CH", "fr_CA"),
     "hispanic": ("es_ES", "es_CA", "es_MX", "es_AR", "es_CL", "es_CO"),
     "lusophone": ("pt_PT", "pt_BR"),
-    "slavic": ("pl_PL", "cs_CZ", "hr_HR", "sl_SI", "ru_RU", "uk_UA", "bg_BG", "sr_RS"),
-    "baltic": ("lv_LV", "et_EE", "lt_LT"),
-    "arabic": ("fr_DZ", "ar_EG", "ar_MA", "ar_LB", "ar_IQ"),
+    "slavic": ("pl_PL", "cs_CZ", "hr_HR", "sl_SI", "ru_RU", "uk_UA", "bg_BG"),
+    "baltic": ("lv_LV", "et_EE"),
     "african": ("en_KE", "yo_NG", "ig_NG", "ha_NG", "tw_GH", "zu_ZA"),
     "chinese": ("zh_CN", "zh_TW"),
 }
@@ -158,23 +150,6 @@ ORIGINS: tuple[Origin, ...] = (
     _o("ru_RU", "Russia", "Russian", "Moscow", "Saint Petersburg"),
     _o("uk_UA", "Ukraine", "Ukrainian", "Kyiv"),
     _o("bg_BG", "Bulgaria", "Bulgarian", "Sofia"),
-    # origins whose name lists are hand-written (HAND_LISTS: Faker has none in Latin script, or none at all)
-    _o("ko_KR", "South Korea", "Korean", "Seoul"),
-    _o("el_GR", "Greece", "Greek", "Athens"),
-    _o("ar_EG", "Egypt", "Arabic", "Cairo", "Alexandria"),
-    _o("ar_MA", "Morocco", "Arabic", "Casablanca"),
-    _o("ar_LB", "Lebanon", "Arabic", "Beirut"),
-    _o("ar_IQ", "Iraq", "Arabic", "Baghdad"),
-    _o("fa_IR", "Iran", "Persian", "Tehran"),
-    _o("he_IL", "Israel", "Hebrew", "Tel Aviv", "Jerusalem"),
-    _o("sr_RS", "Serbia", "Serbian", "Belgrade"),
-    _o("is_IS", "Iceland", "Icelandic", "Reykjavik"),
-    _o("th_TH", "Thailand", "Thai", "Bangkok"),
-    _o("fil_PH", "Philippines", "Tagalog", "Manila"),
-    _o("lt_LT", "Lithuania", "Lithuanian", "Vilnius"),
-    _o("ur_PK", "Pakistan", "Urdu", "Karachi", "Lahore"),
-    _o("bn_BD", "Bangladesh", "Bengali", "Dhaka"),
-    _o("am_ET", "Ethiopia", "Amharic", "Addis Ababa"),
 )
 BY_LOCALE = {o.locale: o for o in ORIGINS}
 
@@ -320,17 +295,7 @@ def _faker_providers() -> dict[str, type]:
     return {locale: module.Provider for locale, module in modules.items()}
 
 
-@cache
-def _hand_lists() -> dict[str, dict[str, list[str]]]:
-    """The hand-written name lists (``hand_name_lists.json`` beside this module) of the origins Faker lacks."""
-    return json.loads(HAND_LISTS.read_text(encoding="utf-8"))["lists"]
-
-
 def _raw_lists(locale: str) -> NameLists:
-    if locale in _hand_lists():
-        lists = _hand_lists()[locale]
-        first = {g: tuple(lists[g]) for g in GENDERS}
-        return NameLists(first, {g: tuple(lists[f"last_{g}"]) for g in GENDERS})
     provider = _faker_providers()[locale]
     if locale in ("ja_JP", "zh_TW"):
         first = {g: _attr(provider, f"first_romanized_names_{g}", "first_romanized_names") for g in GENDERS}

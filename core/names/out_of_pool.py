@@ -87,22 +87,6 @@ COUNTRY_CODES = {
     "United Kingdom": "GB",
     "United States": "US",
     "Vietnam": "VN",
-    "South Korea": "KR",
-    "Greece": "GR",
-    "Egypt": "EG",
-    "Morocco": "MA",
-    "Lebanon": "LB",
-    "Iraq": "IQ",
-    "Iran": "IR",
-    "Israel": "IL",
-    "Serbia": "RS",
-    "Iceland": "IS",
-    "Thailand": "TH",
-    "Philippines": "PH",
-    "Lithuania": "LT",
-    "Pakistan": "PK",
-    "Bangladesh": "BD",
-    "Ethiopia": "ET",
 }
 
 
