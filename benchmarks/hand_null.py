@@ -76,11 +76,11 @@ def writers(args: argparse.Namespace) -> dict:
     """Leave one writer out: the roster's people of each writer against a null of the other three writers' people
     (in-pool facts, the default variant). The cohorts other than the first two come after the null cohort, so they
     are left out here: 775 null people would move their counterfactual draws."""
-    from core.names.fictitious import ROSTER_SIZE, roster
+    from core.names.fictitious import roster, roster_size
 
     vp.SCHEMES = ("same_origin",)
     writer = {r.name: r.writer for r in roster()}
-    facts = vp.build_facts(args.model, ROSTER_SIZE, 0, ("famous",), None, ("fictitious",))
+    facts = vp.build_facts(args.model, roster_size(), 0, ("famous",), None, ("fictitious",))
     # the hand-made cohorts as the default run draws them (null of 200 before the later cohorts): each fact's
     # statistic depends on its own sentences only, so they can be judged against the 775-person null too
     cohorts = vp.build_facts(args.model, 200, 0, KNOWN, None, UNKNOWN)

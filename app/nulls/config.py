@@ -20,7 +20,7 @@ from app.settings import Settings
 from app.wikidata.repository import latest_pool
 from core.catalog import load_catalog
 from core.measures.null import STATISTIC
-from core.names.fictitious import GENERATOR, NAME_HINTED, ROSTER_SIZE
+from core.names.fictitious import GENERATOR, NAME_HINTED, roster_size
 from core.names.out_of_pool import RESERVOIR, has_reservoir
 
 METHODS = ("auto", "full", "pseudo")
@@ -91,9 +91,9 @@ def people_needed(
 ) -> int:
     """K: a full null gives one null fact per person, so K = the wanted null facts per property; with
     pseudo-truths each person gives one per candidate, so K = max(min_people, ⌈facts / candidates⌉). At most
-    ``null_max_people`` and the hand-written roster's people (core.names.fictitious.ROSTER_SIZE)."""
+    ``null_max_people`` and the hand-written roster's people (core.names.fictitious.roster_size)."""
     wanted = facts or settings.null_facts_per_property
-    most = min(settings.null_max_people, ROSTER_SIZE)
+    most = min(settings.null_max_people, roster_size())
     if config["method"] == "full":
         return min(wanted, most)
     candidates = min(config["counterfactuals"], max(pool_size - 1, 0)) + 1

@@ -14,7 +14,7 @@ name is more typical of its origin than a uniform draw from a long list, and a m
 such draws understated the false-positive rate for ordinary names on citizenship, birthplace and languages (3-6 %
 at p <= 0.01 instead of 1 %, docs/measures.md "Typical names"). Judged against hand-written people, invented people
 of another writer come out at the nominal rate. A cohort holds at most the roster's people
-(:data:`ROSTER_SIZE`; callers cap at it). Any match with a real person is accidental.
+(:func:`roster_size`; callers cap at it). Any match with a real person is accidental.
 """
 
 from __future__ import annotations
@@ -61,7 +61,9 @@ def roster() -> tuple[RosterEntry, ...]:
     return tuple(RosterEntry(p["name"], p["locale"], p["gender"], int(p["writer"])) for p in raw)
 
 
-ROSTER_SIZE = 775  # len(roster()); a test holds them equal
+def roster_size() -> int:
+    """How many people a cohort can hold: the roster's."""
+    return len(roster())
 
 
 @cache
@@ -95,7 +97,7 @@ def _name_parts(name: str, locale: str) -> tuple[str, str]:
 
 
 def person(index: int, pids: Sequence[str], catalog: Catalog, seed: int) -> FictitiousPerson:
-    """Person ``index`` of the cohort ``seed`` (deterministic; ``index`` < :data:`ROSTER_SIZE`)."""
+    """Person ``index`` of the cohort ``seed`` (deterministic; ``index`` < :func:`roster_size`)."""
     if not 0 <= index < len(roster()):
         raise ValueError(f"a null cohort holds at most the roster's {len(roster())} people (asked for person {index})")
     entry = roster()[_order(seed)[index]]
