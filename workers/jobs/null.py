@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import delete, insert, select
 
@@ -40,6 +40,8 @@ from workers.jobs.common import JobContext, JobError, NextStep, run_audit_job
 from workers.jobs.subject import CanaryPlan, PropertyPlan, _pairs, _relax_near_duplicates, _score_all
 from workers.lm.base import Scorer
 
+T = TypeVar("T")
+ERASED = "this null audit's rows were deleted while it ran; nothing was stored: submit the null audit again"
 MAX_P_REPORTED = 0.01  # the summary reports the FPR of the default policy p <= 0.01
 
 
@@ -347,6 +349,14 @@ def _summary(rows: list[dict[str, Any]], method: str) -> dict[str, Any]:
     return _rates(used) | {label: _rates(other), "shapes": shapes}
 
 
+def _present(row: T | None) -> T:
+    """``row``, unless it was deleted while this job scored (the audit erased, or its null distributions deleted):
+    the job then fails with that reason, writing nothing (never an internal error)."""
+    if row is None:
+        raise JobError(ERASED)
+    return row
+
+
 def _store(
     audit_id: str,
     specs: list[Spec],
@@ -361,7 +371,7 @@ def _store(
             rows = facts[spec.distribution_id]
             if not rows:
                 continue
-            row = s.get(NullDistribution, spec.distribution_id)
+            row = _present(s.get(NullDistribution, spec.distribution_id))
             if row.fingerprint not in (None, fingerprint):
                 raise JobError("the model changed while its null was computed; submit the null audit again")
             row.fingerprint = fingerprint
@@ -370,7 +380,7 @@ def _store(
                 delete(NullFact).where(NullFact.distribution_id == spec.distribution_id, NullFact.person.in_(people))
             )
             s.execute(insert(NullFact), [r | {"distribution_id": spec.distribution_id} for r in rows])
-        audit = s.get(Audit, audit_id)
+        audit = _present(s.get(Audit, audit_id))
         so_far = dict((audit.summary or {}).get("cost") or {})
         total = {k: so_far.get(k, 0) + v for k, v in cost.items()}
         audit.summary = {"cost": total | {"seconds": round(total["seconds"], 1), "fingerprint": fingerprint}}
@@ -379,7 +389,7 @@ def _store(
 def _summarize(audit_id: str, specs: list[Spec]) -> dict[str, Any]:
     """Every person is stored: each distribution's rates and size, and the audit's summary."""
     with session_scope() as s:
-        cost = dict(((s.get(Audit, audit_id).summary or {}).get("cost")) or {})
+        cost = dict(((_present(s.get(Audit, audit_id)).summary or {}).get("cost")) or {})
         summary: dict[str, Any] = {"properties": {}, "cost": cost}
         total = 0
         columns = [c.key for c in NullFact.__table__.columns]
@@ -387,7 +397,7 @@ def _summarize(audit_id: str, specs: list[Spec]) -> dict[str, Any]:
             stmt = select(NullFact).where(NullFact.distribution_id == spec.distribution_id).order_by(NullFact.id)
             rows = [{c: getattr(f, c) for c in columns} for f in s.scalars(stmt)]
             method = spec.config["method"]
-            row = s.get(NullDistribution, spec.distribution_id)
+            row = _present(s.get(NullDistribution, spec.distribution_id))
             row.n_facts = len(used_rows(rows, method))
             row.summary = _summary(rows, method) | {"people": spec.people, "method": method}
             summary["properties"][spec.pid] = row.summary
