@@ -9,6 +9,8 @@ import hashlib
 import json
 import time
 
+from playwright.sync_api import expect
+
 from app.verification.service import name_parts
 from tests.conftest import wait_for
 from tests.ui.conftest import GROUNDTRUTH_DIR, MANIFEST, Stack, shoot, sign_in, trained_person
@@ -69,7 +71,8 @@ def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack
     assert wait_for(stack.client("auditor"), audit_id, timeout=600)["status"] == "succeeded"
     page.reload()
     rows = page.locator("table.verification-facts tbody tr")
-    assert rows.count() == n_facts + len(neighbour["facts"]), page.inner_text("main")  # the neighbour's facts too
+    # the neighbour's facts too; auto-waiting: a page that was still following the audit may render its table anew
+    expect(rows).to_have_count(n_facts + len(neighbour["facts"]), timeout=15_000)
     near = page.locator("table.verification-summary small.name-neighbours").inner_text()
     assert "people: 1)" in near and "): 0/" in near, near  # the same weights over-forget no one
     statuses = {s.strip().split("\n")[0] for s in page.locator("td.status strong").all_inner_texts()}
