@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -112,6 +113,55 @@ def writers(args: argparse.Namespace) -> dict:
     return out
 
 
+def subsets(args: argparse.Namespace) -> dict:
+    """How much the null's draw matters: the invented cohorts (in-pool facts, the default variant) judged against
+    ``--subsets`` random nulls of 200 of the roster's 775 people (seeded), beside the service's default null (the
+    roster's first 200 in its seeded order). Per property: the invented people flagged at p <= 0.01 (5 %, 50 %, 95 %
+    of the draws), the null's own leave-one-out count, and the share of draws for which the invented cohort's 95 %
+    interval holds the null's leave-one-out rate (the benchmark's "fictitious in the null's interval")."""
+    from core.measures.null import Rate
+    from core.names.fictitious import roster_size
+
+    vp.SCHEMES = ("same_origin",)
+    facts = vp.build_facts(args.model, roster_size(), 0, ("famous",), None, ("fictitious",))
+    cohorts = vp.build_facts(args.model, 200, 0, KNOWN, None, UNKNOWN)  # as the default run draws them
+    cache = vp.NllCache(Path(args.cache), args.model)
+    rng = random.Random(args.seed)
+    out: dict = {}
+    for pid in WRITER_PIDS:
+        chosen = [f for f in facts if f.pid == pid and f.in_pool and f.group == "null"]
+        judged = [f for f in cohorts if f.pid == pid and f.in_pool and f.group == "unknown"]
+        nll = cache.get([p for f in chosen + judged for p in vp.sentences(f)])
+        null_stats = [vp.fact_outcome(f, nll, DEFAULT) for f in chosen]
+        judged_stats = [vp.fact_outcome(f, nll, DEFAULT) for f in judged]
+
+        def judge(
+            people: Sequence[int], null_stats: list[FactStat] = null_stats, judged_stats: list[FactStat] = judged_stats
+        ) -> tuple[int, int, bool]:
+            null = EmpiricalNull([null_stats[i] for i in people])
+            k = sum(null.p_value(s) <= 0.01 for s in judged_stats)
+            loo = sum(p <= 0.01 for p in null.leave_one_out_p_values())
+            interval = Rate.of(k, len(judged_stats))
+            return k, loo, interval.low <= loo / len(people) <= interval.high
+
+        draws = [judge(rng.sample(range(len(null_stats)), 200)) for _ in range(args.subsets)]
+        ks, loos = sorted(d[0] for d in draws), sorted(d[1] for d in draws)
+        quantiles = lambda v: [v[int(q * (len(v) - 1))] for q in (0.05, 0.5, 0.95)]  # noqa: E731
+        k, loo, covers = judge(range(200))
+        out[pid] = {
+            "default_null": {"flagged": k, "null_loo": loo, "covers": covers},
+            "flagged_q05_q50_q95": quantiles(ks),
+            "null_loo_q05_q50_q95": quantiles(loos),
+            "covers_share": round(sum(d[2] for d in draws) / len(draws), 3),
+            "judged": len(judged_stats),
+            "roster": len(null_stats),
+        }
+        print(pid, out[pid])
+    counts = f"{args.subsets} random nulls of 200 roster people; invented people flagged at p <= 0.01; in-pool facts"
+    store(args, "null_subsets", counts, out)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="smollm2-135m")
@@ -123,9 +173,19 @@ def main(argv: Sequence[str] | None = None) -> dict:
         help="instead: each roster writer's people judged against the other three writers' (all 775 null people;"
         " citizenship, birthplace, languages), stored under 'roster_writers'",
     )
+    ap.add_argument(
+        "--subsets",
+        type=int,
+        default=0,
+        help="instead: the invented cohorts judged against this many random nulls of 200 of the roster's 775 people"
+        " (citizenship, birthplace, languages), stored under 'null_subsets'",
+    )
+    ap.add_argument("--seed", type=int, default=1, help="of --subsets' draws")
     args = ap.parse_args(argv)
     if args.writers:
         return writers(args)
+    if args.subsets:
+        return subsets(args)
     covered = origin_covered()
     vp.SCHEMES = ("same_origin",)
     facts = vp.build_facts(args.model, 200, 0, KNOWN, None, UNKNOWN)
