@@ -38,6 +38,9 @@ def setup(db: Path, threads: int, null_facts: int) -> Any:
             "MEMAUDIT_TORCH_THREADS": str(threads),
             "MEMAUDIT_NULL_FACTS_PER_PROPERTY": str(null_facts),
             "MEMAUDIT_ENV": "development",
+            # one local admin submitting a few hundred people at once: the shared API's quotas do not apply
+            "MEMAUDIT_SUBMIT_RATE_PER_MINUTE": "0",
+            "MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY": "0",
         }
     )
     os.environ.pop("MEMAUDIT_REDIS_URL", None)
@@ -110,9 +113,15 @@ def summarize(pages: list[dict]) -> dict[str, Any]:
     return out
 
 
-def run_scheme(client: Any, model: str, cohorts: dict, scheme: str, options: dict) -> dict[str, Any]:
+def run_scheme(
+    client: Any, model: str, cohorts: dict, scheme: str, options: dict, groups: dict[str, tuple[str, ...]] | None = None
+) -> dict[str, Any]:
+    """``groups``: the cohorts of calibration_cohorts.json audited as "famous" (the known) and as "fictitious" (the
+    unknown), each key also reported apart under ``by_cohort``."""
+    groups = groups or {"famous": ("famous",), "fictitious": ("fictitious",)}
     opts = options | {"lookalikes": scheme}
-    ids = {name: audit_cohort(client, model, cohorts[name], opts) for name in ("famous", "fictitious")}
+    by_key = {key: audit_cohort(client, model, cohorts[key], opts) for keys in groups.values() for key in keys}
+    ids = {name: [i for key in keys for i in by_key[key]] for name, keys in groups.items()}
     started = time.monotonic()
     wait(client, ids["famous"] + ids["fictitious"], f"{scheme} cohorts")
     cohort_seconds = time.monotonic() - started
@@ -137,6 +146,12 @@ def run_scheme(client: Any, model: str, cohorts: dict, scheme: str, options: dic
             "per_property": summarize(pages),
             "cohort": stats["cohort"],
             "null": stats["null"],
+        }
+    if any(keys != (name,) for name, keys in groups.items()):
+        result["cohorts"] = {name: list(keys) for name, keys in groups.items()}
+        result["by_cohort"] = {
+            key: summarize([client.get(f"/audits/{i}/facts").json() for i in audit_ids])
+            for key, audit_ids in by_key.items()
         }
     result["null_audits"] = [client.get(f"/audits/{n}/null").json() for n in nulls]
     return result
@@ -170,14 +185,22 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, default=None, help="people per cohort (default: all)")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_calibration_cohorts.json")
+    ap.add_argument("--known", default="famous", help="cohort keys audited as the known cohort, comma-separated")
+    ap.add_argument(
+        "--unknown", default="fictitious", help="cohort keys audited as the unknown cohort, comma-separated"
+    )
     args = ap.parse_args(argv)
+    groups = {"famous": tuple(args.known.split(",")), "fictitious": tuple(args.unknown.split(","))}
     cohorts = json.loads((REPO / "benchmarks" / "calibration_cohorts.json").read_text())
-    cohorts = {k: cohorts[k][: args.limit] for k in ("famous", "fictitious")}
+    unknown_keys = [k for keys in groups.values() for k in keys if k not in cohorts]
+    if unknown_keys:
+        raise SystemExit(f"--known/--unknown: no cohort {unknown_keys} in calibration_cohorts.json")
+    cohorts = {k: cohorts[k][: args.limit] for keys in groups.values() for k in keys}
     client = setup(args.db, args.threads, args.null_facts)
     options = {"paraphrases": args.paraphrases, "counterfactuals": args.counterfactuals, "seed": 0}
     results: dict[str, Any] = {}
     for scheme in args.schemes:
-        results[scheme] = run_scheme(client, args.model, cohorts, scheme, options)
+        results[scheme] = run_scheme(client, args.model, cohorts, scheme, options, groups)
         args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     print_table(results)
 
