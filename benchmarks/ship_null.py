@@ -2,8 +2,8 @@
 demo's default configuration, computed by the service itself (a `null` audit, exactly what a submission would queue),
 then written as a null artifact (app/nulls/artifact.py, `memaudit.null/1`).
 
-    nice -n 10 python -m benchmarks.ship_null                 # smollm2-135m, the demo's properties
-    python -m benchmarks.ship_null --model groundtruth-tiny --properties P106 P27 P19 P21 P1412
+    nice -n 10 python -m benchmarks.ship_null                 # smollm2-135m: the demo's and the measured properties
+    python -m benchmarks.ship_null --model groundtruth-tiny
 
 The database is kept between runs (var/ship-null.sqlite3 by default): a run after a code change re-computes the null
 with every unchanged sentence read from its NLL cache. MEMAUDIT_TORCH_THREADS defaults to 1 here.
@@ -23,10 +23,21 @@ REPO = Path(__file__).resolve().parent.parent
 DEMO_PEOPLE = REPO / "app" / "cli" / "demo_people.json"
 
 
+# the five properties the verdict is measured on (docs/measures.md): occupation, citizenship, birthplace, sex or
+# gender, languages
+MEASURED_PROPERTIES = ("P106", "P27", "P19", "P21", "P1412")
+
+
 def demo_properties() -> list[str]:
     """The properties of the demo's people (what `make demo` audits), in catalog order."""
     people = json.loads(DEMO_PEOPLE.read_text())["people"]
     return sorted({f["property"] for p in people for f in p["facts"]}, key=lambda p: int(p[1:]))
+
+
+def shipped_properties() -> list[str]:
+    """What a shipped null holds: the demo's properties and the five the verdict is measured on, in catalog
+    order (so that a first audit of any of them gets its p-value at once)."""
+    return sorted({*demo_properties(), *MEASURED_PROPERTIES}, key=lambda p: int(p[1:]))
 
 
 def default_options() -> dict[str, Any]:
@@ -55,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="default: the CLI's default model")
     parser.add_argument("--database", default=str(REPO / "var" / "ship-null.sqlite3"), help="kept: its NLL cache")
     parser.add_argument("--out", default=str(REPO / "app" / "nulls" / "shipped"))
-    parser.add_argument("--properties", nargs="*", default=None, help="default: the demo's properties")
+    parser.add_argument("--properties", nargs="*", default=None, help="default: the demo's and the measured properties")
     args = parser.parse_args(argv)
     os.environ["MEMAUDIT_DATABASE_URL"] = f"sqlite:///{Path(args.database).resolve()}"
     os.environ.setdefault("MEMAUDIT_TORCH_THREADS", "1")
@@ -69,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
     setup_logging(verbose=False)
     model = args.model or get_settings().default_model
-    properties = args.properties or demo_properties()
+    properties = args.properties or shipped_properties()
     options = default_options()
     started = time.monotonic()
     client = Client.in_process()
