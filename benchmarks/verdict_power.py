@@ -396,7 +396,7 @@ def _subset(arg: str, allowed: tuple[str, ...], flag: str) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    global MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS, STATISTICS, SCHEMES, PIDS
+    global MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS, STATISTICS, SCHEMES, PIDS, MAX_TEMPLATES, TEMPLATE_COUNTS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="groundtruth-tiny")
     ap.add_argument("--null-people", type=int, default=100)
@@ -426,6 +426,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="calibration_cohorts.json keys of the unknown cohort, comma-separated (e.g. fictitious,fictitious_more);"
         " results go under a key that names them when not the default",
     )
+    ap.add_argument(
+        "--templates",
+        type=int,
+        default=MAX_TEMPLATES,
+        help="templates scored per fact (the baseline, then paraphrases in catalog order; at most the property's"
+        " 11); variants use 1, 3 and this many; results go under a key that names it when not 3",
+    )
     ap.add_argument("--statistics", default=",".join(STATISTICS), help="comma-separated subset of " + str(STATISTICS))
     ap.add_argument(
         "--schemes",
@@ -442,6 +449,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     os.environ.setdefault("MEMAUDIT_TORCH_THREADS", str(args.threads))
     MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS = args.counterfactuals, (args.counterfactuals // 2, args.counterfactuals)
+    MAX_TEMPLATES, TEMPLATE_COUNTS = args.templates, tuple(sorted({1, min(3, args.templates), args.templates}))
     started, load = time.monotonic(), os.getloadavg()[0]
     facts = build_facts(args.model, args.null_people, args.seed, known, args.null_use, unknown)
     # a subset of properties: the same people and draws (the null cohort is drawn for all five), fewer facts
@@ -454,6 +462,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     key += f":unknown={'+'.join(unknown)}" if unknown != ("fictitious",) else ""
     key += f":null{args.null_use}" if args.null_use is not None else ""
     key += f":{'+'.join(properties)}" if len(properties) < 5 else ""
+    key += f":templates{args.templates}" if args.templates != 3 else ""
     results[key] = {
         "measured": time.strftime("%Y-%m-%d"),
         "load_average_1min_at_start": round(load, 2),

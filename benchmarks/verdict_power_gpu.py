@@ -49,7 +49,7 @@ def export(args: argparse.Namespace) -> None:
     from benchmarks import verdict_power as vp
     from workers.lm.registry import load_scorer
 
-    vp.MAX_COUNTERFACTUALS = args.counterfactuals
+    vp.MAX_COUNTERFACTUALS, vp.MAX_TEMPLATES = args.counterfactuals, args.templates
     vp.SCHEMES = tuple(args.schemes.split(","))  # only the look-alikes these schemes need
     known_cohorts, unknown_cohorts = tuple(args.known.split(",")), tuple(args.unknown.split(","))
     facts = vp.build_facts(args.model, args.null_people, args.seed, known_cohorts, None, unknown_cohorts)
@@ -181,6 +181,7 @@ def main() -> None:
     e.add_argument("--unknown", default="fictitious", help="as verdict_power's --unknown")
     e.add_argument("--schemes", default="reversed,same_origin,both,none", help="as verdict_power's --schemes")
     e.add_argument("--properties", default="P106,P27,P19,P21,P1412", help="as verdict_power's --properties")
+    e.add_argument("--templates", type=int, default=3, help="as verdict_power's --templates")
     e.add_argument("--cache", type=Path, default=repo / "var" / "verdict_power_nll.sqlite3")
     e.add_argument("--dir", type=Path, default=repo / ".gpu")
     e.add_argument("--keys", type=Path, default=repo / ".gpu_keep" / "keys.npy")
