@@ -53,7 +53,7 @@ from typing import Any
 
 from core.catalog import counterfactuals, load_catalog, split_template
 from core.measures.null import EmpiricalNull, FactStat, Rate, fact_stat, rank_evidence
-from core.measures.wikimem import calibrated_scores, template_outcome, truth_log_share
+from core.measures.wikimem import calibrated_scores, generic_subject, template_outcome, truth_log_share
 from core.names.fictitious import cohort
 from core.names.lookalikes import lookalike_names
 from core.names.out_of_pool import out_of_pool_values
@@ -64,7 +64,9 @@ MAX_TEMPLATES, MAX_COUNTERFACTUALS, SIMILAR = 3, 20, 2
 SCHEMES = ("reversed", "same_origin", "both", "none")
 STATISTICS = ("share", "rank", "z", "logshare")
 TEMPLATE_COUNTS = (1, 3)
+ALPHAS: tuple[float, ...] = (1.0,)  # α of the calibrated score; below 1 the generic subject h0 is scored too
 COUNTERFACTUAL_COUNTS = (10, 20)
+GENERIC = "\x00generic"  # stands for h0 (core.measures.wikimem.generic_subject: its case depends on the template)
 FIRST = {"famous": "known", "fictitious": "unknown"}  # the cohorts before the null (later ones come after it)
 
 
@@ -167,8 +169,10 @@ def sentences(fact: Fact) -> list[tuple[str, str]]:
     prop = load_catalog().get(fact.pid)
     keys = {"subject"} | {k for s in SCHEMES for k in (("reversed", "same_origin") if s == "both" else (s,))}
     every = [n for key in ("subject", "reversed", "same_origin") if key in keys for n in fact.names[key]]
+    if any(a != 1.0 for a in ALPHAS):  # s(h, v) keeps (1 − α)·NLL(h0, v): "This person …" for every candidate
+        every += [GENERIC]
     return [
-        split_template(prop.templates[t], name, value)
+        split_template(prop.templates[t], generic_subject(prop.templates[t]) if name is GENERIC else name, value)
         for t in range(min(MAX_TEMPLATES, len(prop.templates)))
         for name in every
         for value in fact.candidates
@@ -231,7 +235,8 @@ def fact_outcome(fact: Fact, nll: dict[str, float], variant: dict[str, Any], as_
     scheme = variant["scheme"]
     both = fact.names["reversed"] + fact.names["same_origin"]
     similar = {**fact.names, "both": both, "none": []}[scheme]
-    alpha = 0.0 if scheme == "none" else 1.0  # none: s = −NLL(h, v), the raw likelihood
+    # none: s = −NLL(h, v), the raw likelihood; else the variant's α (1: the generic subject cancels)
+    alpha = 0.0 if scheme == "none" else float(variant.get("alpha", 1.0))
     outcomes = []
     for t in range(min(variant["templates"], len(prop.templates))):
 
@@ -239,8 +244,9 @@ def fact_outcome(fact: Fact, nll: dict[str, float], variant: dict[str, Any], as_
             return [nll[NllCache.key(split_template(prop.templates[t], name, v))] for v in candidates]
 
         subject, rows = row(fact.names["subject"][0]), [row(n) for n in similar]
-        outcomes.append(template_outcome(subject, [0.0] * len(candidates), rows, truth, alpha))
-        if rows:
+        generic = row(generic_subject(prop.templates[t])) if scheme != "none" and alpha != 1.0 else None
+        outcomes.append(template_outcome(subject, generic or [0.0] * len(candidates), rows, truth, alpha))
+        if rows and generic is None:
             assert outcomes[-1].scores == calibrated_scores(subject, None, rows, 1.0)
     stat = fact_stat(outcomes, m)  # the service's statistic: mean truth z over templates
     if variant["statistic"] == "share":
@@ -266,9 +272,12 @@ def fisher_greater(a: int, b: int, c: int, d: int) -> float:
 
 def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dict[str, Any]]:
     rows = []
-    grid = itertools.product(STATISTICS, SCHEMES, TEMPLATE_COUNTS, COUNTERFACTUAL_COUNTS)
-    for statistic, scheme, templates, n_cf in grid:
+    grid = itertools.product(STATISTICS, SCHEMES, TEMPLATE_COUNTS, COUNTERFACTUAL_COUNTS, ALPHAS)
+    for statistic, scheme, templates, n_cf, alpha in grid:
+        if scheme == "none" and alpha != ALPHAS[0]:
+            continue  # the raw likelihood has no α
         variant = {"statistic": statistic, "scheme": scheme, "templates": templates, "counterfactuals": n_cf}
+        variant |= {"alpha": alpha} if ALPHAS != (1.0,) else {}
         stats = [(f, fact_outcome(f, nll, variant)) for f in facts if f.group in ("known", "unknown")]
         shapes = {(f.pid, min(len(f.truths), 3), f.in_pool) for f, _ in stats} | {(pid, 1, True) for pid in PIDS}
         null_facts = {True: [f for f in facts if f.group == "null"], False: [f for f in facts if f.group == "null_out"]}
@@ -304,7 +313,7 @@ def evaluate(facts: list[Fact], nll: dict[str, float], level: float) -> list[dic
         known = [h for hs in flagged["known"].values() for h in hs]
         unknown = [h for hs in flagged["unknown"].values() for h in hs]
         kf, uf = sum(known), sum(unknown)
-        names = 1 + {"both": 2 * SIMILAR, "none": 0}.get(scheme, SIMILAR)
+        names = 1 + {"both": 2 * SIMILAR, "none": 0}.get(scheme, SIMILAR) + int(scheme != "none" and alpha != 1.0)
         per_property = {
             pid: {
                 "known": [sum(flagged["known"].get(pid, [])), len(flagged["known"].get(pid, []))],
@@ -396,7 +405,7 @@ def _subset(arg: str, allowed: tuple[str, ...], flag: str) -> tuple[str, ...]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    global MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS, STATISTICS, SCHEMES, PIDS, MAX_TEMPLATES, TEMPLATE_COUNTS
+    global MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS, STATISTICS, SCHEMES, PIDS, MAX_TEMPLATES, TEMPLATE_COUNTS, ALPHAS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="groundtruth-tiny")
     ap.add_argument("--null-people", type=int, default=100)
@@ -433,6 +442,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="templates scored per fact (the baseline, then paraphrases in catalog order; at most the property's"
         " 11); variants use 1, 3 and this many; results go under a key that names it when not 3",
     )
+    ap.add_argument(
+        "--alphas",
+        default="1",
+        help="comma-separated α of the calibrated score (default 1); below 1 the generic subject is scored too and"
+        " results go under a key that names them",
+    )
     ap.add_argument("--statistics", default=",".join(STATISTICS), help="comma-separated subset of " + str(STATISTICS))
     ap.add_argument(
         "--schemes",
@@ -450,6 +465,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     os.environ.setdefault("MEMAUDIT_TORCH_THREADS", str(args.threads))
     MAX_COUNTERFACTUALS, COUNTERFACTUAL_COUNTS = args.counterfactuals, (args.counterfactuals // 2, args.counterfactuals)
     MAX_TEMPLATES, TEMPLATE_COUNTS = args.templates, tuple(sorted({1, min(3, args.templates), args.templates}))
+    ALPHAS = tuple(float(a) for a in args.alphas.split(",") if a)
+    if not ALPHAS or any(not 0.0 <= a <= 10.0 for a in ALPHAS):
+        raise SystemExit("--alphas: one or more numbers in [0, 10], comma-separated")
     started, load = time.monotonic(), os.getloadavg()[0]
     facts = build_facts(args.model, args.null_people, args.seed, known, args.null_use, unknown)
     # a subset of properties: the same people and draws (the null cohort is drawn for all five), fewer facts
@@ -463,6 +481,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     key += f":null{args.null_use}" if args.null_use is not None else ""
     key += f":{'+'.join(properties)}" if len(properties) < 5 else ""
     key += f":templates{args.templates}" if args.templates != 3 else ""
+    key += f":alpha{'+'.join(f'{a:g}' for a in ALPHAS)}" if ALPHAS != (1.0,) else ""
     results[key] = {
         "measured": time.strftime("%Y-%m-%d"),
         "load_average_1min_at_start": round(load, 2),
