@@ -136,8 +136,9 @@ def run_scheme(
         "options": opts,
         "seconds": {"cohorts": round(cohort_seconds), "null": round(null_seconds)},
     }
+    page = {i: client.get(f"/audits/{i}/facts").json() for i in ids["famous"] + ids["fictitious"]}
     for name, audit_ids in ids.items():
-        pages = [client.get(f"/audits/{i}/facts").json() for i in audit_ids]
+        pages = [page[i] for i in audit_ids]
         used = [client.get(f"/audits/{i}").json()["summary"]["lookalikes"] for i in audit_ids]
         stats = client.get("/cohort-stats", params={"audit_id": audit_ids}).json()
         result[name] = {
@@ -149,10 +150,7 @@ def run_scheme(
         }
     if any(keys != (name,) for name, keys in groups.items()):
         result["cohorts"] = {name: list(keys) for name, keys in groups.items()}
-        result["by_cohort"] = {
-            key: summarize([client.get(f"/audits/{i}/facts").json() for i in audit_ids])
-            for key, audit_ids in by_key.items()
-        }
+        result["by_cohort"] = {key: summarize([page[i] for i in audit_ids]) for key, audit_ids in by_key.items()}
     result["null_audits"] = [client.get(f"/audits/{n}/null").json() for n in nulls]
     return result
 

@@ -24,7 +24,7 @@ import json
 import random
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from benchmarks import verdict_power as vp
@@ -75,24 +75,34 @@ def store(args: argparse.Namespace, key: str, counts: str, properties: dict) -> 
         args.out.write_text(json.dumps(results, indent=1) + "\n")
 
 
-def writers(args: argparse.Namespace) -> dict:
-    """Leave one writer out: the roster's people of each writer against a null of the other three writers' people
-    (in-pool facts, the default variant). The cohorts other than the first two come after the null cohort, so they
-    are left out here: 775 null people would move their counterfactual draws."""
-    from core.names.fictitious import roster, roster_size
+def _roster_facts(
+    args: argparse.Namespace, groups: tuple[str, ...]
+) -> Iterator[tuple[str, list[vp.Fact], list[vp.Fact], dict[str, float]]]:
+    """Per name-hinted property (WRITER_PIDS): the in-pool facts of all the roster's people as null people, the
+    hand-made cohorts' in-pool facts of ``groups``, and the cached NLLs of both. The cohorts are drawn as the default
+    run draws them (a null of 200 before the later cohorts): each fact's statistic depends on its own sentences only,
+    so they can be judged against any part of the 775-person roster. The cohorts other than the first two come after
+    the null cohort, so the roster-wide run draws only those two (775 null people would move the others' draws)."""
+    from core.names.fictitious import roster_size
 
     vp.SCHEMES = ("same_origin",)
-    writer = {r.name: r.writer for r in roster()}
     facts = vp.build_facts(args.model, roster_size(), 0, ("famous",), None, ("fictitious",))
-    # the hand-made cohorts as the default run draws them (null of 200 before the later cohorts): each fact's
-    # statistic depends on its own sentences only, so they can be judged against the 775-person null too
     cohorts = vp.build_facts(args.model, 200, 0, KNOWN, None, UNKNOWN)
     cache = vp.NllCache(Path(args.cache), args.model)
-    out: dict = {}
     for pid in WRITER_PIDS:
         chosen = [f for f in facts if f.pid == pid and f.in_pool and f.group == "null"]
-        judged = [f for f in cohorts if f.pid == pid and f.in_pool and f.group in ("known", "unknown")]
-        nll = cache.get([p for f in chosen + judged for p in vp.sentences(f)])
+        judged = [f for f in cohorts if f.pid == pid and f.in_pool and f.group in groups]
+        yield pid, chosen, judged, cache.get([p for f in chosen + judged for p in vp.sentences(f)])
+
+
+def writers(args: argparse.Namespace) -> dict:
+    """Leave one writer out: the roster's people of each writer against a null of the other three writers' people
+    (in-pool facts, the default variant), and the hand-made cohorts against all 775."""
+    from core.names.fictitious import roster
+
+    writer = {r.name: r.writer for r in roster()}
+    out: dict = {}
+    for pid, chosen, judged, nll in _roster_facts(args, ("known", "unknown")):
         by: dict[int, list[FactStat]] = {}
         for f in chosen:
             by.setdefault(writer[f.person], []).append(vp.fact_outcome(f, nll, DEFAULT))
@@ -122,18 +132,10 @@ def subsets(args: argparse.Namespace) -> dict:
     of the draws), the null's own leave-one-out count, and the share of draws for which the invented cohort's 95 %
     interval holds the null's leave-one-out rate (the benchmark's "fictitious in the null's interval")."""
     from core.measures.null import Rate
-    from core.names.fictitious import roster_size
 
-    vp.SCHEMES = ("same_origin",)
-    facts = vp.build_facts(args.model, roster_size(), 0, ("famous",), None, ("fictitious",))
-    cohorts = vp.build_facts(args.model, 200, 0, KNOWN, None, UNKNOWN)  # as the default run draws them
-    cache = vp.NllCache(Path(args.cache), args.model)
     rng = random.Random(args.seed)
     out: dict = {}
-    for pid in WRITER_PIDS:
-        chosen = [f for f in facts if f.pid == pid and f.in_pool and f.group == "null"]
-        judged = [f for f in cohorts if f.pid == pid and f.in_pool and f.group == "unknown"]
-        nll = cache.get([p for f in chosen + judged for p in vp.sentences(f)])
+    for pid, chosen, judged, nll in _roster_facts(args, ("unknown",)):
         null_stats = [vp.fact_outcome(f, nll, DEFAULT) for f in chosen]
         judged_stats = [vp.fact_outcome(f, nll, DEFAULT) for f in judged]
 

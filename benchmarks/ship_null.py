@@ -23,11 +23,6 @@ REPO = Path(__file__).resolve().parent.parent
 DEMO_PEOPLE = REPO / "app" / "cli" / "demo_people.json"
 
 
-# the five properties the verdict is measured on (docs/measures.md): occupation, citizenship, birthplace, sex or
-# gender, languages
-MEASURED_PROPERTIES = ("P106", "P27", "P19", "P21", "P1412")
-
-
 def demo_properties() -> list[str]:
     """The properties of the demo's people (what `make demo` audits), in catalog order."""
     people = json.loads(DEMO_PEOPLE.read_text())["people"]
@@ -37,7 +32,9 @@ def demo_properties() -> list[str]:
 def shipped_properties() -> list[str]:
     """What a shipped null holds: the demo's properties and the five the verdict is measured on, in catalog
     order (so that a first audit of any of them gets its p-value at once)."""
-    return sorted({*demo_properties(), *MEASURED_PROPERTIES}, key=lambda p: int(p[1:]))
+    from benchmarks.verdict_power import PIDS  # occupation, citizenship, birthplace, sex or gender, languages
+
+    return sorted({*demo_properties(), *PIDS}, key=lambda p: int(p[1:]))
 
 
 def default_options() -> dict[str, Any]:

@@ -172,7 +172,7 @@ def sentences(fact: Fact) -> list[tuple[str, str]]:
     if any(a != 1.0 for a in ALPHAS):  # s(h, v) keeps (1 − α)·NLL(h0, v): "This person …" for every candidate
         every += [GENERIC]
     return [
-        split_template(prop.templates[t], generic_subject(prop.templates[t]) if name is GENERIC else name, value)
+        split_template(prop.templates[t], generic_subject(prop.templates[t]) if name == GENERIC else name, value)
         for t in range(min(MAX_TEMPLATES, len(prop.templates)))
         for name in every
         for value in fact.candidates

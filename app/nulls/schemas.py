@@ -81,8 +81,9 @@ class FactCalibration(BaseModel):
     caveat: str | None = Field(
         default=None,
         description="What is known to be wrong with this p-value: on citizenship, birthplace and languages the null's"
-        " rate holds within a factor of two at p <= 0.01 for people with ordinary names of their country and lenient"
-        " thresholds understate it (docs/measures.md, 'Typical names')",
+        " rate holds within a factor of two at p <= 0.01 for people with ordinary names of their country, lenient"
+        " thresholds understate it, and names of a tradition outside the null's 51 origins are flagged more often"
+        " (docs/measures.md, 'Typical names')",
     )
 
 

@@ -98,8 +98,8 @@ def _name_parts(name: str, locale: str) -> tuple[str, str]:
 
 def person(index: int, pids: Sequence[str], catalog: Catalog, seed: int) -> FictitiousPerson:
     """Person ``index`` of the cohort ``seed`` (deterministic; ``index`` < :func:`roster_size`)."""
-    if not 0 <= index < len(roster()):
-        raise ValueError(f"a null cohort holds at most the roster's {len(roster())} people (asked for person {index})")
+    if not 0 <= index < roster_size():
+        raise ValueError(f"a null cohort holds at most the roster's {roster_size()} people (asked for person {index})")
     entry = roster()[_order(seed)[index]]
     rng = random.Random(f"null-person:{seed}:{index}")
     origin = BY_LOCALE[entry.locale]
