@@ -26,10 +26,12 @@ from app.nulls.config import (
     resolve_method,
     subject_fingerprint,
     subject_lookalikes,
+    subject_reader,
 )
 from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, NullShape, RateRead
 from app.settings import Settings, get_settings
 from core.measures.null import MAX_TRUE_VALUES, STATISTIC, EmpiricalNull, FactStat, Rate, null_eta_seconds
+from core.names.lookalikes import READER
 
 DEFAULT_POLICY = "pvalue"
 DEFAULT_MAX_P = 0.01
@@ -48,6 +50,10 @@ OUT_OF_POOL = (
     " property's kind has no out-of-pool reservoir, or the null is older than out-of-pool null facts): its form alone"
     " (a small town among capitals) can rank it first or last, so no p-value is given; the ranks and scores are"
     " still shown"
+)
+OLD_READER = (
+    "this audit drew its same-origin look-alike names with an earlier name-origin reader, and nulls are computed"
+    " with today's: audit the subject again for a verdict"
 )
 OLD_NULL = (
     "the null was computed before the verdict statistic existed: POST a null audit (kind null) to compute it again"
@@ -160,7 +166,8 @@ class Calibrator:
         if cached is None:
             options = audit.options or {}
             pool = effective_pool(self.session, pid, options)
-            config = null_config(pid, options, self._lookalikes(audit), pool, resolve_method("auto", pid, options))
+            method = resolve_method("auto", pid, options)
+            config = null_config(pid, options, self._lookalikes(audit), pool, method, subject_reader(audit.summary))
             cached = self._keys[(audit.id, pid)] = config_key(config)
         return cached
 
@@ -202,6 +209,8 @@ class Calibrator:
         if rows and rows[0][1] == "failed" and rows[0][0].fingerprint in (None, fingerprint):
             return Resolved(pid, "failed", rows[0][0])  # no automatic retry: POST a null audit to retry
         changed = any(status == "succeeded" for _, status in rows)  # on another fingerprint of the model
+        if self._lookalikes(audit) == "same_origin" and subject_reader(audit.summary) != READER:
+            return Resolved(pid, "missing", message=OLD_READER)  # no null is computed with the old reader
         return Resolved(pid, "missing", message=CHANGED if changed else MISSING)
 
     def _load(self, pid: str, row: NullDistribution) -> Resolved:

@@ -21,6 +21,7 @@ from app.wikidata.repository import latest_pool
 from core.catalog import load_catalog
 from core.measures.null import STATISTIC
 from core.names.fictitious import GENERATOR, NAME_HINTED, roster_size
+from core.names.lookalikes import READER, READER_BEFORE
 from core.names.out_of_pool import RESERVOIR, has_reservoir
 
 METHODS = ("auto", "full", "pseudo")
@@ -57,8 +58,17 @@ def resolve_method(method: str, pid: str, options: Mapping[str, Any]) -> str:
     return "full" if pid in NAME_HINTED or merges_pool else "pseudo"
 
 
-def null_config(pid: str, options: Mapping[str, Any], lookalikes: str, pool: Sequence[str], method: str) -> dict:
-    """The configuration a null for ``pid`` must share with the subject audit (JSON-ready)."""
+def null_config(
+    pid: str,
+    options: Mapping[str, Any],
+    lookalikes: str,
+    pool: Sequence[str],
+    method: str,
+    reader: str = READER,
+) -> dict:
+    """The configuration a null for ``pid`` must share with the subject audit (JSON-ready). ``reader``: the
+    name-origin reader the audit's same-origin look-alikes came from (:func:`subject_reader`); the null's own
+    look-alikes are always read by today's (:data:`core.names.lookalikes.READER`)."""
     return {
         "property": pid,
         "templates": template_texts(pid, options),
@@ -68,6 +78,7 @@ def null_config(pid: str, options: Mapping[str, Any], lookalikes: str, pool: Seq
         "alpha": float(options.get("alpha", 1.0)),
         "similar_names": int(options.get("similar_names", 2)),
         "lookalikes": lookalikes,
+        "lookalike_reader": reader if lookalikes == "same_origin" else None,
         "near_duplicates": bool(options.get("near_duplicates", True)),
         "near_duplicate_scope": str(options.get("near_duplicate_scope", "label_variants")),
         "near_duplicate_threshold": float(options.get("near_duplicate_threshold", 0.75)),
@@ -120,6 +131,12 @@ def subject_lookalikes(summary: Mapping[str, Any] | None, options: Mapping[str, 
     """The look-alike scheme a finished subject audit used (same_origin falls back to reversed for a name of
     unknown origin; audits from before look-alike schemes used reversed letters)."""
     return str((summary or {}).get("lookalikes") or options.get("lookalikes") or "reversed")
+
+
+def subject_reader(summary: Mapping[str, Any] | None) -> str:
+    """The name-origin reader a finished subject audit drew its same-origin look-alikes with (audits from before it
+    was recorded: :data:`core.names.lookalikes.READER_BEFORE`)."""
+    return str((summary or {}).get("lookalike_reader") or READER_BEFORE)
 
 
 def subject_fingerprint(summary: Mapping[str, Any] | None) -> str | None:

@@ -15,6 +15,7 @@ of whose parts any origin lists falls back to the reversed scheme (and says so).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 import unicodedata
@@ -22,21 +23,34 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from core.measures.wikimem import similar_names
-from core.names.origins import BY_LOCALE, GENDERS, ORIGINS, name_lists
+from core.names.origins import BY_LOCALE, GENDERS, ORIGINS, NameLists, name_lists
 
 SCHEMES = ("reversed", "same_origin")
+# The name-origin reader's version. Same-origin look-alikes depend on it (which origin a name is read as): a subject
+# audit records it, a null's key holds it, and an audit is judged only against a null whose names were read alike.
+READER = "common-names-2"
+READER_BEFORE = "faker-lists-1"  # what an audit that records no reader used: Faker's lists alone, the share bonus
+READER_NAMES = Path(__file__).with_name("reader_names.json")  # common names per origin, read by the reader only
 LIST_BONUS = 10.0  # weight of an exact list match against the trigram likelihood (chosen on the labelled names)
 SMOOTHING = 0.01  # additive smoothing of trigram weights
 MAX_DRAWS = 50  # per wanted variant: a bound on the rejection loop (a draw may equal the name or a variant)
 
 
+# Letters Unicode does not decompose into a base letter and a mark, folded as a name is written without them
+# ("Yıldız" as "Yildiz", "Łukasz" as "Lukasz", "Søren" as "Soren").
+_UNDECOMPOSED = str.maketrans(
+    {"ı": "i", "ł": "l", "ø": "o", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "ß": "ss", "ɔ": "o", "ɛ": "e"}
+)
+
+
 def fold(word: str) -> str:
-    """Case- and accent-insensitive key: 'José' and 'jose' match."""
+    """Case- and accent-insensitive key: 'José' and 'jose' match, and 'Yıldız' and 'Yildiz'."""
     decomposed = unicodedata.normalize("NFKD", word.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).translate(_UNDECOMPOSED)
 
 
 @dataclass(frozen=True)
@@ -46,11 +60,31 @@ class NameOrigin:
 
 
 @cache
+def reader_lists(locale: str) -> NameLists:
+    """What the origin reader knows of one origin: Faker's lists (what look-alikes are drawn from) and the common
+    given names and surnames of ``reader_names.json`` (hand-written, read only here: Faker's lists miss many of the
+    commonest names — Turkish "Ahmet" and "Öztürk", Italian "Colombo", Kenyan "Otieno" — and list immigrant names
+    under other countries, so a reader of Faker's lists alone put 76 of the roster's 775 names in another
+    tradition; docs/measures.md, "Same-origin look-alikes")."""
+    faker = name_lists(locale)
+    common = _reader_names().get(locale, {})
+    return NameLists(
+        {g: tuple(dict.fromkeys((*faker.first[g], *common.get(g, ())))) for g in GENDERS},
+        {g: tuple(dict.fromkeys((*faker.last[g], *common.get(f"last_{g}", ())))) for g in GENDERS},
+    )
+
+
+@cache
+def _reader_names() -> dict[str, dict[str, list[str]]]:
+    return dict(json.loads(READER_NAMES.read_text(encoding="utf-8"))["origins"])
+
+
+@cache
 def _index() -> dict[str, dict[str, set[str]]]:
     """role ("male", "female", "last") -> folded name -> locales listing it."""
     index: dict[str, dict[str, set[str]]] = {role: defaultdict(set) for role in ("male", "female", "last")}
     for origin in ORIGINS:
-        lists = name_lists(origin.locale)
+        lists = reader_lists(origin.locale)
         for gender in GENDERS:
             for name in lists.first[gender]:
                 index[gender][fold(name)].add(origin.locale)
@@ -71,7 +105,7 @@ def _trigram_model() -> tuple[dict[str, dict[str, float]], dict[str, float], int
     counts: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     totals: dict[str, float] = defaultdict(float)
     for origin in ORIGINS:
-        lists = name_lists(origin.locale)
+        lists = reader_lists(origin.locale)
         names = {n for g in GENDERS for n in (*lists.first[g], *lists.last[g])}
         weight = 1.0 / len(names)
         for name in names:

@@ -238,6 +238,7 @@ def test_a_submission_imports_the_shipped_null_instead_of_computing(sqlite_env):
     from app.nulls.shipped import shipped, weights_file
     from app.settings import get_settings
     from app.subjects.schemas import SubjectAuditOptions
+    from core.names.lookalikes import READER
 
     settings = get_settings()
     model = settings.default_model
@@ -257,7 +258,8 @@ def test_a_submission_imports_the_shipped_null_instead_of_computing(sqlite_env):
         null = s.get(Audit, rows[0].audit_id)
         assert null.status == "succeeded" and null.summary["source"] == "shipped"
         assert rows[0].fingerprint in {a.fingerprint for a in shipped() if a.model == model}
-        subject = Audit(kind="subject", model=model, status="succeeded", options=options, summary={})
+        summary = {"lookalikes": "same_origin", "lookalike_reader": READER}  # as the subject job records them
+        subject = Audit(kind="subject", model=model, status="succeeded", options=options, summary=summary)
         s.add(subject)
         s.flush()
         for pid in pids:

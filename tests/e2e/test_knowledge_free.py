@@ -14,6 +14,7 @@ from app.settings import get_settings
 from core.catalog import load_catalog
 from core.measures.null import Rate
 from core.names.fictitious import cohort
+from core.names.lookalikes import READER
 from tests.conftest import wait_for
 
 PIDS = ("P106", "P27", "P569", "P2048", "P742", "P1412", "P19")  # item (pseudo / name-hinted), time, quantity, string
@@ -71,7 +72,10 @@ def test_the_knowledge_free_model_is_flagged_at_chance_for_every_shape(nulls_of_
         },
     )
     for audit_id in [*ids, odd]:
-        assert wait_for(api, audit_id, timeout=900)["status"] == "succeeded"
+        done = wait_for(api, audit_id, timeout=900)
+        assert done["status"] == "succeeded"
+        # the name-origin reader that drew its same-origin look-alikes is recorded (a null's key holds it)
+        assert done["summary"]["lookalike_reader"] == READER, done["summary"]
     calibrations = []
     for audit_id, person in zip(ids, people, strict=True):
         page = api.get(f"/audits/{audit_id}/facts").json()

@@ -18,7 +18,14 @@ from app.db.vocabulary import ACTIVE_STATUSES, AuditStatus
 from app.evidence import repository as evidence
 from app.evidence.schemas import EntryKind
 from app.nulls import repository as nulls
-from app.nulls.config import config_key, effective_pool, null_config, resolve_method, subject_lookalikes
+from app.nulls.config import (
+    config_key,
+    effective_pool,
+    null_config,
+    resolve_method,
+    subject_lookalikes,
+    subject_reader,
+)
 from app.settings import Settings
 from app.subjects import repository as subjects
 from core import provenance
@@ -62,7 +69,8 @@ def null_refs(session: Session, audit: Audit, pids: list[str], fingerprint: str 
     refs = []
     for pid in pids:
         pool = effective_pool(session, pid, options)
-        key = config_key(null_config(pid, options, scheme, pool, resolve_method("auto", pid, options)))
+        method = resolve_method("auto", pid, options)
+        key = config_key(null_config(pid, options, scheme, pool, method, subject_reader(audit.summary)))
         rows = nulls.distributions(session, audit.model, key)
         ready = [
             d for d, st in rows if st == AuditStatus.SUCCEEDED and d.n_facts and fingerprint in (None, d.fingerprint)

@@ -31,7 +31,7 @@ from core.measures.wikimem import (
     subject_summary,
     template_outcome,
 )
-from core.names.lookalikes import lookalikes_for
+from core.names.lookalikes import READER, lookalikes_for
 from workers.embeddings import EmbeddingUnavailable, embed_values
 from workers.jobs.common import JobContext, JobError, run_audit_job
 from workers.lm.base import Scorer, ScoringError
@@ -280,7 +280,12 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     ctx.check_cancelled()
     summary = _store(ctx.audit_id, plans, name, nll, opts.alpha)
     scheme = lookalikes_for(name, opts.model_dump())[1]  # the scheme used: same_origin falls back for unknown origins
-    return summary | {"near_duplicates_merged": merged, "scoring": stats, "lookalikes": scheme}
+    return summary | {
+        "near_duplicates_merged": merged,
+        "scoring": stats,
+        "lookalikes": scheme,
+        "lookalike_reader": READER,
+    }
 
 
 def canary_outcome(

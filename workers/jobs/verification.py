@@ -27,7 +27,7 @@ from app.db.models.verification import VerificationFact, VerificationPerson
 from app.evidence import repository as evidence
 from app.evidence.schemas import EntryKind
 from app.nulls.calibrate import Calibrator, uncalibrated_reason
-from app.nulls.config import subject_lookalikes
+from app.nulls.config import subject_lookalikes, subject_reader
 from app.settings import get_settings
 from app.subjects import repository as subjects
 from app.subjects.schemas import SubjectAuditOptions
@@ -304,6 +304,7 @@ def _after_audit(audit: Audit, before: Audit, fingerprint: str | None) -> Any:
     summary = {
         "scoring": {"fingerprint": fingerprint},
         "lookalikes": subject_lookalikes(before.summary, before.options),
+        "lookalike_reader": subject_reader(before.summary),  # the before audit's look-alikes are the after side's
     }
     return SimpleNamespace(id=f"{audit.id}:{before.id}", model=audit.model, options=before.options, summary=summary)
 

@@ -121,3 +121,32 @@ def test_a_resumed_nulls_time_left_is_at_its_scoring_rate_not_diluted_by_the_pau
     assert null_progress(null).eta_seconds == 10, null_progress(null)
     null.progress_done = 0
     assert null_progress(null).eta_seconds is None, "nothing scored: no time left to say"
+
+
+def test_an_audit_whose_look_alikes_an_earlier_reader_drew_is_told_to_audit_again(pg_env):
+    """Same-origin look-alikes depend on the name-origin reader (which origins and lists it knows): an audit records
+    the reader it used, a null's key holds it, and an audit from before it was recorded (the 51 Faker origins) is not
+    judged against a null whose look-alikes the current reader drew — it says so, and a read creates nothing."""
+    from app.db.engine import session_scope
+    from app.nulls.calibrate import MISSING, OLD_READER, Calibrator
+    from app.nulls.config import subject_reader
+    from core.names.lookalikes import READER, READER_BEFORE
+
+    fp = uuid.uuid4().hex + uuid.uuid4().hex
+    with session_scope() as s:
+        before = len(null_audits(s))
+        old = subject_audit(s, fp)
+        old.summary = {**old.summary, "lookalikes": "same_origin"}  # no lookalike_reader: drawn before it existed
+        new = subject_audit(s, fp)
+        new.summary = {**new.summary, "lookalikes": "same_origin", "lookalike_reader": READER}
+        assert (subject_reader(old.summary), subject_reader(new.summary)) == (READER_BEFORE, READER)
+        calibrator = Calibrator(s)
+        assert calibrator.key(old, "P27") != calibrator.key(new, "P27")
+        assert (calibrator.resolve(old, "P27").status, calibrator.resolve(old, "P27").message) == (
+            "missing",
+            OLD_READER,
+        )
+        assert calibrator.resolve(new, "P27").message == MISSING  # the current reader: the usual missing null
+        reversed_ = subject_audit(s, fp)  # reversed letters do not depend on the reader
+        assert Calibrator(s).resolve(reversed_, "P27").message != OLD_READER
+        assert len(null_audits(s)) == before, "a read wrote"

@@ -29,6 +29,24 @@ def test_origin_is_read_from_the_name_alone():
     assert name_origin("1234") is None
 
 
+def test_common_names_that_fakers_lists_miss_are_read_in_their_own_tradition_and_never_drawn():
+    """Faker's Turkish lists hold neither "Mustafa" nor "Özdemir", and its German lists hold Turkish given names, so a
+    reader of Faker's lists alone read these names as German and drew German look-alikes for them. The hand-written
+    common names (reader_names.json) place them; look-alikes are still drawn from Faker's lists only."""
+    from benchmarks.origin_reader import configured
+    from core.names.lookalikes import reader_lists
+
+    turkish = ("Mustafa Özdemir", "Mehmet Yilmaz", "Emine Arslan")
+    assert all(name_origin(n).locales == ("tr_TR",) for n in turkish), [name_origin(n) for n in turkish]
+    with configured(common_names=False):
+        assert all(BY_LOCALE[name_origin(n).locales[0]].region == "germanic" for n in turkish)
+    assert fold("Yıldız") == fold("Yildiz") and fold("Łukasz") == fold("Lukasz") and fold("Søren") == "soren"
+    faker, read = name_lists("tr_TR"), reader_lists("tr_TR")
+    assert "Mustafa" in read.first["male"] and "Mustafa" not in faker.first["male"]
+    drawn = {p for n in lookalike_names("Mustafa Özdemir", 40, "same_origin")[0] for p in n.split()}
+    assert drawn <= {*faker.first["male"], *faker.last["male"]}, drawn - {*faker.first["male"], *faker.last["male"]}
+
+
 def test_reversed_scheme_and_the_fallback():
     assert lookalike_names("Jane Doe", 2, "reversed") == (["Enaj Doe", "Jane Eod"], "reversed")
     assert lookalike_names("12 34", 2, "same_origin")[1] == "reversed"  # no letters: no origin
