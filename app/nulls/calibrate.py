@@ -64,7 +64,7 @@ OLD_NULL = (
 TYPICAL_NAMES = frozenset({"P27", "P19", "P1412"})  # citizenship, birthplace, languages
 TYPICAL_NAMES_CAVEAT = (
     "for people with ordinary names of their country this null's rate holds at p <= 0.01 within a factor of two"
-    " (measured on smollm2-135m with invented people written by other hands: 0.7 % through the service, 1.2-2.3 %"
+    " (measured on smollm2-135m with invented people written by other hands: 0.8 % through the service, 1.2-2.3 %"
     " in the benchmark), lenient thresholds understate it (5-12 % at p <= 0.05), and names of a tradition outside"
     " the null's 51 origins (Korean, Greek, Arabic, Persian, Thai ...) are flagged more often (3 of 57 such facts):"
     " docs/measures.md, 'Typical names'"
