@@ -63,7 +63,7 @@ class NameOrigin:
 def reader_lists(locale: str) -> NameLists:
     """What the origin reader knows of one origin: Faker's lists (what look-alikes are drawn from) and the common
     given names and surnames of ``reader_names.json`` (hand-written, read only here: Faker's lists miss many of the
-    commonest names — Turkish "Ahmet" and "Öztürk", Italian "Colombo", Kenyan "Otieno" — and list immigrant names
+    commonest names — Turkish "Ahmet" and "Öztürk", Italian "Colombo" and "Ferri" — and list immigrant names
     under other countries, so a reader of Faker's lists alone put 76 of the roster's 775 names in another
     tradition; docs/measures.md, "Same-origin look-alikes")."""
     faker = name_lists(locale)
