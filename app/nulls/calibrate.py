@@ -19,15 +19,7 @@ from app.db.base import utcnow
 from app.db.models import Audit, Canary, FactResult, NullDistribution
 from app.forget_set.policies import fact_rates
 from app.nulls import repository
-from app.nulls.config import (
-    config_key,
-    effective_pool,
-    null_config,
-    resolve_method,
-    subject_fingerprint,
-    subject_lookalikes,
-    subject_reader,
-)
+from app.nulls.config import subject_fingerprint, subject_lookalikes, subject_null_key, subject_reader
 from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, NullShape, RateRead
 from app.settings import Settings, get_settings
 from core.measures.null import MAX_TRUE_VALUES, STATISTIC, EmpiricalNull, FactStat, Rate, null_eta_seconds
@@ -164,11 +156,7 @@ class Calibrator:
     def key(self, audit: Audit, pid: str) -> str:
         cached = self._keys.get((audit.id, pid))
         if cached is None:
-            options = audit.options or {}
-            pool = effective_pool(self.session, pid, options)
-            method = resolve_method("auto", pid, options)
-            config = null_config(pid, options, self._lookalikes(audit), pool, method, subject_reader(audit.summary))
-            cached = self._keys[(audit.id, pid)] = config_key(config)
+            cached = self._keys[(audit.id, pid)] = subject_null_key(self.session, audit, pid)
         return cached
 
     @staticmethod

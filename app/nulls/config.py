@@ -139,5 +139,15 @@ def subject_reader(summary: Mapping[str, Any] | None) -> str:
     return str((summary or {}).get("lookalike_reader") or READER_BEFORE)
 
 
+def subject_null_key(session: Session, audit: Any, pid: str) -> str:
+    """The configuration key of the null a finished subject audit's ``pid`` fact is judged against (the calibrator's
+    and the evidence record's: one definition)."""
+    options = audit.options or {}
+    lookalikes = subject_lookalikes(audit.summary, options)
+    pool = effective_pool(session, pid, options)
+    method = resolve_method("auto", pid, options)
+    return config_key(null_config(pid, options, lookalikes, pool, method, subject_reader(audit.summary)))
+
+
 def subject_fingerprint(summary: Mapping[str, Any] | None) -> str | None:
     return ((summary or {}).get("scoring") or {}).get("fingerprint")

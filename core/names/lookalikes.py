@@ -33,7 +33,7 @@ SCHEMES = ("reversed", "same_origin")
 # The name-origin reader's version. Same-origin look-alikes depend on it (which origin a name is read as): a subject
 # audit records it, a null's key holds it, and an audit is judged only against a null whose names were read alike.
 READER = "common-names-2"
-READER_BEFORE = "faker-lists-1"  # what an audit that records no reader used: Faker's lists alone, the share bonus
+READER_BEFORE = "faker-lists-1"  # what an audit that records no reader used: Faker's lists alone
 READER_NAMES = Path(__file__).with_name("reader_names.json")  # common names per origin, read by the reader only
 LIST_BONUS = 10.0  # weight of an exact list match against the trigram likelihood (chosen on the labelled names)
 SMOOTHING = 0.01  # additive smoothing of trigram weights

@@ -18,14 +18,7 @@ from app.db.vocabulary import ACTIVE_STATUSES, AuditStatus
 from app.evidence import repository as evidence
 from app.evidence.schemas import EntryKind
 from app.nulls import repository as nulls
-from app.nulls.config import (
-    config_key,
-    effective_pool,
-    null_config,
-    resolve_method,
-    subject_lookalikes,
-    subject_reader,
-)
+from app.nulls.config import subject_null_key
 from app.settings import Settings
 from app.subjects import repository as subjects
 from core import provenance
@@ -64,13 +57,9 @@ def null_refs(session: Session, audit: Audit, pids: list[str], fingerprint: str 
     own = nulls.of_audit(session, audit.id)
     if own:
         return [{"property": d.property_id, "null_audit_id": d.audit_id, "config_key": d.key} for d in own]
-    options = audit.options or {}
-    scheme = subject_lookalikes(audit.summary, options)
     refs = []
     for pid in pids:
-        pool = effective_pool(session, pid, options)
-        method = resolve_method("auto", pid, options)
-        key = config_key(null_config(pid, options, scheme, pool, method, subject_reader(audit.summary)))
+        key = subject_null_key(session, audit, pid)
         rows = nulls.distributions(session, audit.model, key)
         ready = [
             d for d, st in rows if st == AuditStatus.SUCCEEDED and d.n_facts and fingerprint in (None, d.fingerprint)
