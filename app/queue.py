@@ -18,6 +18,10 @@ The embedded runner (one process, one user) serves single audits first, then bat
 Background work (nulls)
 waits on a lane too, as small jobs: a null scores a few people per job and then sends its next job to the tail of
 its lane (``follow_up``), so a single audit waits for at most one such chunk, and no job ever stops for another.
+
+A job that must wait for other audits (a verification for its nulls) parks its next job (``park``): RQ keeps it
+`deferred`, the embedded runner holds it aside, and neither runs it until the audits it waits for have ended and
+their last job wakes it (``wake``; app/reliability/waits.py says who waits for whom). Nothing sleeps and re-queues.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import logging
 import queue as stdlib_queue
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from functools import lru_cache
 from typing import Protocol
 
@@ -37,11 +42,13 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry as RedisRetry
 from rq import Queue, get_current_job
 from rq.exceptions import NoSuchJobError
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
+from rq.utils import utcparse
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
+from app.db.base import utcnow
 from app.settings import Settings, get_settings
 
 log = logging.getLogger("memaudit.queue")
@@ -110,6 +117,15 @@ class Dispatcher(Protocol):
         how many existed."""
         ...
 
+    def park(self, audit_id: str) -> None:
+        """Called by the running job of this audit, which has handed it back to `queued` to wait for other audits:
+        keep its next job (the same path, on the queue that job came from) without running it until ``wake``."""
+        ...
+
+    def wake(self, audit_ids: list[str]) -> None:
+        """Run the parked next jobs of these audits, at the tail of their queues (an audit with none: nothing)."""
+        ...
+
 
 def import_path(path: str) -> Callable[[str], None]:
     module, _, name = path.rpartition(".")
@@ -143,7 +159,7 @@ class RQDispatcher:
             for name in queue_names(settings)[len(self.interactive) :]
         ]
 
-    def _data(self, job_path: str, audit_id: str, rq_id: str | None = None):  # noqa: ANN202 (rq's EnqueueData)
+    def _data(self, job_path: str, audit_id: str, rq_id: str | None = None):  # rq's EnqueueData
         # No RQ retry: a job never raises (workers/jobs/common.py records every failure), and a run that dies or
         # times out is run again by the one retry policy, ``max_attempts`` (app/reliability/reconciler.py).
         s = self.settings
@@ -172,14 +188,46 @@ class RQDispatcher:
         for i in range(0, len(audit_ids), 1000):
             queue.enqueue_many([self._data(job_path, a) for a in audit_ids[i : i + 1000]])
 
-    def follow_up(self, audit_id: str) -> None:
+    def _next_of(self, audit_id: str) -> tuple[Queue, str, str] | None:
+        """(the queue the running job of this audit came from, its path, the id its next job takes), or None
+        outside this audit's RQ job."""
         current = get_current_job()
-        if current is None or current.id not in job_ids(audit_id):  # not inside this audit's RQ job
+        if current is None or current.id not in job_ids(audit_id):
             log.warning("audit %s: no running job to follow; the reconciler enqueues it", audit_id)
-            return
+            return None
         first, second = job_ids(audit_id)
-        data = self._data(current.func_name, audit_id, second if current.id == first else first)
-        Queue(current.origin, connection=self.redis, serializer=JSONSerializer).enqueue_many([data])
+        queue = Queue(current.origin, connection=self.redis, serializer=JSONSerializer)
+        return queue, current.func_name, second if current.id == first else first
+
+    def follow_up(self, audit_id: str) -> None:
+        found = self._next_of(audit_id)
+        if found is not None:
+            queue, path, rq_id = found
+            queue.enqueue_many([self._data(path, audit_id, rq_id)])
+
+    def park(self, audit_id: str) -> None:
+        found = self._next_of(audit_id)
+        if found is None:
+            return
+        queue, path, rq_id = found
+        s = self.settings
+        job = queue.create_job(
+            path,
+            args=(audit_id,),
+            job_id=rq_id,
+            timeout=s.job_timeout_seconds,
+            result_ttl=s.job_result_ttl_seconds,
+            failure_ttl=s.job_result_ttl_seconds,
+            description=f"{path}({audit_id})",
+            status=JobStatus.DEFERRED,  # kept, not queued: `missing` counts it as a job that will run
+        )
+        job.save()
+
+    def wake(self, audit_ids: list[str]) -> None:
+        ids = [rq_id for a in audit_ids for rq_id in job_ids(a)]
+        for job in Job.fetch_many(ids, connection=self.redis, serializer=JSONSerializer):
+            if job is not None and job.get_status() == JobStatus.DEFERRED:
+                Queue(job.origin, connection=self.redis, serializer=JSONSerializer).enqueue_job(job)
 
     def cancel(self, audit_id: str) -> None:
         for rq_id in job_ids(audit_id):
@@ -192,12 +240,6 @@ class RQDispatcher:
         # A running job's heartbeat sees the audit's `cancelled` status and stops the job.
 
     def missing(self, audit_ids: list[str]) -> list[str]:
-        from datetime import timedelta
-
-        from rq.utils import utcparse
-
-        from app.db.base import utcnow
-
         # Two fields of each job hash, pipelined: every worker's reconciler asks this of every queued audit every
         # pass, and loading whole jobs made one pass over a 100,000-audit batch take 18 s (benchmarks/cohort.py).
         with self.redis.pipeline(transaction=False) as pipe:
@@ -230,9 +272,6 @@ class RQDispatcher:
         return deleted
 
     def discard(self, audit_ids: list[str]) -> int:
-        from rq.job import Job
-        from rq.serializers import JSONSerializer
-
         ids = [rq_id for a in audit_ids for rq_id in job_ids(a)]
         jobs = Job.fetch_many(ids, connection=self.redis, serializer=JSONSerializer)
         for job in jobs:
@@ -253,6 +292,8 @@ class EmbeddedDispatcher:
         self._lock = threading.Lock()
         self._held: set[str] = set()  # audits sent and not yet finished in this process
         self._again: set[str] = set()  # running audits with a follow-up: sent again when their job returns
+        self._parking: set[str] = set()  # running audits that park their next job when it returns
+        self._parked: dict[str, tuple[int, str]] = {}  # audit -> (lane flag, job path) of its parked next job
         self._closed = False  # shut down (the process exits)
         self._idle = threading.Event()  # set while the thread runs no job
         self._idle.set()
@@ -287,6 +328,20 @@ class EmbeddedDispatcher:
     def follow_up(self, audit_id: str) -> None:
         with self._lock:
             self._again.add(audit_id)  # put back by _loop when the running job returns (it is still held)
+
+    def park(self, audit_id: str) -> None:
+        with self._lock:
+            self._parking.add(audit_id)  # set aside by _loop when the running job returns (it stays held)
+
+    def wake(self, audit_ids: list[str]) -> None:
+        with self._lock:
+            for audit_id in audit_ids:
+                if audit_id in self._parking:  # its job has not returned yet: run it again when it does
+                    self._parking.discard(audit_id)
+                    self._again.add(audit_id)
+                elif audit_id in self._parked:
+                    lane_flag, job_path = self._parked.pop(audit_id)
+                    self._jobs.put((lane_flag, next(self._sent), job_path, audit_id))
 
     def _ensure_thread(self) -> None:
         with self._lock:
@@ -327,15 +382,21 @@ class EmbeddedDispatcher:
             except Exception:  # the job records its own failure; never let the thread die
                 log.exception("embedded job %s failed for audit %s", job_path, audit_id)
             finally:
-                with self._lock:
-                    again = audit_id in self._again
-                    self._again.discard(audit_id)
-                    if again:  # at the tail of its lane: behind what was sent meanwhile
-                        self._jobs.put((lane_flag, next(self._sent), job_path, audit_id))
-                    else:
-                        self._held.discard(audit_id)
+                self._returned(lane_flag, job_path, audit_id)
                 self._jobs.task_done()
                 self._idle.set()
+
+    def _returned(self, lane_flag: int, job_path: str, audit_id: str) -> None:
+        """The audit's job returned: send its follow-up, set its parked job aside, or let the audit go."""
+        with self._lock:
+            if audit_id in self._again:  # at the tail of its lane: behind what was sent meanwhile
+                self._again.discard(audit_id)
+                self._jobs.put((lane_flag, next(self._sent), job_path, audit_id))
+            elif audit_id in self._parking:  # still held (not missing): woken by what it waits for
+                self._parking.discard(audit_id)
+                self._parked[audit_id] = (lane_flag, job_path)
+            else:
+                self._held.discard(audit_id)
 
     def join(self) -> None:
         """Wait until every job sent so far has finished (CLI and tests)."""

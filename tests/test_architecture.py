@@ -12,7 +12,11 @@ ones included) and, for the API process, from a fresh interpreter's sys.modules:
 - importing app.main loads no torch, transformers, vllm or sentence-transformers.
 - a public class name is defined once in app, workers and core (one name, one meaning);
 - only the composition roots import the list of kinds (app.kinds): the API (app/main.py), the command line
-  (app/cli) and the worker's entry point (workers/worker.py); everything else is given its kinds.
+  (app/cli) and the worker's entry point (workers/worker.py); everything else is given its kinds;
+- no private RQ name is touched in app or workers: no ``x._name`` where ``_name`` is a private attribute or method
+  of RQ's source, on an RQ object or on ``self`` in a subclass of an RQ class, and no such method overridden;
+- no job waits by sleeping and re-queuing: no function of workers/jobs both sleeps and sends its job again (a job
+  that waits for other audits raises ``Waiting``: workers/jobs/common.py).
 
 Each checker is also run on planted violations, so a rule that stopped catching anything would fail here."""
 
@@ -26,12 +30,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import rq
 
 REPO = Path(__file__).resolve().parent.parent
 CORE_MAY_IMPORT = {"numpy", "core", "faker"}  # faker: a data package (name lists), declared in pyproject.toml
 # Data layers, settings, schemas, and the job lifecycle's lease operations (conditional UPDATEs on the audit row).
 WORKERS_MAY_IMPORT_FROM_APP = re.compile(
-    r"^app\.(db(\..*)?|settings|\w+\.repository|\w+\.schemas|\w+\.config|coverage\.formats|reliability\.leases)$"
+    r"^app\.(db(\..*)?|settings|\w+\.repository|\w+\.schemas|\w+\.config|coverage\.formats|reliability\.(leases|waits))$"
 )
 # beyond the data layers: the worker's entry point, and the jobs' shared runner (a job that works in steps, or timed
 # out, hands its audit back and sends its next job: workers/jobs/common.py)
@@ -47,6 +52,7 @@ MAY_ALSO_IMPORT = {
 }
 AUDITS_MAY_IMPORT_FROM_APP = re.compile(r"^app\.(audits|auth|db|deps|errors|limits|queue|settings|validation)(\..*)?$")
 HEAVY = ("torch", "transformers", "vllm", "sentence_transformers")
+RQ_SOURCE = Path(rq.__file__).resolve().parent
 # the processes' entry points, which choose the kinds they offer (app/cli/ too); the rest is given them
 COMPOSITION_ROOTS = {"app/kinds.py", "app/main.py", "workers/worker.py"}
 
@@ -141,6 +147,89 @@ def class_name_clashes(root: Path) -> list[str]:
     return [f"{name}: {', '.join(paths)}" for name, paths in sorted(where.items()) if len(paths) > 1]
 
 
+def rq_private_names(source: Path = RQ_SOURCE) -> set[str]:
+    """Every single-underscore attribute or method name RQ's own source uses or defines."""
+    names = set()
+    for path in source.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "name", None)
+            if isinstance(name, str) and name.startswith("_") and not name.startswith("__"):
+                names.add(name)
+    return names
+
+
+def _rq_imported(tree: ast.AST) -> set[str]:
+    """The names a module binds from rq (``from rq.job import Job`` -> Job; ``import rq`` -> rq)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "rq":
+            out |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            out |= {a.asname or a.name for a in node.names if a.name.split(".")[0] == "rq"}
+    return out
+
+
+def rq_private_uses(root: Path, private: set[str]) -> list[str]:
+    """Private RQ names touched in app and workers: ``obj._name`` for an RQ private ``_name`` (``self._name`` only
+    inside a subclass of an RQ class: a class of ours has its own), and RQ private methods overridden."""
+    out = []
+    for package in ("app", "workers"):
+        for path in python_files(root, package):
+            tree = ast.parse(path.read_text(), filename=str(path))
+            rq_names = _rq_imported(tree)
+            if not rq_names:
+                continue
+            name = path.relative_to(root).as_posix()
+            ours = set()  # attribute nodes on `self` inside classes that do not subclass RQ's
+            for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+                bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases}
+                if bases & rq_names:
+                    out += [
+                        f"{name}:{f.lineno} overrides RQ's {f.name}"
+                        for f in cls.body
+                        if isinstance(f, ast.FunctionDef) and f.name in private
+                    ]
+                    continue
+                ours |= {
+                    id(n)
+                    for n in ast.walk(cls)
+                    if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls")
+                }
+            out += [
+                f"{name}:{n.lineno} touches RQ's {n.attr}"
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Attribute) and n.attr in private and id(n) not in ours
+            ]
+    return sorted(set(out))
+
+
+REQUEUES = {"NextStep", "follow_up", "send", "send_many", "enqueue", "enqueue_many"}
+
+
+def sleeping_requeues(root: Path) -> list[str]:
+    """Functions of workers/jobs that sleep (``time.sleep`` or a bare ``sleep``) and send their audit's job again
+    (raise ``NextStep``, or call ``follow_up``/``send``/``enqueue``): a job never waits by sleeping and re-queuing.
+    (The lifecycle's retry of a database write while the database is away sleeps, and sends nothing.)"""
+    out = []
+    for path in python_files(root, "workers/jobs"):
+        for fn in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            called = {
+                n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)
+                for n in ast.walk(fn)
+                if isinstance(n, ast.Call)
+            }
+            raised = {
+                getattr(n.exc, "id", None) or getattr(getattr(n.exc, "func", None), "id", None)
+                for n in ast.walk(fn)
+                if isinstance(n, ast.Raise) and n.exc is not None
+            }
+            if "sleep" in called and (called | raised) & REQUEUES:
+                out.append(f"{path.relative_to(root).as_posix()}:{fn.lineno} {fn.name} sleeps and re-queues")
+    return out
+
+
 def heavy_modules_after_importing(module: str, root: Path) -> list[str]:
     code = f"import sys, {module}; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
@@ -169,6 +258,14 @@ def test_only_the_composition_roots_import_the_kinds() -> None:
 
 def test_each_class_name_has_one_meaning() -> None:
     assert class_name_clashes(REPO) == []
+
+
+def test_no_private_rq_name_is_touched() -> None:
+    assert rq_private_uses(REPO, rq_private_names()) == []
+
+
+def test_no_job_waits_by_sleeping() -> None:
+    assert sleeping_requeues(REPO) == []
 
 
 def test_the_api_process_loads_no_model_code() -> None:
@@ -204,6 +301,12 @@ def planted(tmp_path: Path) -> Path:
         "workers/lm/engine.py": "class Progress:\n    pass\n\n\nclass _Row:\n    pass\n",
         "app/audits/schemas.py": "class Progress:\n    pass\n\n\nclass _Row:\n    pass\n",
         "torch.py": "",  # a stand-in for torch, importable from the planted root
+        "workers/rq_worker.py": "from rq import SimpleWorker\n\n\nclass W(SimpleWorker):\n"
+        "    def _install_signal_handlers(self):\n        self._stop_requested = True\n        self.stop = 1\n",
+        "app/rq_queue.py": "from rq.job import Job\n\n\nclass Mine:\n    def f(self, job: Job):\n"
+        "        self._stop_requested = 1\n        return job._status\n",
+        "workers/jobs/waits.py": "import time\n\n\ndef run(audit_id):\n    time.sleep(0.5)\n    raise NextStep\n\n\n"
+        "def retry():\n    time.sleep(0.5)\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -226,3 +329,11 @@ def test_each_rule_catches_a_planted_violation(planted: Path) -> None:
     ]
     assert class_name_clashes(planted) == ["Progress: app/audits/schemas.py, workers/lm/engine.py"]
     assert heavy_modules_after_importing("app.main", planted) == ["torch"]
+    private = {"_install_signal_handlers", "_stop_requested", "_status"}  # what RQ's source has, for the plant
+    assert rq_private_uses(planted, private) == [
+        "app/rq_queue.py:7 touches RQ's _status",
+        "workers/rq_worker.py:5 overrides RQ's _install_signal_handlers",
+        "workers/rq_worker.py:6 touches RQ's _stop_requested",
+    ]
+    assert {"_install_signal_handlers", "_stop_requested", "_status", "_ordered_queues"} <= rq_private_names()
+    assert sleeping_requeues(planted) == ["workers/jobs/waits.py:4 run sleeps and re-queues"]

@@ -18,7 +18,6 @@ from rq import Queue, SimpleWorker
 from rq.exceptions import StopRequested
 from rq.serializers import JSONSerializer
 from rq.timeouts import JobTimeoutException, UnixSignalDeathPenalty
-from rq.utils import now as rq_now
 
 from app.kinds import KINDS
 from app.queue import get_dispatcher, is_batch_queue, queue_names
@@ -70,28 +69,33 @@ class FairWorker(SimpleWorker):
     """RQ takes the next job from the first of the worker's queues that holds one. The interactive lanes stay
     before the batch lanes; within each group the lanes rotate past the lane just served, so that the single
     audits of several keys, and their batches, take turns job by job (RQ's own round robin would rotate the
-    interactive lanes behind the batch lanes).
+    interactive lanes behind the batch lanes). Through RQ's public seams only: ``reorder_queues`` records the lane
+    served, and the worker's ``queue_class`` hands RQ's ``dequeue_any`` the queues in that turn.
 
     Signals: RQ's handlers (warm shutdown, then cold) hold only from the start of its loop until its teardown.
-    Before, ``stop`` (memaudit's handlers) catches them and RQ's loop stops before taking a job; from the
-    teardown on, memaudit's handlers are back (RQ's would raise StopRequested out of the teardown)."""
+    Before, ``stop`` (memaudit's handlers) catches them and RQ's loop stops before taking a job
+    (``check_for_suspension``, the first step of each turn of RQ's loop); from the teardown on, memaudit's handlers
+    are back (RQ's would raise StopRequested out of the teardown). A stop RQ's handler receives sets ``stop`` too."""
 
     death_penalty_class = TimeoutPenalty
 
     def __init__(self, *args: Any, stop: threading.Event | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
         self.stop = stop if stop is not None else threading.Event()  # (RQ's find_by_key builds workers too)
+        self.served: str | None = None  # the queue of the last job taken
+        kwargs.setdefault("queue_class", _fair_queue_class(self))
+        super().__init__(*args, **kwargs)
 
     def reorder_queues(self, reference_queue: Queue) -> None:
-        interactive = [q for q in self._ordered_queues if not is_batch_queue(q.name)]
-        lanes = [q for q in self._ordered_queues if is_batch_queue(q.name)]
-        self._ordered_queues = [*_past(interactive, reference_queue.name), *_past(lanes, reference_queue.name)]
+        self.served = reference_queue.name
 
-    def _install_signal_handlers(self) -> None:
-        super()._install_signal_handlers()
+    def check_for_suspension(self, burst: bool) -> None:
         if self.stop.is_set():  # signalled while RQ started (bootstrap, scheduler): stop before taking a job
-            self._shutdown_requested_date = rq_now()
-            self._stop_requested = True
+            raise StopRequested
+        super().check_for_suspension(burst)
+
+    def request_stop(self, signum: int, frame: Any) -> None:
+        self.stop.set()
+        super().request_stop(signum, frame)
 
     def teardown(self) -> None:
         _catch_signals(self.stop)
@@ -104,6 +108,27 @@ class FairWorker(SimpleWorker):
             super().set_shutdown_requested_date()
         except RedisError:
             log.warning("worker: could not record its shutdown request in Redis; stopping after this job anyway")
+
+
+def fair_order(queues: list[Queue], served: str | None) -> list[Queue]:
+    """The interactive lanes, then the batch lanes, each group rotated past the queue ``served``."""
+    interactive = [q for q in queues if not is_batch_queue(q.name)]
+    lanes = [q for q in queues if is_batch_queue(q.name)]
+    if served is None:
+        return [*interactive, *lanes]
+    return [*_past(interactive, served), *_past(lanes, served)]
+
+
+def _fair_queue_class(worker: FairWorker) -> type[Queue]:
+    """RQ's Queue, whose ``dequeue_any`` (RQ's worker passes it its queues in their given order) takes them in
+    ``worker``'s turn."""
+
+    class FairQueue(Queue):
+        @classmethod
+        def dequeue_any(cls, queues: Any, timeout: Any, *args: Any, **kwargs: Any) -> Any:
+            return super().dequeue_any(fair_order(list(queues), worker.served), timeout, *args, **kwargs)
+
+    return FairQueue
 
 
 def _catch_signals(stop: threading.Event) -> None:
@@ -120,17 +145,16 @@ def _work(stop: threading.Event, *, burst: bool) -> bool:
     settings = get_settings()
     redis = Redis.from_url(settings.redis_url)
     # The interactive lanes first, then the batch lanes, each in turn (app.queue.queue_names; FairWorker rotates).
-    queues = [Queue(name, connection=redis, serializer=JSONSerializer) for name in queue_names(settings)]
-    worker = FairWorker(queues, connection=redis, serializer=JSONSerializer, stop=stop)
+    worker = FairWorker(queue_names(settings), connection=redis, serializer=JSONSerializer, stop=stop)
     try:
         worker.work(burst=burst, logging_level="INFO", with_scheduler=True)
     except StopRequested:  # RQ's handler, outside RQ's loop
         return True
     except RedisError:
-        if worker._shutdown_requested_date is None and not stop.is_set():
+        if not stop.is_set():
             raise
         # asked to stop while Redis is away: RQ's teardown could not unregister the worker; stop anyway
-    return worker._shutdown_requested_date is not None or stop.is_set()
+    return stop.is_set()
 
 
 def _burst(settings: Settings) -> int:

@@ -48,6 +48,11 @@ def effective_pool(session: Session, pid: str, options: Mapping[str, Any]) -> li
     return list(load_catalog().get(pid).pool)
 
 
+def pool_hash(pool: Sequence[str]) -> str:
+    """What a null's configuration records of the counterfactual pool it was submitted with."""
+    return hashlib.sha256("\n".join(pool).encode()).hexdigest()[:16]
+
+
 def resolve_method(method: str, pid: str, options: Mapping[str, Any]) -> str:
     """``auto``: full null facts where the name hints at the value (citizenship, birthplace, language, gender,
     name parts) or where near-duplicates are merged against pool values (pseudo-truths ignore merges); the
@@ -74,7 +79,7 @@ def null_config(
         "templates": template_texts(pid, options),
         "counterfactuals": int(options.get("counterfactuals", 100)),
         "pool": str(options.get("pool", "catalog")),
-        "pool_hash": hashlib.sha256("\n".join(pool).encode()).hexdigest()[:16],
+        "pool_hash": pool_hash(pool),
         "alpha": float(options.get("alpha", 1.0)),
         "similar_names": int(options.get("similar_names", 2)),
         "lookalikes": lookalikes,

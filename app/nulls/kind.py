@@ -7,9 +7,9 @@ from __future__ import annotations
 from app.audits.kinds import AuditKind, KindPage
 from app.db.models import Audit
 from app.nulls import page
+from app.nulls.prepare import prepare_null_audit
 from app.nulls.request import NullAuditCreate
 from app.nulls.router import router
-from app.nulls.service import prepare_null_audit
 from app.subjects.schemas import SubjectAuditOptions
 
 

@@ -1,6 +1,6 @@
-"""Null audits: validate a `null` request, create its per-property distributions, and create the nulls that subject
-audits need when they are submitted (``ensure_nulls``: in the submission's transaction, never by a read; computed
-once, re-used by every audit with the same model fingerprint and configuration)."""
+"""Null audits the service starts itself: the nulls that subject audits need, created when those are submitted
+(``ensure_nulls``: in the submission's transaction, never by a read; computed once, re-used by every audit with the
+same model fingerprint and configuration). A null audit's rows: app/nulls/prepare.py."""
 
 from __future__ import annotations
 
@@ -10,81 +10,17 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.db.models import Audit, NullDistribution
-from app.errors import InvalidInput
+from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
 from app.nulls import repository
-from app.nulls.config import (
-    config_key,
-    effective_pool,
-    null_config,
-    people_needed,
-    resolve_method,
-    sentences_per_person,
-)
-from app.nulls.request import NullAuditCreate
+from app.nulls.config import config_key, effective_pool, null_config, people_needed, resolve_method
+from app.nulls.kind import KIND
+from app.nulls.prepare import add_distributions
 from app.nulls.shipped import import_shipped
-from app.queue import batch_lane, enqueue_many_after_commit
+from app.queue import enqueue_after_commit
 from app.settings import Settings
-from core.catalog import load_catalog
 
-NULL_JOB = "workers.jobs.null.run"
 # Subject options that do not change a null (the null has its own seed; context does not enter the verdicts).
 IGNORED_OPTIONS = ("seed", "context", "context_facts")
-
-
-def prepare_null_audit(session: Session, body: NullAuditCreate, audit: Audit, settings: Settings) -> None:
-    catalog = load_catalog()
-    for i, pid in enumerate(body.properties):
-        if pid not in catalog:
-            raise InvalidInput(f"properties[{i}]", f"unknown property {pid!r}: use a property id from GET /properties")
-    if len(set(body.properties)) != len(body.properties):
-        raise InvalidInput("properties", "a property is listed twice; list each once")
-    options = body.options.model_dump(mode="json")
-    add_distributions(
-        session,
-        audit,
-        body.properties,
-        options,
-        body.options.lookalikes,
-        body.method,
-        settings,
-        facts=body.facts_per_property,
-        min_people=body.min_people,
-    )
-
-
-def add_distributions(
-    session: Session,
-    audit: Audit,
-    pids: Sequence[str],
-    options: Mapping[str, Any],
-    lookalikes: str,
-    method: str,
-    settings: Settings,
-    *,
-    facts: int | None = None,
-    min_people: int | None = None,
-) -> list[NullDistribution]:
-    rows = []
-    audit.progress_total = 0  # in sentences, as the job reports it: known (and an ETA possible) before it runs
-    for pid in pids:
-        pool = effective_pool(session, pid, options)
-        config = null_config(pid, options, lookalikes, pool, resolve_method(method, pid, options))
-        people = people_needed(config, len(pool), settings, facts, min_people)
-        audit.progress_total += people * sentences_per_person(config, len(pool))
-        rows.append(
-            NullDistribution(
-                audit_id=audit.id,
-                model=audit.model,
-                property_id=pid,
-                key=config_key(config),
-                config=config,
-                method=config["method"],
-                people=people,
-            )
-        )
-    session.add_all(rows)
-    session.flush()
-    return rows
 
 
 def trigger(
@@ -99,8 +35,8 @@ def trigger(
     add_distributions(
         session, audit, sorted(set(pids), key=lambda p: int(p[1:])), null_options, lookalikes, "auto", settings
     )
-    # the service's own work: on a batch lane, behind every single audit (app.queue: fair scheduling)
-    enqueue_many_after_commit(session, NULL_JOB, [audit.id], lane=batch_lane(settings, None))
+    # the service's own work: the kind says its job and lane (a batch lane, behind every single audit)
+    enqueue_after_commit(session, KIND.job, audit.id, lane=KIND.lane(settings))
     return audit.id
 
 
@@ -132,6 +68,6 @@ def ensure_nulls(
 
 
 def _covers(row: NullDistribution, status: str, fingerprint: str | None) -> bool:
-    if status == "succeeded":
+    if status == AuditStatus.SUCCEEDED:
         return fingerprint is None or row.fingerprint in (None, fingerprint)
-    return status in ("queued", "running", "failed")
+    return status in (*ACTIVE_STATUSES, AuditStatus.FAILED)

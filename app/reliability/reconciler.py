@@ -9,7 +9,9 @@ Each pass, every ``reconcile_interval_seconds``:
   that an audit that kills its worker cannot kill workers forever;
 - a `queued` audit that no job will run (Redis was down at submission, restarted without persistence, or the
   API died between commit and enqueue; or its run was handed back) is enqueued once it is older than
-  ``reconcile_grace_seconds`` (a batch's: ``reconcile_batch_grace_seconds``).
+  ``reconcile_grace_seconds`` (a batch's: ``reconcile_batch_grace_seconds``);
+- a `queued` audit that waits for others (app/reliability/waits.py) whose awaited audits have all ended is woken
+  (its parked job sent), in case the wake of the job that ended the last of them was lost with its process.
 Recovery after a worker dies: at most lease TTL + one interval (+ the time to load the model and redo the work
 that was not cached). Every ``maintenance_interval_seconds`` it also applies the retention policy.
 """
@@ -32,7 +34,7 @@ from app.db.models import Audit
 from app.db.models.audit import AuditStatus
 from app.privacy.retention import purge
 from app.queue import Dispatcher
-from app.reliability import leases
+from app.reliability import leases, waits
 from app.settings import Settings, get_settings
 
 log = logging.getLogger("memaudit.reconciler")
@@ -44,6 +46,7 @@ class Report:
     recovered: list[str] = field(default_factory=list)  # running audits whose worker died, re-enqueued
     given_up: list[str] = field(default_factory=list)  # ... failed after max_attempts
     enqueued: list[str] = field(default_factory=list)  # queued audits that no job would have run
+    woken: list[str] = field(default_factory=list)  # waiting audits whose awaited audits had all ended
 
 
 def _recover_expired(settings: Settings, dispatcher: Dispatcher, report: Report, kinds: KindRegistry) -> None:
@@ -122,6 +125,10 @@ def reconcile_once(settings: Settings, dispatcher: Dispatcher, kinds: KindRegist
     report = Report()
     _recover_expired(settings, dispatcher, report, kinds)
     _enqueue_missing(settings, dispatcher, report, kinds)
+    with session_scope() as s:
+        report.woken = waits.ready(s)
+    if report.woken:
+        dispatcher.wake(report.woken)
     if report.recovered or report.enqueued or report.given_up:
         # queued work it enqueued (an embedded process or a command starting up with what an earlier one left) is
         # routine; a dead worker's audit, or one given up, is worth a warning

@@ -16,7 +16,7 @@ verification is submitted first, then the setting drops): p <= 0.01 needs at lea
 p-value is (1 + k) / (1 + N): 1/101 when the fact is above every one), and that one null judges both sides of the
 real verification's lines — removed (p > 0.01) and untouched kept (p <= 0.01) — so a coarser null cannot ease one
 line without making the other harder. A null job's chunk is 10,000 sentences here (the service's 2,000): the
-verification's step that waits sleeps 0.5 s between chunks. File alone on a quiet machine 95 CPU-s, 104-125 s,
+verification waits, parked, until the null's last chunk wakes it (tests/e2e/test_verification_waits.py). File alone on a quiet machine 95 CPU-s, 104-125 s,
 was 131 CPU-s, 200 s (docs/benchmarks.md, "The suite's time"). The numbers are printed and stand in each
 assertion's message; docs/verification.md quotes them."""
 
@@ -39,7 +39,7 @@ GROUNDTRUTH = ROOT / "workers" / "groundtruth" / "model"
 FORGOTTEN, UNTOUCHED, RELEARNED, NEIGHBOURS = 10, 10, 2, 10
 NULL_FACTS = "200"  # the shipped null's size: the before and fake models import it (see the docstring)
 AFTER_NULL_FACTS = "100"  # the unlearned model's null: the smallest whose p-values reach 0.01 (1/101; the docstring)
-JOB_SENTENCES = "10000"  # a null job's chunk: the verification waits 0.5 s between chunks (idle time only)
+JOB_SENTENCES = "10000"  # a null job's chunk (fewer, larger jobs: less overhead per null fact)
 # what the pipeline forgets: each person's birthplace and languages (a data subject's request for two facts); their
 # occupation, citizenship and sex or gender stay — the relearning probe's texts ("other facts of the person")
 FORGET = ("P19", "P1412")

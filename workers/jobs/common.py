@@ -9,7 +9,11 @@ stalled) writes nothing. A lost database connection hands the audit back to the 
 A job that works in steps (a null: a few fictitious people per job) stores one step and raises ``NextStep``: its
 audit goes back to `queued` (not counted as an attempt) and its next job is sent to the tail of the queue it came
 from, so no job holds a worker long. A run that times out (RQ's ``job_timeout_seconds``) goes through the one
-retry policy: back to `queued` and run again, recorded as a timeout, until ``max_attempts`` runs."""
+retry policy: back to `queued` and run again, recorded as a timeout, until ``max_attempts`` runs.
+
+A job that must wait for other audits (a verification for its nulls) raises ``Waiting``: its audit goes back to
+`queued` saying what it waits for, and its next job is parked, not run, until the last of those audits ends: the
+job that ends an audit wakes the audits waiting for it (app/reliability/waits.py). No job sleeps and re-queues."""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from app.db.engine import session_scope
 from app.db.models import Audit
 from app.db.models.audit import FINAL_STATUSES, AuditStatus
 from app.queue import get_dispatcher
-from app.reliability import leases
+from app.reliability import leases, waits
 from app.reliability.leases import LeaseLost
 from app.settings import get_settings
 from workers.jobs import evidence
@@ -44,11 +48,19 @@ class Cancelled(Exception):
     """The audit was cancelled while the job ran."""
 
 
-class NextStep(Exception):  # noqa: N818 — a control-flow signal, like Cancelled
+class NextStep(Exception):  # a control-flow signal, like Cancelled
     """A job that works in steps has stored this step; its audit goes back to the queue for the next one."""
 
 
-class JobTimedOut(BaseException):  # noqa: N818 — like Interrupted: no `except Exception` may swallow it
+class Waiting(Exception):  # a control-flow signal, like NextStep
+    """The job cannot go on until these audits have ended; its audit waits, `queued`, until the last one wakes it."""
+
+    def __init__(self, audit_ids: list[str]) -> None:
+        super().__init__(f"waiting for {len(audit_ids)} audits")
+        self.audit_ids = audit_ids
+
+
+class JobTimedOut(BaseException):  # like Interrupted: no `except Exception` may swallow it
     """RQ's job timeout (``job_timeout_seconds``), raised by the worker's death penalty (workers/worker.py). RQ's own
     JobTimeoutException is an Exception: a library's or the engine's `except Exception` (a model loader that then
     thinks its cache is broken) took it for its own failure and the job ran on past its limit."""
@@ -131,12 +143,36 @@ def _start(audit_id: str, kind: str, options_type: type[Options], owner: str) ->
 
 def _finish(ctx: JobContext, owner: str, status: str, **values: Any) -> bool:
     """End this run (only if it still holds the lease: never overwrite a cancellation or another run), with its
-    provenance and its evidence entry in the same transaction (workers/jobs/evidence.py)."""
+    provenance and its evidence entry in the same transaction (workers/jobs/evidence.py); then wake the audits
+    that waited for this one."""
     with session_scope() as s:
         released = leases.release(s, ctx.audit_id, owner, status=status, finished_at=utcnow(), **values)
         if released:
             evidence.record_finished(s, ctx.audit_id, ctx.loaded, get_settings())
-        return released
+    if released:
+        _wake(awaiting=ctx.audit_id)
+    return released
+
+
+def _wake(*, among: list[str] | None = None, awaiting: str | None = None) -> None:
+    """Send the parked jobs of the waiting audits whose awaited audits have all ended (app/reliability/waits.py);
+    a wake that fails is left to the reconciler's."""
+    try:
+        with session_scope() as s:
+            woken = waits.ready(s, among=among, awaiting=awaiting)
+        if woken:
+            get_dispatcher().wake(woken)
+            log.info("woke %d audits that waited for %s", len(woken), awaiting or "other audits")
+    except Exception as exc:  # the reconciler wakes them
+        log.warning("could not wake the audits waiting (%s); the reconciler will", type(exc).__name__)
+
+
+def _wait(ctx: JobContext, owner: str, awaited: list[str]) -> None:
+    """Hand the audit back to `queued`, saying what it waits for, and park its next job; then check once: what it
+    waits for may have ended meanwhile (its wake found no waiter yet)."""
+    summary = waits.waiting_summary(awaited)
+    _run_again(ctx.audit_id, owner, send=False, park=True, attempts=Audit.attempts - 1, summary=summary)
+    _wake(among=[ctx.audit_id])
 
 
 HAND_BACK_SECONDS = 300.0  # how long a run whose database went away keeps trying to hand its audit back
@@ -176,18 +212,20 @@ def _once_the_database_answers(audit_id: str, write: Callable[[], bool]) -> bool
             time.sleep(HAND_BACK_RETRY_SECONDS)
 
 
-def _run_again(audit_id: str, owner: str, *, send: bool = True, **values: Any) -> None:
+def _run_again(audit_id: str, owner: str, *, send: bool = True, park: bool = False, **values: Any) -> None:
     """Hand the audit back to `queued` (with ``values``) and, with ``send``, send its next job to the tail of this
-    job's queue (else the next process's reconciler enqueues it). Only if this run still held it: a run cancelled
-    or taken over meanwhile hands nothing back. With the database gone, the lease expires and the reconciler
-    enqueues it later."""
+    job's queue (with ``park``, keep it parked instead; else the next process's reconciler enqueues it). Only if
+    this run still held it: a run cancelled or taken over meanwhile hands nothing back. With the database gone,
+    the lease expires and the reconciler enqueues it later."""
     try:
         with session_scope() as s:
             released = leases.release(s, audit_id, owner, status=AuditStatus.QUEUED, **values)
     except (OperationalError, InterfaceError):
         log.warning("audit %s: database unreachable; the reconciler retries it once its lease expires", audit_id)
         return
-    if released and send:
+    if released and park:
+        get_dispatcher().park(audit_id)
+    elif released and send:
         get_dispatcher().follow_up(audit_id)
     elif not released:
         log.info("audit %s was cancelled or taken over while this run ended: nothing to run again", audit_id)
@@ -274,6 +312,9 @@ def _run_body(ctx: JobContext, owner: str, body: JobBody) -> None:
         return
     except NextStep:  # one step stored: not an attempt that failed (the count that gives up on dying runs is kept)
         _run_again(ctx.audit_id, owner, attempts=Audit.attempts - 1)
+        return
+    except Waiting as waiting:  # not an attempt either
+        _wait(ctx, owner, waiting.audit_ids)
         return
     except JobTimedOut:
         _timed_out(ctx, owner)

@@ -27,7 +27,7 @@ from sqlalchemy import delete, insert, select
 from app.db.engine import session_scope
 from app.db.models import Audit, NullDistribution, NullFact
 from app.forget_set.policies import fact_rates
-from app.nulls.config import effective_pool, out_of_pool_per_person, sentences_per_person
+from app.nulls.config import effective_pool, out_of_pool_per_person, pool_hash, sentences_per_person
 from app.settings import get_settings
 from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import counterfactuals, load_catalog
@@ -42,6 +42,10 @@ from workers.lm.base import Scorer
 
 T = TypeVar("T")
 ERASED = "this null audit's rows were deleted while it ran; nothing was stored: submit the null audit again"
+POOL_CHANGED = (
+    "the counterfactual pool of {pid} changed after this null was submitted (a dump import?): its people would be"
+    " scored against two pools under one key; submit the null audit again"
+)
 MAX_P_REPORTED = 0.01  # the summary reports the FPR of the default policy p <= 0.01
 
 
@@ -96,6 +100,8 @@ def _specs(ctx: JobContext[SubjectAuditOptions]) -> list[Spec]:
         specs = []
         for row in rows:
             pool = effective_pool(s, row.property_id, ctx.options.model_dump(mode="json"))
+            if "pool_hash" in row.config and pool_hash(pool) != row.config["pool_hash"]:
+                raise JobError(POOL_CHANGED.format(pid=row.property_id))  # the pool the key was promised
             prop_pool = tuple(pool) if pool else catalog.get(row.property_id).pool
             specs.append(Spec(row.id, row.property_id, dict(row.config), int(row.people or 0), prop_pool))
     return specs

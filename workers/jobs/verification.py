@@ -5,15 +5,15 @@ the probes: held-out templates (those the forget set did not expose, on both mod
 the before audit had them: its other known facts, then the baseline, redone on the after model) and relearning (a
 few fine-tuning steps of the after model on part of the forget set, then the forgotten facts audited again).
 
-Works in steps (``NextStep``): PEOPLE_PER_STEP people per job, then the relearning probe, then a wait (a short
-sleep per step) until the nulls the verdicts need have finished, then the verdicts, the summary and one evidence
-entry per forgotten person. Stores ids, p-values and template outcomes only; names and values stay in the
+Works in steps (``NextStep``): PEOPLE_PER_STEP people per job, then the relearning probe; then, if a null the
+verdicts need is still queued or running, the audit waits (``Waiting``: back to `queued`, its next job parked until
+the last of those nulls ends and wakes it), then the verdicts, the summary and one evidence entry per forgotten
+person. Stores ids, p-values and template outcomes only; names and values stay in the
 subject tables (erasing a subject deletes its rows here)."""
 
 from __future__ import annotations
 
 import tempfile
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -36,16 +36,13 @@ from app.verification.schemas import FactStatus, PersonRole, VerificationStored
 from core.measures.null import FactStat, Rate, fact_stat
 from core.measures.paired import discordant_pairs, mcnemar_exact
 from core.measures.wikimem import generic_subject
-from workers.jobs.common import JobContext, NextStep, run_audit_job
+from workers.jobs.common import JobContext, NextStep, Waiting, run_audit_job
 from workers.jobs.subject import CanaryPlan, PropertyPlan, _plan, _relax_near_duplicates, _score_all, canary_outcome
 from workers.jobs.subject import _pairs as subject_pairs
 from workers.lm.base import Scorer
 from workers.lm.registry import ModelLoadError, load_directory, resolve_spec
 
 PEOPLE_PER_STEP = 20
-# a step that waits for a null sleeps this long before going back to the queue: the null's chunks take turns with it
-# on the lane, and each sleep delays them
-WAIT_SECONDS = 0.5
 NOT_BEFORE = "not retrievable on the before model (p > max_p): nothing to remove"
 NO_BEFORE = "the before audit's result is gone (erased or deleted)"
 NO_TEXTS = (
@@ -80,10 +77,9 @@ def _verify(ctx: JobContext[VerificationStored]) -> dict[str, Any]:
     with session_scope() as s:
         audit = s.get(Audit, ctx.audit_id)
         calibrator = Calibrator(s, max_p=ctx.options.max_p)
-        if _waiting(s, calibrator, audit, after.fingerprint):
-            ctx.check_cancelled()
-            time.sleep(WAIT_SECONDS)
-            raise NextStep
+        awaited = _waiting(s, calibrator, audit, after.fingerprint)
+        if awaited:
+            raise Waiting(awaited)
         summary = _judge(s, calibrator, audit, ctx.options, after.fingerprint)
     ctx.progress(total, total, force=True)
     return summary
@@ -333,27 +329,25 @@ def _facts(s, audit_id: str) -> list[tuple[VerificationPerson, VerificationFact,
     return out
 
 
-def _waiting(s, calibrator: Calibrator, audit: Audit, fingerprint: str | None) -> bool:  # noqa: ANN001
-    """Whether a null a verdict needs is still queued or running (the verdicts wait for it). A step that waits runs
-    once per chunk of the null it waits for, so this reads only what the answer needs: each (before audit,
-    property) once, the after side first (the null a verification usually waits for), and a null's status, not its
-    facts (py-spy: loading every before result and each ready null's facts per wait was 12 % of the verification
-    e2e's samples)."""
+def _waiting(s, calibrator: Calibrator, audit: Audit, fingerprint: str | None) -> list[str]:
+    """The null audits, queued or running, that a verdict needs (the verdicts wait for them). Reads only what the
+    answer needs: each (before audit, property) once, and a null's status, not its facts."""
     pairs: dict[str, set[str]] = {}
     for person in repository.people(s, audit.id):
         if person.before_audit_id:
             pairs.setdefault(person.before_audit_id, set()).update(f.property_id for f in person.facts)
     if not pairs:
-        return False
+        return []
     audited = s.execute(select(FactResult.audit_id, FactResult.property_id).where(FactResult.audit_id.in_(pairs)))
     present: set[tuple[str, str]] = {(a, pid) for a, pid in audited}
     befores = [(b, pids) for b, pids in ((s.get(Audit, a), pids) for a, pids in pairs.items()) if b is not None]
-    for side in ("after", "before"):
-        for before, pids in befores:
-            judged = _after_audit(audit, before, fingerprint) if side == "after" else before
-            if any((before.id, pid) in present and calibrator.pending(judged, pid) for pid in sorted(pids)):
-                return True
-    return False
+    awaited: set[str] = set()
+    for before, pids in befores:
+        for judged in (_after_audit(audit, before, fingerprint), before):
+            awaited.update(
+                null for pid in pids if (before.id, pid) in present and (null := calibrator.pending(judged, pid))
+            )
+    return sorted(awaited)
 
 
 def status_of(before: Any, after: Any) -> tuple[FactStatus, str | None]:
