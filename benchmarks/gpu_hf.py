@@ -71,18 +71,18 @@ SUBJECT = {
 
 # -- capture (this machine, the whole service) ---------------------------------------------------------------------
 def capture(args: argparse.Namespace) -> None:
-    import workers.jobs.subject as subject_job
+    import workers.jobs.scoring as subject_job
     from benchmarks.null_cost import CONFIGS, DEFAULT_PIDS, client_for, null_sentences
 
     recorded: dict[str, list[tuple[str, str]]] = {"subject": [], "null": []}
-    original = subject_job._score_chunks
+    original = subject_job.score_chunks
 
     def recording(ctx, scorer, unique, hashes, todo, nll, progress, session=None):  # noqa: ANN001, ANN202
         kind = "subject" if getattr(ctx, "kind", None) == "subject" else "null"  # the null job passes its own ctx
         recorded[kind].extend(unique[t] for t in todo)
         return original(ctx, scorer, unique, hashes, todo, nll, progress, session)
 
-    subject_job._score_chunks = recording
+    subject_job.score_chunks = recording
     with tempfile.TemporaryDirectory() as tmp:
         client = client_for(Path(tmp) / "capture.sqlite3", 1)
         r = client.post("/audits", json={"kind": "subject", "model": "knowledge-free", "subject": SUBJECT})
@@ -95,7 +95,7 @@ def capture(args: argparse.Namespace) -> None:
         r = client.post("/audits", json=body)
         r.raise_for_status()
         wait(client, r.json()["id"])
-    subject_job._score_chunks = original
+    subject_job.score_chunks = original
     people, total = null_sentences(CONFIGS["after"])
     scorer = smollm2_scorer()
     tokenizer, bos = scorer.tokenizer, scorer.document_start_id

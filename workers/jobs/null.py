@@ -37,7 +37,7 @@ from core.names.fictitious import FictitiousPerson, cohort
 from core.names.lookalikes import lookalike_names
 from core.names.out_of_pool import out_of_pool_values
 from workers.jobs.common import JobContext, JobError, NextStep, run_audit_job
-from workers.jobs.subject import CanaryPlan, PropertyPlan, _pairs, _relax_near_duplicates, _score_all
+from workers.jobs.scoring import CanaryPlan, PropertyPlan, relax_near_duplicates, score_all, sentence_pairs
 from workers.lm.base import Scorer
 
 T = TypeVar("T")
@@ -76,7 +76,7 @@ class NullPlan:
 
 
 class _Progress:
-    """The null's progress in sentences over every job: _score_all reports this job's distinct sentences; they
+    """The null's progress in sentences over every job: score_all reports this job's distinct sentences; they
     count for this job's share of the whole (``step``) after what earlier jobs stored (``offset``)."""
 
     def __init__(self, ctx: JobContext, offset: int, step: int, total: int) -> None:
@@ -140,7 +140,7 @@ def _score_rows(
     plan = plan or item.plan
     for canary in plan.canaries:
         rows: list[list[float] | None] = [
-            [nll[a + b] for a, b in variant] for variant in _pairs(plan, canary, item.person.name)
+            [nll[a + b] for a, b in variant] for variant in sentence_pairs(plan, canary, item.person.name)
         ]
         if not canary.score_generic:
             rows.insert(1, None)
@@ -198,7 +198,7 @@ def _relax(items: list[NullPlan]) -> None:
     for (threshold, scope), group in _by_rule(with_rule).items():
         plans = [p for i in group for p in (i.plans if i.spec.config["method"] == "full" else i.outside)]
         if plans:
-            _relax_near_duplicates(plans, threshold, scope)
+            relax_near_duplicates(plans, threshold, scope)
 
 
 def _by_rule(items: list[NullPlan]) -> dict[tuple[float, str], list[NullPlan]]:
@@ -243,15 +243,19 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
         for i in items
         for plan in i.plans
         for c in plan.canaries
-        for rows in _pairs(plan, c, i.person.name)
+        for rows in sentence_pairs(plan, c, i.person.name)
         for p in rows
     ]
     # the generic subject's sentences ("This person's occupation is …") are the subject audits' too: scored under the
     # NLL cache's shared lock, so that no sentence is scored twice by a null and an audit running side by side
     shared = {
-        a + b for i in items for c in i.plan.canaries if c.score_generic for a, b in _pairs(i.plan, c, i.person.name)[1]
+        a + b
+        for i in items
+        for c in i.plan.canaries
+        if c.score_generic
+        for a, b in sentence_pairs(i.plan, c, i.person.name)[1]
     }
-    nll, stats = _score_all(progress, pairs, shared)  # type: ignore[arg-type]  # duck-typed context
+    nll, stats = score_all(progress, pairs, shared)  # type: ignore[arg-type]  # duck-typed context
     facts: dict[int, list[dict[str, Any]]] = {s.distribution_id: [] for s in specs}
     for item in items:
         for value, assigned, st in _stats(item, nll):

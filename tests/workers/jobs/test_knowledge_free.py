@@ -81,13 +81,13 @@ def fact_outcome(scorer, pid: str, value: str, name: str, options: dict):
     from app.db.models import Fact, Subject
     from app.subjects.schemas import SubjectAuditOptions
     from core.measures.wikimem import property_outcome
-    from workers.jobs import subject as job
+    from workers.jobs import scoring as job
 
     subject = Subject(name=name, owner_key_id=None)
     subject.facts = [Fact(property_id=pid, value=value, source="request")]
-    [plan] = job._plan(subject, SubjectAuditOptions(**options))
-    job._relax_near_duplicates([plan], 0.75, "label_variants")
-    pairs = [p for c in plan.canaries for rows in job._pairs(plan, c, name) for p in rows]
+    [plan] = job.subject_plans(subject, SubjectAuditOptions(**options))
+    job.relax_near_duplicates([plan], 0.75, "label_variants")
+    pairs = [p for c in plan.canaries for rows in job.sentence_pairs(plan, c, name) for p in rows]
     nll = dict(zip((a + b for a, b in pairs), scorer.score(pairs), strict=True))
     outcomes = [job.canary_outcome(plan, c, name, nll, float(options.get("alpha", 1.0)))[0] for c in plan.canaries]
     return property_outcome(outcomes), len(plan.candidates), sum(plan.truth_mask), len(plan.canaries)

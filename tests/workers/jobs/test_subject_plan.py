@@ -25,7 +25,7 @@ def plan_for(facts: list[tuple[str, str]], options: dict):
     from app.db.models import Fact, Subject
     from app.subjects.repository import ensure_properties
     from app.subjects.schemas import SubjectAuditOptions
-    from workers.jobs.subject import _plan
+    from workers.jobs.scoring import subject_plans as _plan
 
     with session_scope() as s:
         ensure_properties(s, {pid for pid, _ in facts})
@@ -84,7 +84,7 @@ def test_imported_pools_replace_the_catalogs(db, tmp_path):
 
 
 def test_near_duplicates_merge_label_variants_not_distinct_pool_values(db):
-    from workers.jobs.subject import _relax_near_duplicates
+    from workers.jobs.scoring import relax_near_duplicates as _relax_near_duplicates
 
     facts = [("P27", "United States of America"), ("P1412", "Swedish")]
     plans = {p.prop.pid: p for p in plan_for(facts, {"counterfactuals": 500})}
@@ -102,7 +102,7 @@ def test_quantities_and_dates_are_never_merged_by_embedding(db):
     """MiniLM barely tells numbers apart: with "72.5 kilograms" outside the pool of whole kilograms, every
     counterfactual mass was above 0.75 cosine and counted as true (a knowledge-free model was strictly
     memorized every time). Quantities and dates are compared by value only."""
-    from workers.jobs.subject import _relax_near_duplicates
+    from workers.jobs.scoring import relax_near_duplicates as _relax_near_duplicates
 
     facts = [
         ("P2067", "72.5 kilograms"),
