@@ -127,45 +127,46 @@ def report_text(batch: dict[str, Any], report: dict[str, Any]) -> str:
         f" {p['failed']} failed, {p['cancelled']} cancelled){eta}",
     ]
     for model, cohort in report.get("cohorts", {}).items():
-        out += ["", f"== {model}"]
-        if not cohort:
-            out.append("no finished audits on this model yet (or more than the report reads: see the notes)")
-            continue
-        c, n = cohort["cohort"], cohort.get("null") or {}
-        out.append(f"{c['subjects']} people, {c['facts']} facts" + ("" if n else "; the null is not ready yet"))
-        rows = [[label, fmt(c.get(key)), fmt(n.get(key)) if n else "–"] for label, key, fmt in COHORT_ROWS]
-        out += ["", table(rows, ["statistic", "cohort", "null"])]
-        per = cohort.get("per_property") or {}
-        if per:
-            rows = [
-                [
-                    pid,
-                    str(t.get("facts", "")),
-                    _pct(t.get("mean_share")),
-                    _pct(t.get("lenient")),
-                    _pct(t.get("null_lenient")),
-                    _pct(t.get("memorized")) if t.get("memorized") is not None else "pending",
-                    _pct(t.get("null_pvalue")),
-                ]
-                for pid, t in per.items()
-            ]
-            header = ["property", "facts", "M̄", "lenient", "null lenient", "memorized", "null FPR"]
-            out += ["", table(rows, header)]
+        out += ["", f"== {model}", *_cohort_lines(cohort)]
     if report.get("comparison"):
-        rows = [
-            [
-                f"{x['a']} / {x['b']}",
-                str(x["people"]),
-                str(x["facts"]),
-                str(x["only_a"]),
-                str(x["only_b"]),
-                str(x["both"]),
-            ]
-            for x in report["comparison"]
-        ]
-        out += ["", table(rows, ["models (lenient)", "people", "facts", "only first", "only second", "both"])]
+        out += ["", _comparison_table(report["comparison"])]
     out += [f"note: {note}" for note in report.get("notes", [])]
     return "\n".join(out)
+
+
+def _cohort_lines(cohort: dict[str, Any] | None) -> list[str]:
+    """One model's cohort beside its null, then per property."""
+    if not cohort:
+        return ["no finished audits on this model yet (or more than the report reads: see the notes)"]
+    c, n = cohort["cohort"], cohort.get("null") or {}
+    out = [f"{c['subjects']} people, {c['facts']} facts" + ("" if n else "; the null is not ready yet")]
+    rows = [[label, fmt(c.get(key)), fmt(n.get(key)) if n else "–"] for label, key, fmt in COHORT_ROWS]
+    out += ["", table(rows, ["statistic", "cohort", "null"])]
+    per = cohort.get("per_property") or {}
+    if per:
+        rows = [
+            [
+                pid,
+                str(t.get("facts", "")),
+                _pct(t.get("mean_share")),
+                _pct(t.get("lenient")),
+                _pct(t.get("null_lenient")),
+                _pct(t.get("memorized")) if t.get("memorized") is not None else "pending",
+                _pct(t.get("null_pvalue")),
+            ]
+            for pid, t in per.items()
+        ]
+        header = ["property", "facts", "M̄", "lenient", "null lenient", "memorized", "null FPR"]
+        out += ["", table(rows, header)]
+    return out
+
+
+def _comparison_table(comparison: list[dict[str, Any]]) -> str:
+    rows = [
+        [f"{x['a']} / {x['b']}", str(x["people"]), str(x["facts"]), str(x["only_a"]), str(x["only_b"]), str(x["both"])]
+        for x in comparison
+    ]
+    return table(rows, ["models (lenient)", "people", "facts", "only first", "only second", "both"])
 
 
 def cmd_batch_show(args: argparse.Namespace) -> int:

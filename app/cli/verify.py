@@ -202,6 +202,16 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
         help="also up to N name neighbours as untouched people: people you audited on the before model who share a"
         " first or last name with a forgotten one (over-forgetting is reported for them apart)",
     )
+    _add_relearning_arguments(p)
+    p.add_argument("--max-p", type=float, default=0.01, help="retrievable = p <= max-p against the null")
+    p.add_argument("--no-held-out", action="store_true", help="skip the held-out-template probe")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_client_arguments(p)
+    p.set_defaults(func=cmd_verify)
+
+
+def _add_relearning_arguments(p: argparse.ArgumentParser) -> None:
+    """The relearning probe's options."""
     p.add_argument(
         "--relearn",
         type=int,
@@ -227,8 +237,3 @@ def add_verify_command(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--relearn-lr", type=float, default=None, help="the probe's learning rate (default: 0.001; 0.03 for subject)"
     )
-    p.add_argument("--max-p", type=float, default=0.01, help="retrievable = p <= max-p against the null")
-    p.add_argument("--no-held-out", action="store_true", help="skip the held-out-template probe")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    add_client_arguments(p)
-    p.set_defaults(func=cmd_verify)

@@ -93,6 +93,43 @@ def _check_signature(
         result.fail(f"{where}: the signature does not match")
 
 
+def _check_end(
+    result: Verification, keys: dict[str, Ed25519PublicKey], end: Any, where: str, prev: str, seq: int
+) -> None:
+    """The end line: the number of entries and the last hash it states, and its signature."""
+    end = end if isinstance(end, dict) else {}
+    if end.get("entries") != seq or end.get("head") != prev:
+        stated = f"{end.get('entries')!s:.20} entries"
+        result.fail(f"{where}: the end line states {stated} and a last hash; the file's {seq} entries differ")
+    _check_signature(result, keys, end.get("key_id"), end.get("signature"), end_statement(seq, prev), where)
+
+
+def _check_entry(
+    result: Verification, keys: dict[str, Ed25519PublicKey], row: dict[str, Any], where: str, prev: str, seq: int
+) -> tuple[str, int]:
+    """One entry: its hash, its payload, its place in the chain and its signature; returns (prev, seq) after it."""
+    payload = row.get("payload")
+    if not isinstance(payload, str) or digest(payload) != row.get("hash"):
+        result.fail(f"{where}: the entry's hash does not match its payload (changed)")
+        return "?", seq + 1
+    try:
+        body = json.loads(payload)
+    except json.JSONDecodeError:
+        body = None
+    if not isinstance(body, dict):
+        result.fail(f"{where}: the entry's payload is not a JSON object")
+        return row["hash"], seq + 1
+    seq += 1
+    result.entries += 1
+    if body.get("seq") != seq:
+        result.fail(f"{where}: entry {body.get('seq')} where entry {seq} belongs (an entry missing or moved)")
+        seq = body.get("seq") if isinstance(body.get("seq"), int) else seq
+    if body.get("prev") != prev and prev != "?":
+        result.fail(f"{where}: entry {body.get('seq')} does not follow the entry before it (chain broken)")
+    _check_signature(result, keys, row.get("key_id"), row.get("signature"), row["hash"], where)
+    return row["hash"], seq
+
+
 def verify(lines: Iterable[str], public_keys: Iterable[Ed25519PublicKey]) -> Verification:
     """Verify an exported chain (JSON lines, in order, ending with the end line) with the given public keys."""
     keys = {key_id(k): k for k in public_keys}
@@ -114,35 +151,10 @@ def verify(lines: Iterable[str], public_keys: Iterable[Ed25519PublicKey]) -> Ver
             result.fail(f"{where}: not a JSON object")
             continue
         if END_KEY in row:
-            end = row[END_KEY] if isinstance(row[END_KEY], dict) else {}
             ended = True
-            if end.get("entries") != seq or end.get("head") != prev:
-                stated = f"{end.get('entries')!s:.20} entries"
-                result.fail(f"{where}: the end line states {stated} and a last hash; the file's {seq} entries differ")
-            _check_signature(result, keys, end.get("key_id"), end.get("signature"), end_statement(seq, prev), where)
+            _check_end(result, keys, row[END_KEY], where, prev, seq)
             continue
-        payload = row.get("payload")
-        if not isinstance(payload, str) or digest(payload) != row.get("hash"):
-            result.fail(f"{where}: the entry's hash does not match its payload (changed)")
-            prev, seq = "?", seq + 1
-            continue
-        try:
-            body = json.loads(payload)
-        except json.JSONDecodeError:
-            body = None
-        if not isinstance(body, dict):
-            result.fail(f"{where}: the entry's payload is not a JSON object")
-            prev, seq = row["hash"], seq + 1
-            continue
-        seq += 1
-        result.entries += 1
-        if body.get("seq") != seq:
-            result.fail(f"{where}: entry {body.get('seq')} where entry {seq} belongs (an entry missing or moved)")
-            seq = body.get("seq") if isinstance(body.get("seq"), int) else seq
-        if body.get("prev") != prev and prev != "?":
-            result.fail(f"{where}: entry {body.get('seq')} does not follow the entry before it (chain broken)")
-        _check_signature(result, keys, row.get("key_id"), row.get("signature"), row["hash"], where)
-        prev = row["hash"]
+        prev, seq = _check_entry(result, keys, row, where, prev, seq)
     if not ended:
         result.fail("the file has no end line: it was cut short (or entries were dropped from its end)")
     return result

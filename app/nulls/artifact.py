@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.models import Audit, NullDistribution, NullFact
+from app.db.models.audit import AuditStatus
 from app.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from app.nulls import repository
 from app.nulls.config import config_key
@@ -334,7 +335,7 @@ def store(
         kind="null",
         model=model,
         options=doc["options"] | {"seed": doc["seed"]},
-        status="succeeded",
+        status=AuditStatus.SUCCEEDED,
         owner_key_id=None,  # the service's own, like the nulls submissions create
         started_at=now,
         finished_at=now,
@@ -344,29 +345,36 @@ def store(
     session.add(audit)
     session.flush()
     for d in todo:
-        row = NullDistribution(
-            audit_id=audit.id,
-            model=model,
-            property_id=d["property"],
-            key=d["key"],
-            config=d["config"],
-            method=d["method"],
-            fingerprint=artifact.fingerprint,
-            people=d["people"],
-            n_facts=d["n_facts"],
-            summary=d["summary"],  # as exported: a file exported again is the same file (its digest)
-            source=source,
-            artifact_sha256=artifact.sha256,
-        )
-        session.add(row)
-        session.flush()
-        facts = [dict(zip(d["columns"], r, strict=True)) | {"distribution_id": row.id} for r in d["rows"]]
-        session.execute(insert(NullFact), facts)
+        _store_distribution(session, audit.id, artifact, d, model, source)
         summary["properties"][d["property"]] = (d["summary"] or {}) | {"source": source}
         summary["null_facts"] += d["n_facts"]
     audit.summary = summary
     session.flush()
     return audit.id, True
+
+
+def _store_distribution(
+    session: Session, audit_id: str, artifact: Artifact, d: dict[str, Any], model: str, source: str
+) -> None:
+    """One distribution of the artifact and its null facts, under the null audit ``audit_id``."""
+    row = NullDistribution(
+        audit_id=audit_id,
+        model=model,
+        property_id=d["property"],
+        key=d["key"],
+        config=d["config"],
+        method=d["method"],
+        fingerprint=artifact.fingerprint,
+        people=d["people"],
+        n_facts=d["n_facts"],
+        summary=d["summary"],  # as exported: a file exported again is the same file (its digest)
+        source=source,
+        artifact_sha256=artifact.sha256,
+    )
+    session.add(row)
+    session.flush()
+    facts = [dict(zip(d["columns"], r, strict=True)) | {"distribution_id": row.id} for r in d["rows"]]
+    session.execute(insert(NullFact), facts)
 
 
 def import_bytes(session: Session, data: bytes, model: str | None, settings: Settings) -> tuple[str, bool]:

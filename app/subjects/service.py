@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
@@ -127,23 +128,8 @@ def add_subject_audits(
     inserted in bulk. ``people`` are validated already (normalize_name / normalize_fact). Each person gets a
     subject of its own (no reuse of an earlier one: a roster is audited as submitted). Returns the audit ids in
     (model, person) order; the caller enqueues them. The nulls the batch needs are created here (``_batch_nulls``)."""
-    repository.ensure_properties(session, {pid for p in people for pid, _ in p.facts})
     now = utcnow()
-    subject_ids = repository.insert_subjects(
-        session,
-        [
-            {"name": p.name, "wikidata_id": p.wikidata_id, "owner_key_id": owner_key_id, "created_at": now}
-            for p in people
-        ],
-    )
-    repository.insert_facts(
-        session,
-        [
-            {"subject_id": sid, "property_id": pid, "value": value, "source": "request"}
-            for sid, p in zip(subject_ids, people, strict=True)
-            for pid, value in p.facts
-        ],
-    )
+    subject_ids = _insert_people(session, people, owner_key_id, now)
     stored = options.model_dump(mode="json")  # what POST /audits stores for a subject audit (kind.stored_options)
     rows = [
         {
@@ -167,6 +153,27 @@ def add_subject_audits(
     audits_repository.insert_many(session, rows)
     _batch_nulls(session, people, models, stored, settings)
     return [r["id"] for r in rows]
+
+
+def _insert_people(session: Session, people: Sequence[Person], owner_key_id: int | None, now: datetime) -> list[int]:
+    """One stored subject per person, with its facts, in bulk; returns the subjects' ids in ``people``'s order."""
+    repository.ensure_properties(session, {pid for p in people for pid, _ in p.facts})
+    subject_ids = repository.insert_subjects(
+        session,
+        [
+            {"name": p.name, "wikidata_id": p.wikidata_id, "owner_key_id": owner_key_id, "created_at": now}
+            for p in people
+        ],
+    )
+    repository.insert_facts(
+        session,
+        [
+            {"subject_id": sid, "property_id": pid, "value": value, "source": "request"}
+            for sid, p in zip(subject_ids, people, strict=True)
+            for pid, value in p.facts
+        ],
+    )
+    return subject_ids
 
 
 def _batch_nulls(

@@ -9,7 +9,7 @@ The browser tests check each text's box against the viewBox (tests/ui)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
@@ -195,6 +195,26 @@ def bars(
     return _svg(body, label)
 
 
+def _x_tick_labels(frame: _Frame, x_ticks: Sequence[float], x_of: Callable[[float], float]) -> list[str]:
+    """The x ticks' labels, skipping one that would overlap the previous one."""
+    out, last_right = [], -math.inf
+    for x in x_ticks:
+        text, cx = number(x), x_of(x)
+        if cx - _width(text) / 2 > last_right + 6:
+            out.append(_text(cx, frame.bottom + 6 + FONT, text, cls="tick x"))
+            last_right = cx + _width(text) / 2
+    return out
+
+
+def _polyline(points: list[tuple[float, float]], color: str) -> list[str]:
+    """A series: its line (two points or more) and its points."""
+    out = []
+    if len(points) > 1:
+        path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+    return out + [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"/>' for px, py in points]
+
+
 def lines(
     xs: Sequence[float],
     series: Sequence[Series],
@@ -228,22 +248,10 @@ def lines(
     def y_of(v: float) -> float:
         return frame.bottom - (frame.bottom - frame.top) * (v - ticks[0]) / ((ticks[-1] - ticks[0]) or 1.0)
 
-    body = _y_axis(frame, ticks, y_labels, y_of, y_title)
-    shown, last_right = [], -math.inf  # x tick labels that would overlap the previous one are skipped
-    for x in x_ticks:
-        text, cx = number(x), x_of(x)
-        if cx - _width(text) / 2 > last_right + 6:
-            shown.append((cx, text))
-            last_right = cx + _width(text) / 2
-    for cx, text in shown:
-        body.append(_text(cx, frame.bottom + 6 + FONT, text, cls="tick x"))
+    body = _y_axis(frame, ticks, y_labels, y_of, y_title) + _x_tick_labels(frame, x_ticks, x_of)
     for k, s in enumerate(series):
-        color = COLORS[k % len(COLORS)]
         points = [(x_of(x), y_of(v)) for x, v in zip(xs, s.values, strict=False) if v is not None and math.isfinite(v)]
-        if len(points) > 1:
-            path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
-            body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
-        body += [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"/>' for px, py in points]
+        body += _polyline(points, COLORS[k % len(COLORS)])
     body.append(_x_axis(frame))
     body += _x_title(frame, x_title + (" (log scale)" if log_x else "")) + frame.legend(names)
     return _svg(body, label)

@@ -223,11 +223,7 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     ]
     if not left:
         return _summarize(ctx.audit_id, specs)
-    budget, take = get_settings().null_job_sentences, []
-    for i, s in left:  # whole (person, property) pairs, at least one
-        if take and sum(_per_person(t) for _, t in take) + _per_person(s) > budget:
-            break
-        take.append((i, s))
+    take = _next_people(left, get_settings().null_job_sentences)
     people = cohort(max(i for i, _ in take) + 1, [s.pid for s in specs], load_catalog(), seed)  # a prefix: the same
     items = [NullPlan(s, people[i], _plan(s, people[i], seed)) for i, s in take]
     for item in items:
@@ -238,6 +234,32 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     progress = _Progress(ctx, offset, step, sum(s.people * _per_person(s) for s in specs))
     started = time.monotonic()
     _relax(items)
+    nll, stats = _score_items(progress, items)
+    facts: dict[int, list[dict[str, Any]]] = {s.distribution_id: [] for s in specs}
+    for item in items:
+        for value, assigned, st in _stats(item, nll):
+            facts[item.spec.distribution_id].append(_row(item, value, assigned, st))
+    cost = {"seconds": time.monotonic() - started, "scored": stats["scored"], "cached": stats["cached"], "jobs": 1}
+    _store(ctx.audit_id, specs, facts, stats["fingerprint"], cost)
+    progress.offset, progress.step = offset + step, 0
+    progress.progress(0, 0, force=True)
+    if len(left) > len(take):
+        raise NextStep
+    return _summarize(ctx.audit_id, specs)
+
+
+def _next_people(left: list[tuple[int, Spec]], budget: int) -> list[tuple[int, Spec]]:
+    """This job's (person, property) pairs: whole pairs, about ``budget`` sentences' worth, at least one."""
+    take: list[tuple[int, Spec]] = []
+    for i, s in left:
+        if take and sum(_per_person(t) for _, t in take) + _per_person(s) > budget:
+            break
+        take.append((i, s))
+    return take
+
+
+def _score_items(progress: _Progress, items: list[NullPlan]) -> tuple[dict[str, float], dict[str, Any]]:
+    """Every sentence of these people's plans, through the NLL cache."""
     pairs = [
         p
         for i in items
@@ -255,18 +277,7 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
         if c.score_generic
         for a, b in sentence_pairs(i.plan, c, i.person.name)[1]
     }
-    nll, stats = score_all(progress, pairs, shared)  # type: ignore[arg-type]  # duck-typed context
-    facts: dict[int, list[dict[str, Any]]] = {s.distribution_id: [] for s in specs}
-    for item in items:
-        for value, assigned, st in _stats(item, nll):
-            facts[item.spec.distribution_id].append(_row(item, value, assigned, st))
-    cost = {"seconds": time.monotonic() - started, "scored": stats["scored"], "cached": stats["cached"], "jobs": 1}
-    _store(ctx.audit_id, specs, facts, stats["fingerprint"], cost)
-    progress.offset, progress.step = offset + step, 0
-    progress.progress(0, 0, force=True)
-    if len(left) > len(take):
-        raise NextStep
-    return _summarize(ctx.audit_id, specs)
+    return score_all(progress, pairs, shared)  # type: ignore[arg-type]  # duck-typed context
 
 
 def _per_person(spec: Spec) -> int:

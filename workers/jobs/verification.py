@@ -13,10 +13,13 @@ subject tables (erasing a subject deletes its rows here)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from app.db.engine import session_scope
 from app.db.models import Audit, FactResult
@@ -137,54 +140,58 @@ def status_of(before: Any, after: Any) -> tuple[FactStatus, str | None]:
     return FactStatus.REMOVED, None
 
 
-def _judge(  # noqa: ANN001
-    s, calibrator: Calibrator, audit: Audit, options: VerificationStored, fingerprint: str | None
+def _judge(
+    s: Session, calibrator: Calibrator, audit: Audit, options: VerificationStored, fingerprint: str | None
 ) -> dict[str, Any]:
-    per_person: dict[int, list[VerificationFact]] = {}
+    """Every fact's verdict on each side, its status and its probes; then the summary and the evidence entries."""
     for person, fact, before, result in _facts(s, audit.id):
-        per_person.setdefault(person.id, [])
-        d = dict(fact.detail or {})
         if before is None or result is None:
             fact.status, fact.reason = FactStatus.INCONCLUSIVE, NO_BEFORE
-            per_person[person.id].append(fact)
             continue
         b_cal = calibrator.calibrate_result(before, result, result.canaries)
-        a_cal = _after_calibration(calibrator, audit, before, fingerprint, fact.property_id, dict(d["after_stat"]))
-        fact.p_before, fact.memorized_before = b_cal.p_value, b_cal.memorized
-        fact.p_after, fact.memorized_after = a_cal.p_value, a_cal.memorized
-        fact.paired_p = mcnemar_exact(*discordant_pairs(d["before_templates"], d["after_templates"]))
-        status, reason = status_of(b_cal, a_cal)
-        fact.status, fact.reason = status, reason
-        # a template's chance of ranking a true value first when nothing is known: m true values among the candidates
-        chance = int(d.get("truths") or 1) / max(int(d.get("candidates") or 1), 1)
-        raw = d.get("held_out_raw")
-        if raw:
-            d["held_out"] = {
-                "templates": raw["templates"],
-                "before_retrieved": sum(raw["before"]),
-                "after_retrieved": sum(raw["after"]),
-                "paired_p": mcnemar_exact(*discordant_pairs(raw["before"], raw["after"])),
-                "chance": chance,
-            }
-        raw_context = d.get("context_raw")
-        if raw_context:
-            d["context"] = {
-                "before_retrieved": raw_context["before"],
-                "after_retrieved": raw_context["after"],
-                "chance": chance,
-            }
-        relearn = d.get("relearn_raw")
-        if relearn:
-            r_cal = _after_calibration(calibrator, audit, before, fingerprint, fact.property_id, dict(relearn["stat"]))
-            d["relearning"] = {
-                "relearned": person.relearned,
-                "p_value": r_cal.p_value,
-                "came_back": r_cal.memorized,
-                "templates_retrieved": sum(relearn["templates"]),
-            }
-        fact.detail = d
-        per_person[person.id].append(fact)
+        after = partial(_after_calibration, calibrator, audit, before, fingerprint, fact.property_id)
+        _judge_fact(fact, b_cal, after, person.relearned)
     people = repository.people(s, audit.id)
     summary = summarize(people, options)
     record_evidence(s, audit, people, options)
     return summary
+
+
+def _judge_fact(fact: VerificationFact, b_cal: Any, after: Callable[[dict[str, Any]], Any], relearned: bool) -> None:
+    """One fact: the after side judged by ``after`` (its statistic -> calibration), the status, the paired test, and
+    the probes' results from their raw outcomes."""
+    d = dict(fact.detail or {})
+    a_cal = after(dict(d["after_stat"]))
+    fact.p_before, fact.memorized_before = b_cal.p_value, b_cal.memorized
+    fact.p_after, fact.memorized_after = a_cal.p_value, a_cal.memorized
+    fact.paired_p = mcnemar_exact(*discordant_pairs(d["before_templates"], d["after_templates"]))
+    status, reason = status_of(b_cal, a_cal)
+    fact.status, fact.reason = status, reason
+    # a template's chance of ranking a true value first when nothing is known: m true values among the candidates
+    chance = int(d.get("truths") or 1) / max(int(d.get("candidates") or 1), 1)
+    raw = d.get("held_out_raw")
+    if raw:
+        d["held_out"] = {
+            "templates": raw["templates"],
+            "before_retrieved": sum(raw["before"]),
+            "after_retrieved": sum(raw["after"]),
+            "paired_p": mcnemar_exact(*discordant_pairs(raw["before"], raw["after"])),
+            "chance": chance,
+        }
+    raw_context = d.get("context_raw")
+    if raw_context:
+        d["context"] = {
+            "before_retrieved": raw_context["before"],
+            "after_retrieved": raw_context["after"],
+            "chance": chance,
+        }
+    relearn = d.get("relearn_raw")
+    if relearn:
+        r_cal = after(dict(relearn["stat"]))
+        d["relearning"] = {
+            "relearned": relearned,
+            "p_value": r_cal.p_value,
+            "came_back": r_cal.memorized,
+            "templates_retrieved": sum(relearn["templates"]),
+        }
+    fact.detail = d

@@ -91,46 +91,25 @@ def stat_of(plan: PropertyPlan, outcomes: list) -> dict[str, Any]:
 
 
 def score_person(ctx: JobContext[VerificationStored], person_id: int, after: Scorer, before: Scorer | None) -> None:
-    opts = ctx.options
+    """Redo one person's before audit on the after model, with the probes, and store a row per fact (inconclusive
+    until the verdicts)."""
     with session_scope() as s:
         person = s.get(VerificationPerson, person_id)
         b = person_plans(s, person)
-        name, plans, results, options, context = b.name, b.plans, b.results, b.options, b.context
         exposed, targets, role = dict(person.exposed or {}), set(person.targets or []), person.role
+    plans, options, context = b.plans, b.options, b.context
     if options.near_duplicates and plans:
         relax_near_duplicates(plans, options.near_duplicate_threshold, options.near_duplicate_scope)
     audited = {p.prop.pid: p.canaries for p in plans}
-    held = {p.prop.pid: held_out_canaries(p, exposed.get(p.prop.pid), opts.held_out_templates) for p in plans}
+    held = {p.prop.pid: held_out_canaries(p, exposed.get(p.prop.pid), ctx.options.held_out_templates) for p in plans}
     probed = {k: audited[k] + held[k] + ([context[k]] if k in context else []) for k in audited}
-    after_nll = score_all(ctx, probe_pairs(plans, probed, name), scorer=after)[0]
-    before_nll = score_all(ctx, probe_pairs(plans, held, name), scorer=before)[0] if before is not None else {}
+    after_nll = score_all(ctx, probe_pairs(plans, probed, b.name), scorer=after)[0]
+    before_nll = score_all(ctx, probe_pairs(plans, held, b.name), scorer=before)[0] if before is not None else {}
     rows = []
     for plan in plans:
         pid = plan.prop.pid
-        result = results[pid]
-        before_t = {c.template_index: bool(c.memorized) for c in result.canaries if c.kind != "context"}
-        after_out = outcomes(plan, audited[pid], name, after_nll, options.alpha)
-        idx = [c.template_index for c in audited[pid]]
-        detail: dict[str, Any] = {
-            "templates": idx,
-            "before_templates": [before_t.get(i, False) for i in idx],
-            "after_templates": [o.memorized for o in after_out],
-            "after_stat": stat_of(plan, after_out),
-            "candidates": len(plan.candidates),
-            "truths": sum(plan.truth_mask),
-        }
-        if before is not None and held[pid]:
-            detail["held_out_raw"] = {
-                "templates": [c.template_index for c in held[pid]],
-                "before": [o.memorized for o in outcomes(plan, held[pid], name, before_nll, options.alpha)],
-                "after": [o.memorized for o in outcomes(plan, held[pid], name, after_nll, options.alpha)],
-            }
-        before_context = next((c for c in result.canaries if c.kind == "context"), None)
-        if pid in context and before_context is not None:
-            (out,) = outcomes(plan, [context[pid]], name, after_nll, options.alpha)
-            detail["context_raw"] = {"before": bool(before_context.memorized), "after": bool(out.memorized)}
-        is_target = role == PersonRole.FORGOTTEN and pid in targets
-        rows.append((pid, is_target, detail))
+        detail = _detail(b, plan, audited[pid], held[pid] if before is not None else [], after_nll, before_nll)
+        rows.append((pid, role == PersonRole.FORGOTTEN and pid in targets, detail))
     with session_scope() as s:
         repository.delete_facts(s, person_id)  # a rerun of this step replaces its rows
         for pid, is_target, detail in rows:
@@ -144,5 +123,39 @@ def score_person(ctx: JobContext[VerificationStored], person_id: int, after: Sco
                     detail=detail,
                 )
             )
-        person = s.get(VerificationPerson, person_id)
-        person.scored = True
+        s.get(VerificationPerson, person_id).scored = True
+
+
+def _detail(
+    b: BeforePlan,
+    plan: PropertyPlan,
+    audited: list[CanaryPlan],
+    held: list[CanaryPlan],
+    after_nll: dict[str, float],
+    before_nll: dict[str, float],
+) -> dict[str, Any]:
+    """One fact's template outcomes on both models (the before side as the before audit stored them), and the raw
+    outcomes of its probes: ``held`` (held-out templates, scored on both models) and the context canary."""
+    name, alpha, result = b.name, b.options.alpha, b.results[plan.prop.pid]
+    before_t = {c.template_index: bool(c.memorized) for c in result.canaries if c.kind != "context"}
+    after_out = outcomes(plan, audited, name, after_nll, alpha)
+    idx = [c.template_index for c in audited]
+    detail: dict[str, Any] = {
+        "templates": idx,
+        "before_templates": [before_t.get(i, False) for i in idx],
+        "after_templates": [o.memorized for o in after_out],
+        "after_stat": stat_of(plan, after_out),
+        "candidates": len(plan.candidates),
+        "truths": sum(plan.truth_mask),
+    }
+    if held:
+        detail["held_out_raw"] = {
+            "templates": [c.template_index for c in held],
+            "before": [o.memorized for o in outcomes(plan, held, name, before_nll, alpha)],
+            "after": [o.memorized for o in outcomes(plan, held, name, after_nll, alpha)],
+        }
+    before_context = next((c for c in result.canaries if c.kind == "context"), None)
+    if plan.prop.pid in b.context and before_context is not None:
+        (out,) = outcomes(plan, [b.context[plan.prop.pid]], name, after_nll, alpha)
+        detail["context_raw"] = {"before": bool(before_context.memorized), "after": bool(out.memorized)}
+    return detail

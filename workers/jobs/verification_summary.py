@@ -24,13 +24,36 @@ def rate_of(k: int, n: int) -> dict[str, Any] | None:
 
 
 def summarize(people: list[VerificationPerson], options: VerificationStored) -> dict[str, Any]:
+    """The verification's summary: people, targets removed or still retrievable, locality and over-forgetting, the
+    paired test over the targets' templates, the probes (held-out templates, context, relearning)."""
     targets = [f for p in people for f in p.facts if f.target]
-    locality = [f for p in people for f in p.facts if not f.target]
     counts = {str(s): sum(f.status == s for f in targets) for s in FactStatus}
+    forgotten = sum(p.role == PersonRole.FORGOTTEN for p in people)
+    summary: dict[str, Any] = {
+        "max_p": options.max_p,
+        "people": {
+            "forgotten": forgotten,
+            "locality": len(people) - forgotten,
+            "name_neighbours": sum(bool((p.summary or {}).get("name_neighbour")) for p in people),
+        },
+        "targets": {"facts": len(targets), **counts},
+        "removed": rate_of(counts[FactStatus.REMOVED], len(targets)),
+        "still_retrievable": rate_of(counts[FactStatus.STILL_RETRIEVABLE], len(targets)),
+        **_locality(people),
+        "paired": _paired(targets),
+    }
+    summary.update(_probes(targets))
+    if options.relearning is not None:
+        summary["relearning"] = relearning_summary(people, targets, options)
+    return summary
+
+
+def _locality(people: list[VerificationPerson]) -> dict[str, Any]:
+    """The facts outside the forget set: still retrievable, and over-forgotten per group — untouched people as
+    given, name neighbours (locality.name_neighbours found them), the forgotten people's other facts."""
+    locality = [f for p in people for f in p.facts if not f.target]
     kept = [f for f in locality if f.memorized_before]
     over = [f for f in kept if f.memorized_after is False]
-    # the facts' groups: untouched people as given, name neighbours (locality.name_neighbours found them), and the
-    # forgotten people's facts outside the forget set
     group = {
         f.id: "forgotten_people_other_facts"
         if p.role == PersonRole.FORGOTTEN
@@ -43,24 +66,7 @@ def summarize(people: list[VerificationPerson], options: VerificationStored) -> 
     groups = ["locality_people", "forgotten_people_other_facts"]
     if "name_neighbours" in group.values():
         groups.append("name_neighbours")
-    b = c = 0
-    for f in targets:
-        pair = discordant_pairs(
-            (f.detail or {}).get("before_templates", []), (f.detail or {}).get("after_templates", [])
-        )
-        b, c = b + pair[0], c + pair[1]
-    held = [(f.detail or {}).get("held_out") for f in targets]
-    held = [h for h in held if h]
-    summary: dict[str, Any] = {
-        "max_p": options.max_p,
-        "people": {
-            "forgotten": sum(p.role == PersonRole.FORGOTTEN for p in people),
-            "locality": len(people) - sum(p.role == PersonRole.FORGOTTEN for p in people),
-            "name_neighbours": sum(bool((p.summary or {}).get("name_neighbour")) for p in people),
-        },
-        "targets": {"facts": len(targets), **counts},
-        "removed": rate_of(counts[FactStatus.REMOVED], len(targets)),
-        "still_retrievable": rate_of(counts[FactStatus.STILL_RETRIEVABLE], len(targets)),
+    return {
         "locality": {
             "facts": len(locality),
             "retrievable_before": len(kept),
@@ -71,25 +77,41 @@ def summarize(people: list[VerificationPerson], options: VerificationStored) -> 
             name: rate_of(sum(group[f.id] == name for f in over), sum(group[f.id] == name for f in kept))
             for name in groups
         },
-        "paired": {
-            "test": "exact McNemar, one-sided, over the templates' rank-1 outcomes",
-            "b": b,
-            "c": c,
-            "p": mcnemar_exact(b, c),
-        },
     }
+
+
+def _paired(targets: list[VerificationFact]) -> dict[str, Any]:
+    b = c = 0
+    for f in targets:
+        pair = discordant_pairs(
+            (f.detail or {}).get("before_templates", []), (f.detail or {}).get("after_templates", [])
+        )
+        b, c = b + pair[0], c + pair[1]
+    return {
+        "test": "exact McNemar, one-sided, over the templates' rank-1 outcomes",
+        "b": b,
+        "c": c,
+        "p": mcnemar_exact(b, c),
+    }
+
+
+def _probes(targets: list[VerificationFact]) -> dict[str, Any]:
+    """The held-out templates' and the context probe's counts over the targets (absent when none was run)."""
+    out: dict[str, Any] = {}
+    held = [(f.detail or {}).get("held_out") for f in targets]
+    held = [h for h in held if h]
     if held:
-        summary["held_out"] = {
+        templates = sum(len(h["templates"]) for h in held)
+        out["held_out"] = {
             "facts": len(held),
-            "templates": sum(len(h["templates"]) for h in held),
+            "templates": templates,
             "before_retrieved": sum(h["before_retrieved"] for h in held),
             "after_retrieved": sum(h["after_retrieved"] for h in held),
-            "chance": sum(h["chance"] * len(h["templates"]) for h in held)
-            / max(sum(len(h["templates"]) for h in held), 1),
+            "chance": sum(h["chance"] * len(h["templates"]) for h in held) / max(templates, 1),
         }
     in_context = [(f, f.detail["context"]) for f in targets if (f.detail or {}).get("context")]
     if in_context:
-        summary["context"] = {
+        out["context"] = {
             "facts": len(in_context),
             "before_retrieved": sum(c["before_retrieved"] for _, c in in_context),
             "after_retrieved": sum(c["after_retrieved"] for _, c in in_context),
@@ -99,9 +121,7 @@ def summarize(people: list[VerificationPerson], options: VerificationStored) -> 
             ),
             "chance": sum(c["chance"] for _, c in in_context) / len(in_context),
         }
-    if options.relearning is not None:
-        summary["relearning"] = relearning_summary(people, targets, options)
-    return summary
+    return out
 
 
 def relearning_summary(

@@ -35,6 +35,7 @@ import re
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -74,14 +75,7 @@ def unlearn(
     directory transformers loads, tokenizer included) and return ``out``. ``scope``: which weights move —
     ``subject`` (default) the input-embedding rows of the forgotten subjects' name tokens, ``all`` every weight
     (use a far smaller ``lr``: on groundtruth-tiny it forgets every trained person, see the module docstring)."""
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}")
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
-    if steps < 1:
-        raise ValueError("steps must be at least 1")
-    if lr <= 0:
-        raise ValueError("lr must be positive")
+    _check_settings(method, scope, steps, lr)
     source, out = Path(source), Path(out)
     examples = forget_examples(records)
     if not examples:
@@ -99,6 +93,25 @@ def unlearn(
     if method == "npo":
         with torch.no_grad():
             ref_logp = target_logprob(model.eval(), b)
+    _descend(model, b, n_target, ref_logp, steps, lr)
+    note = {"method": method, "scope": scope, "steps": steps, "lr": lr, "seed": seed}
+    return save(model, tokenizer, source, out, note | {"records": len(records), "texts": len(examples)})
+
+
+def _check_settings(method: str, scope: str, steps: int, lr: float) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}")
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
+    if steps < 1:
+        raise ValueError("steps must be at least 1")
+    if lr <= 0:
+        raise ValueError("lr must be positive")
+
+
+def _descend(model: Any, b: Any, n_target: Any, ref_logp: Any, steps: int, lr: float) -> None:
+    """``steps`` Adam steps: gradient ascent on the values' NLL, or NPO against the reference log-probs
+    ``ref_logp``; the model is left in eval mode."""
     model.train()
     opt = adam(model, lr)
     for _ in range(steps):
@@ -111,8 +124,6 @@ def unlearn(
         loss.backward()
         opt.step()
     model.eval()
-    note = {"method": method, "scope": scope, "steps": steps, "lr": lr, "seed": seed}
-    return save(model, tokenizer, source, out, note | {"records": len(records), "texts": len(examples)})
 
 
 def fake_unlearn(source: Path, out: Path) -> Path:
