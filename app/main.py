@@ -79,7 +79,7 @@ async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
 
 
 @asynccontextmanager
-async def lifespan(app: FastAPI):  # noqa: ANN201
+async def lifespan(app: FastAPI):
     settings = get_settings()
     if not settings.redis_url:
         resume_pending(app.state.kinds)

@@ -82,7 +82,7 @@ def get_audit(
     return _conditional(request, response, service.to_read(service.get_audit(session, principal, audit_id), kinds))
 
 
-def _conditional(request: Request, response: Response, body):  # noqa: ANN001, ANN202 - the body or a 304
+def _conditional(request: Request, response: Response, body):  # the body or a 304
     etag = polling.etag_of(body)
     polling.tagged(response, etag)
     return polling.not_modified(request, etag) or body

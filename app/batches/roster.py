@@ -164,7 +164,7 @@ def rows_from_csv(text: str) -> Iterator[RawRow]:
         ) from None
 
 
-def _csv_rows(reader: Any) -> Iterator[RawRow]:  # noqa: ANN401 (csv's reader type is private)
+def _csv_rows(reader: Any) -> Iterator[RawRow]:  # csv's reader type is private
     header = next(reader, None)
     if header is None:
         raise InvalidInput("roster", "the CSV file is empty; send a header row (name, P106, …) and one row per person")

@@ -184,7 +184,7 @@ def _eta(session: Session, batch_id: str, active: int) -> float | None:
 
 def page_audits(
     session: Session, principal: Principal, batch: Batch, status: AuditStatus | None, page: int, page_size: int, kinds
-) -> BatchAuditsPage:  # noqa: ANN001
+) -> BatchAuditsPage:
     rows, total = repository.page_audits(session, principal, batch.id, status, page, page_size)
     return BatchAuditsPage(
         items=[audit_read(a, kinds) for a in rows],

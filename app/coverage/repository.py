@@ -149,7 +149,7 @@ def results(
     yield from session.scalars(stmt.execution_options(yield_per=INSERT_BATCH))
 
 
-def coverage_audits_of(session: Session, dataset_id: str, audit_filter) -> list[tuple[Audit, CoverageAudit]]:  # noqa: ANN001
+def coverage_audits_of(session: Session, dataset_id: str, audit_filter) -> list[tuple[Audit, CoverageAudit]]:
     """Coverage audits of a dataset, newest first; ``audit_filter`` applies the caller's visibility."""
     stmt = audit_filter(select(Audit, CoverageAudit).join(CoverageAudit, CoverageAudit.audit_id == Audit.id))
     stmt = stmt.where(CoverageAudit.dataset_id == dataset_id).order_by(Audit.created_at.desc())

@@ -27,7 +27,7 @@ def engine_for(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, hide_parameters=True)
 
         @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001
+        def _sqlite_pragmas(dbapi_conn, _record) -> None:
             # Foreign keys make ON DELETE CASCADE erase personal data; WAL lets the worker thread
             # write progress while the API reads.
             cur = dbapi_conn.cursor()

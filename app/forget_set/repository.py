@@ -42,7 +42,7 @@ def _scoped(stmt: Select, principal: Principal) -> Select:
     return stmt if principal.role in READ_ALL else stmt.where(false())
 
 
-def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:  # noqa: ANN002
+def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:
     stmt = (
         select(*columns)
         .select_from(FactResult)

@@ -199,7 +199,7 @@ def _sentence(template: str, h: str, v: str) -> str:
     return head + tail
 
 
-def _candidates(canary, name: str) -> list[CandidateRead]:  # noqa: ANN001
+def _candidates(canary, name: str) -> list[CandidateRead]:
     def sentence(h: str, v: str) -> str:
         return _sentence(canary.template, h, v)
 

@@ -91,12 +91,12 @@ def signout(ui: Signed, csrf: Annotated[str | None, Form(max_length=200)] = None
     return response
 
 
-def _defaults(kinds) -> dict[str, Any]:  # noqa: ANN001
+def _defaults(kinds) -> dict[str, Any]:
     options = kinds[SUBMIT_KIND].create.model_fields["options"].default_factory()
     return options.model_dump(mode="json")
 
 
-def _hints(kinds) -> dict[str, dict[str, Any]]:  # noqa: ANN001
+def _hints(kinds) -> dict[str, dict[str, Any]]:
     """Each option's label, hint (its schema description, the default stated) and choices, from the pydantic schema:
     the form says what the API's documentation says."""
     options = kinds[SUBMIT_KIND].create.model_fields["options"].default_factory()
@@ -188,13 +188,13 @@ async def submit(request: Request, ui: Signed, kinds: KindsDep) -> HTMLResponse 
     return await _submit(request, ui, kinds, form)
 
 
-async def _submit(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse | RedirectResponse:  # noqa: ANN001
+async def _submit(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse | RedirectResponse:
     check_csrf(ui, form.get(ui_session.CSRF_FIELD))
     require_roles(*SUBMITTERS)(ui.principal)
     return await run_in_threadpool(_create, request, ui, kinds, form)
 
 
-def _create(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse | RedirectResponse:  # noqa: ANN001
+def _create(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse | RedirectResponse:
     settings, defaults = get_settings(), _defaults(kinds)
     errors: list[tuple[str, str]] = []
     try:
@@ -230,7 +230,7 @@ def _create(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse |
 SHOW_TOKEN_COOKIE = "memaudit_ui_show_token"
 
 
-def _show_token_mark(ui, audit_id: str) -> str:  # noqa: ANN001
+def _show_token_mark(ui, audit_id: str) -> str:
     return hmac.new(ui.csrf.encode(), f"show-token:{audit_id}".encode(), hashlib.sha256).hexdigest()
 
 

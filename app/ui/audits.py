@@ -31,7 +31,7 @@ def _day(value: date | None, *, end: bool = False) -> datetime | None:
     return datetime.combine(value + timedelta(days=1) if end else value, time.min)
 
 
-def _listing(request: Request, session, ui, kinds, filters: dict, page: int) -> dict:  # noqa: ANN001
+def _listing(request: Request, session, ui, kinds, filters: dict, page: int) -> dict:
     if filters["kind"] and filters["kind"] not in kinds:
         raise InvalidInput("kind", f"kind must be one of {', '.join(kinds)}")
     if filters["created_from"] and filters["created_to"] and filters["created_to"] < filters["created_from"]:

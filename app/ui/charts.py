@@ -120,7 +120,7 @@ def _svg(body: list[str], label: str) -> Markup:
     )
 
 
-def _y_axis(frame: _Frame, ticks: list[float], labels: list[str], scale, title: str) -> list[str]:  # noqa: ANN001
+def _y_axis(frame: _Frame, ticks: list[float], labels: list[str], scale, title: str) -> list[str]:
     out = []
     for value, text in zip(ticks, labels, strict=True):
         y = scale(value)

@@ -36,7 +36,7 @@ def _signature(ui: UiSession, what: str, counts: dict[str, int]) -> str:
     return hmac.new(ui.csrf.encode(), text.encode(), hashlib.sha256).hexdigest()[:32]
 
 
-def _erasable_subject(session: Session, principal: Principal, subject_id: int):  # noqa: ANN202
+def _erasable_subject(session: Session, principal: Principal, subject_id: int):
     """The subject, as DELETE /subjects/{id} would find it (404 for another key's subject)."""
     require_roles(*SUBMITTERS)(principal)
     subject = subjects.get_subject(session, subject_id)

@@ -109,7 +109,7 @@ def models_page(request: Request, ui: Signed, settings: SettingsDep) -> HTMLResp
     return render(request, "models.html", models=models)
 
 
-def _verification_row(audit) -> dict[str, Any]:  # noqa: ANN001
+def _verification_row(audit) -> dict[str, Any]:
     summary, options = audit.summary or {}, audit.options or {}
     return {
         "id": audit.id,
@@ -122,7 +122,7 @@ def _verification_row(audit) -> dict[str, Any]:  # noqa: ANN001
     }
 
 
-def _verifications(request: Request, session, ui, settings, page: int, form: dict, errors: list, status: int = 200):  # noqa: ANN001, ANN202
+def _verifications(request: Request, session, ui, settings, page: int, form: dict, errors: list, status: int = 200):
     filters = {"kind": "verification"}
     rows, total = repository.page(session, ui.principal, filters=filters, page=page, page_size=VERIFICATIONS_SHOWN)
     return render(
@@ -204,7 +204,7 @@ async def start_verification(request: Request, ui: Signed, kinds: KindsDep) -> H
     return await run_in_threadpool(_start_verification, request, ui, kinds, form)
 
 
-def _start_verification(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse | RedirectResponse:  # noqa: ANN001
+def _start_verification(request: Request, ui, kinds, form: dict[str, str]) -> HTMLResponse | RedirectResponse:
     settings = get_settings()
     errors: list[tuple[str, str]] = []
     try:

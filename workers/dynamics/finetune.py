@@ -25,7 +25,7 @@ from workers.lm.loading import load_model
 from workers.lm.registry import hf_errors_hidden, resolve_source, resolve_spec
 
 
-def _encode(loaded, texts: Sequence[str]) -> list[list[int]]:  # noqa: ANN001
+def _encode(loaded, texts: Sequence[str]) -> list[list[int]]:
     tok = loaded.tokenizer
     eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
     return [[loaded.document_start_id, *tok(t, add_special_tokens=False)["input_ids"], *eos] for t in texts]
@@ -41,7 +41,7 @@ def _batch(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]
     return ids, mask
 
 
-def _nll(model, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # noqa: ANN001
+def _nll(model, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Summed NLL per sequence of every token after the first, and the number of those tokens."""
     logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
     logp = torch.log_softmax(logits, dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
@@ -50,7 +50,7 @@ def _nll(model, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, to
 
 
 @torch.no_grad()
-def _score(model, seqs: list[list[int]], pad: int, batch: int = 32) -> np.ndarray:  # noqa: ANN001
+def _score(model, seqs: list[list[int]], pad: int, batch: int = 32) -> np.ndarray:
     model.eval()
     out = []
     for start in range(0, len(seqs), batch):
@@ -59,7 +59,7 @@ def _score(model, seqs: list[list[int]], pad: int, batch: int = 32) -> np.ndarra
     return np.concatenate(out)
 
 
-def _train_epoch(model, opt, seqs, pool: np.ndarray, cfg: KFoldConfig, rng, pad: int) -> None:  # noqa: ANN001
+def _train_epoch(model, opt, seqs, pool: np.ndarray, cfg: KFoldConfig, rng, pad: int) -> None:
     model.train()
     order = rng.permutation(pool)
     for chunk in np.array_split(order, max(1, math.ceil(len(order) / cfg.batch_size))):

@@ -75,7 +75,7 @@ def _cell_config(c: CapacityCell, context: int | None) -> GPTConfig:
     )
 
 
-def _train_cell(ctx: JobContext, position: int, options: CapacityAuditOptions, report) -> None:  # noqa: ANN001
+def _train_cell(ctx: JobContext, position: int, options: CapacityAuditOptions, report) -> None:
     context = options.grid.context if options.grid is not None else None
     with session_scope() as s:
         c = repository.cell(s, ctx.audit_id, position)

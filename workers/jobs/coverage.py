@@ -128,7 +128,7 @@ def _generate(scorer: Scorer, prompts: list[ProbePrompt], budget: int) -> list[s
         raise JobError(f"cannot probe a record: {exc}; lower k or max_new_tokens") from exc
 
 
-def _result_row(audit_id: str, prompt: ProbePrompt, generated: str, delimiter: str, columns) -> dict[str, Any]:  # noqa: ANN001
+def _result_row(audit_id: str, prompt: ProbePrompt, generated: str, delimiter: str, columns) -> dict[str, Any]:
     outcome = judge(prompt, generated, delimiter, columns)
     return {
         "audit_id": audit_id,

@@ -25,7 +25,7 @@ log = logging.getLogger("memaudit.jobs")
 CANCELLED, LEASE_LOST = "cancelled", "lease lost"
 
 
-class Interrupted(BaseException):  # noqa: N818 — BaseException: a job's `except Exception` must not swallow it
+class Interrupted(BaseException):  # BaseException: a job's `except Exception` must not swallow it
     """Raised asynchronously in a job that kept running after its audit was cancelled or its lease was lost."""
 
 

@@ -61,7 +61,7 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     }
 
 
-def _canary_row(plan: PropertyPlan, c: CanaryPlan, name: str, nll: dict[str, float], alpha: float):  # noqa: ANN202
+def _canary_row(plan: PropertyPlan, c: CanaryPlan, name: str, nll: dict[str, float], alpha: float):
     truth = plan.truth_mask
     out, rows = canary_outcome(plan, c, name, nll, alpha)
     canary = Canary(

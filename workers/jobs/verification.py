@@ -81,7 +81,7 @@ def _after_audit(audit: Audit, before: Audit, fingerprint: str | None) -> Any:
     return SimpleNamespace(id=f"{audit.id}:{before.id}", model=audit.model, options=before.options, summary=summary)
 
 
-def _after_calibration(  # noqa: ANN202
+def _after_calibration(
     calibrator: Calibrator, audit: Audit, before: Audit, fingerprint: str | None, pid: str, stat: dict[str, Any]
 ):
     fact = FactStat(**stat)  # its shape (m true values, in the pool or not) picks the null facts that judge it
@@ -91,7 +91,7 @@ def _after_calibration(  # noqa: ANN202
     return calibrator.calibrate(_after_audit(audit, before, fingerprint), pid, fact, reason)
 
 
-def _facts(s, audit_id: str) -> list[tuple[VerificationPerson, VerificationFact, Audit | None, Any]]:  # noqa: ANN001
+def _facts(s, audit_id: str) -> list[tuple[VerificationPerson, VerificationFact, Audit | None, Any]]:
     out = []
     for person in repository.people(s, audit_id):
         before = s.get(Audit, person.before_audit_id) if person.before_audit_id else None

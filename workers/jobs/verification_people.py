@@ -42,7 +42,7 @@ class BeforePlan:
     context: dict[str, CanaryPlan] = field(default_factory=dict)  # per property, when the before audit had them
 
 
-def person_plans(s, person: VerificationPerson) -> BeforePlan:  # noqa: ANN001
+def person_plans(s, person: VerificationPerson) -> BeforePlan:
     """The before audit's plan, exactly: its options, and per property its stored counterfactual draws; its
     contextualized canaries (``options.context``) apart, for the context probe."""
     before = s.get(Audit, person.before_audit_id) if person.before_audit_id else None

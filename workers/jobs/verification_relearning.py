@@ -45,7 +45,7 @@ def unavailable(people: list[VerificationPerson], reason: str) -> None:
         p.summary = {**(p.summary or {}), "relearning": "unavailable", "relearning_reason": reason}
 
 
-def relearning_texts(s, people: list[VerificationPerson], source: str) -> tuple[list[str], list[str]]:  # noqa: ANN001
+def relearning_texts(s, people: list[VerificationPerson], source: str) -> tuple[list[str], list[str]]:
     """The fine-tuning texts: the relearned people's facts outside the forget set (``other_facts``) or in it
     (``forget_set``), every true value in each template the verification audits; and the relearned people's names
     (scope ``subject`` fine-tunes their name tokens' rows)."""

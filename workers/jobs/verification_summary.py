@@ -150,7 +150,7 @@ def relearning_summary(
     return out
 
 
-def record_evidence(s, audit: Audit, people: list[VerificationPerson], options: VerificationStored) -> None:  # noqa: ANN001
+def record_evidence(s, audit: Audit, people: list[VerificationPerson], options: VerificationStored) -> None:
     """One entry per forgotten person: counts and p-values, never a name or a value (the person's page reads it)."""
     settings = get_settings()
     for p in people:
