@@ -58,4 +58,6 @@ def require_roles(*roles: str) -> Callable[[Principal], Principal]:
 
 # Who may submit, cancel and erase (audits, datasets, subjects): admins and auditors.
 SUBMITTERS = (Role.ADMIN, Role.AUDITOR)
+# Who reads batches (an auditor its own key's; admins and regulators every one; a pipeline key none).
+BATCH_READERS = (Role.ADMIN, Role.AUDITOR, Role.REGULATOR)
 Submitter = Annotated[Principal, Depends(require_roles(*SUBMITTERS))]

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, aliased
 from app.auth.keys import Principal
 from app.db.models import Audit, Canary, CandidateScore, Fact, FactResult, Subject
 from app.db.models.audit import AuditStatus
+from app.db.vocabulary import Role
 from app.forget_set.policies import DEFAULT, POLICIES
 
 
@@ -29,7 +30,11 @@ class ForgetFilters:
     all_audits: bool = False  # every audit's facts; else the newest audit's per (subject, model, property)
 
 
-READ_ALL = ("admin", "regulator", "pipeline")  # every audit's facts; an auditor its own key's; anyone else nothing
+READ_ALL = (
+    Role.ADMIN,
+    Role.REGULATOR,
+    Role.PIPELINE,
+)  # every audit's facts; an auditor its own key's; anyone else nothing
 
 
 def _scoped(stmt: Select, principal: Principal) -> Select:
@@ -37,7 +42,7 @@ def _scoped(stmt: Select, principal: Principal) -> Select:
     route asks (the routes check roles too)."""
     if principal.audit_scope is not None:
         return stmt.where(false())
-    if principal.role == "auditor":
+    if principal.role == Role.AUDITOR:
         return stmt.where(Audit.owner_key_id == principal.key_id)
     return stmt if principal.role in READ_ALL else stmt.where(false())
 
@@ -48,7 +53,7 @@ def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:
         .select_from(FactResult)
         .join(Audit, Audit.id == FactResult.audit_id)
         .join(Subject, Subject.id == Audit.subject_id)
-        .where(Audit.status == "succeeded", Audit.kind == "subject")
+        .where(Audit.status == AuditStatus.SUCCEEDED, Audit.kind == "subject")
     )
     stmt = _scoped(stmt, principal)
     for column, value in (
@@ -95,27 +100,10 @@ def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Itera
     Every policy prefilters on what the model retrieves (its ``prefilter``, at least lenient: some template ranks a
     true value first): a fact no template ranks first yields nothing to forget, whatever its p-value (the verdict's
     statistic uses every rank)."""
-    stmt = (
-        select(FactResult, Audit, Subject)
-        .join(Audit, Audit.id == FactResult.audit_id)
-        .join(Subject, Subject.id == Audit.subject_id)
-        .where(Audit.status == AuditStatus.SUCCEEDED, Audit.kind == "subject")
-        .order_by(FactResult.id)
-    )
-    stmt = _scoped(stmt, principal).where(POLICIES.named(f.policy).prefilter(FactResult, f))
-    for column, value in (
-        (Audit.model, f.model),
-        (Subject.id, f.subject_id),
-        (Audit.id, f.audit_id),
-        (FactResult.property_id, f.property),
-        (Audit.batch_id, f.batch_id),
-    ):
-        if value is not None:
-            stmt = stmt.where(column == value)
+    stmt = _in_scope(principal, f, FactResult, Audit, Subject).where(POLICIES.named(f.policy).prefilter(FactResult, f))
     if f.min_z is not None:  # z̄* over rank-1 templates; null (no rank-1 template) never passes
         stmt = stmt.where(FactResult.z_star.is_not(None), FactResult.z_star >= f.min_z)
-    if not f.all_audits and f.audit_id is None:
-        stmt = _newest_only(stmt)
+    stmt = stmt.order_by(FactResult.id)
     for result, audit, subject in session.execute(stmt.execution_options(yield_per=200)):
         facts = list(session.scalars(select(Fact).where(Fact.id.in_(result.fact_ids)).order_by(Fact.id)))
         canaries = list(

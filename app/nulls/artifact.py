@@ -292,7 +292,7 @@ def imported(session: Session, model: str, sha256: str) -> dict[str, str]:
         select(NullDistribution.property_id, NullDistribution.audit_id)
         .join(Audit, Audit.id == NullDistribution.audit_id)
         .where(NullDistribution.artifact_sha256 == sha256, NullDistribution.model == model)
-        .where(Audit.status == "succeeded")
+        .where(Audit.status == AuditStatus.SUCCEEDED)
         .order_by(NullDistribution.id)
     )
     return {pid: audit_id for pid, audit_id in session.execute(stmt)}

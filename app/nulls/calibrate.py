@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
 from app.db.models import Audit, Canary, FactResult, NullDistribution
+from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
 from app.forget_set.policies import fact_rates
 from app.nulls import repository
 from app.nulls.config import subject_fingerprint, subject_lookalikes, subject_null_key, subject_reader
@@ -139,7 +140,11 @@ def null_progress(audit: Audit | None) -> NullProgress | None:
 def _ready(rows: list[tuple[NullDistribution, str]], fingerprint: str | None) -> list[NullDistribution]:
     """The finished nulls of the audit's model weights, newest first; an audit that recorded no fingerprint (none
     before fingerprints were stored) takes the newest null."""
-    return [d for d, status in rows if status == "succeeded" and d.n_facts and fingerprint in (None, d.fingerprint)]
+    return [
+        d
+        for d, status in rows
+        if status == AuditStatus.SUCCEEDED and d.n_facts and fingerprint in (None, d.fingerprint)
+    ]
 
 
 class Calibrator:
@@ -179,7 +184,7 @@ class Calibrator:
             return found.row.audit_id if found.status == "pending" and found.row is not None else None
         if (audit.model, fingerprint, key) not in self._pending:
             rows = repository.distributions(self.session, audit.model, key)
-            running = [d.audit_id for d, status in rows if status in ("queued", "running")]
+            running = [d.audit_id for d, status in rows if status in ACTIVE_STATUSES]
             self._pending[(audit.model, fingerprint, key)] = (
                 running[0] if running and not _ready(rows, fingerprint) else None
             )
@@ -190,14 +195,14 @@ class Calibrator:
         ready = _ready(rows, fingerprint)
         if ready:
             return self._load(pid, ready[0])
-        running = [d for d, status in rows if status in ("queued", "running")]
+        running = [d for d, status in rows if status in ACTIVE_STATUSES]
         if running:
             return Resolved(
                 pid, "pending", running[0], progress=null_progress(self.session.get(Audit, running[0].audit_id))
             )
-        if rows and rows[0][1] == "failed" and rows[0][0].fingerprint in (None, fingerprint):
+        if rows and rows[0][1] == AuditStatus.FAILED and rows[0][0].fingerprint in (None, fingerprint):
             return Resolved(pid, "failed", rows[0][0])  # no automatic retry: POST a null audit to retry
-        changed = any(status == "succeeded" for _, status in rows)  # on another fingerprint of the model
+        changed = any(status == AuditStatus.SUCCEEDED for _, status in rows)  # on another fingerprint of the model
         if self._lookalikes(audit) == "same_origin" and subject_reader(audit.summary) != READER:
             return Resolved(pid, "missing", message=OLD_READER)  # no null is computed with the old reader
         return Resolved(pid, "missing", message=CHANGED if changed else MISSING)

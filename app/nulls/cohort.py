@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from app.audits.repository import visible
 from app.auth.keys import Principal
 from app.db.models import Audit
+from app.db.models.audit import AuditStatus
 from app.errors import InvalidInput, NotFound
 from app.forget_set.policies import DEFAULT
 from app.nulls.calibrate import Calibrator, Resolved, null_people, result_stat
@@ -27,7 +28,7 @@ def _audits(session: Session, principal: Principal, model: str | None, audit_ids
     if not audit_ids:
         if model is None:
             raise InvalidInput("model", "give a model (all its finished subject audits) or audit_id values")
-        stmt = select(Audit).where(Audit.model == model, Audit.kind == "subject", Audit.status == "succeeded")
+        stmt = select(Audit).where(Audit.model == model, Audit.kind == "subject", Audit.status == AuditStatus.SUCCEEDED)
         found = list(session.scalars(visible(stmt.order_by(Audit.created_at).limit(MAX_COHORT + 1), principal)))
         if len(found) > MAX_COHORT:
             raise InvalidInput("audit_id", f"more than {MAX_COHORT} audits match; list the audits of the cohort")

@@ -6,6 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db.models import Audit, NullDistribution, NullFact
+from app.db.models.audit import AuditStatus
 from core.measures.null import FactStat
 
 
@@ -24,7 +25,7 @@ def latest_fingerprint(session: Session, model: str) -> str | None:
     """The model fingerprint the newest succeeded subject audit of ``model`` ran on (None before any)."""
     stmt = (
         select(Audit.summary)
-        .where(Audit.kind == "subject", Audit.model == model, Audit.status == "succeeded")
+        .where(Audit.kind == "subject", Audit.model == model, Audit.status == AuditStatus.SUCCEEDED)
         .order_by(Audit.finished_at.desc().nulls_last(), Audit.id.desc())
         .limit(1)
     )

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from app.batches import repository, service
 from app.batches.report import read_report
+from app.db.vocabulary import ACTIVE_STATUSES
 from app.deps import SessionDep
 from app.ui import results, verdicts
 from app.ui.web import Signed, UiRoute, render
@@ -94,5 +95,5 @@ def batch_page(
         page=page,
         pages=max(1, -(-total // PEOPLE_PER_PAGE)),
         eta=verdicts.duration(read.eta_seconds) if read.eta_seconds else None,
-        active=read.status in ("queued", "running"),
+        active=read.status in ACTIVE_STATUSES,
     )

@@ -15,6 +15,7 @@ from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
+from app.deps import BATCH_READERS, SUBMITTERS
 from app.errors import DomainError, TooManyRequests
 from app.limits import check_rate
 from app.settings import get_settings
@@ -59,6 +60,8 @@ def url(path: str, **params: object) -> str:
 
 
 env.globals["url"] = url
+env.globals["submitters"] = SUBMITTERS  # the roles' lists, from app/deps.py (never spelled in a template)
+env.globals["batch_readers"] = BATCH_READERS
 env.globals["max_p"] = MAX_P
 env.globals["duration"] = duration
 env.globals["bars"] = charts.bars

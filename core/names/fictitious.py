@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -31,9 +31,6 @@ from core.names.origins import BY_LOCALE, Origin
 
 GENERATOR = "hand-written-1"  # bump when the generation changes (it enters the null's key)
 ROSTER_PATH = Path(__file__).with_name("null_roster.json")
-# Properties a name carries a hint about: a person's value is chosen to fit the name, and a null fact of these
-# cannot be estimated by letting other candidates stand in for the truth (the pseudo-truth shortcut).
-NAME_HINTED = frozenset({"P21", "P27", "P19", "P20", "P551", "P1412", "P103", "P735", "P734"})
 
 
 @dataclass(frozen=True)
@@ -72,20 +69,27 @@ def _order(seed: int) -> tuple[int, ...]:
     return tuple(random.Random(f"null-roster:{seed}").sample(range(len(roster())), len(roster())))
 
 
+Fit = Callable[[Origin, str, str, str, random.Random], str]
+# Properties a name carries a hint about, each with how a person's value is chosen to fit the name (its origin, the
+# gender, the given and family names; a random draw for a place): a null fact of these cannot be estimated by letting
+# other candidates stand in for the truth (the pseudo-truth shortcut). One list: NAME_HINTED is its keys.
+FITTING: dict[str, Fit] = {
+    "P21": lambda origin, gender, first, last, rng: gender,
+    "P27": lambda origin, gender, first, last, rng: origin.country,
+    "P19": lambda origin, gender, first, last, rng: rng.choice(origin.cities),
+    "P20": lambda origin, gender, first, last, rng: rng.choice(origin.cities),
+    "P551": lambda origin, gender, first, last, rng: rng.choice(origin.cities),
+    "P1412": lambda origin, gender, first, last, rng: origin.language,
+    "P103": lambda origin, gender, first, last, rng: origin.language,
+    "P735": lambda origin, gender, first, last, rng: first,
+    "P734": lambda origin, gender, first, last, rng: last,
+}
+NAME_HINTED = frozenset(FITTING)
+
+
 def _fitting_value(pid: str, origin: Origin, gender: str, first: str, last: str, rng: random.Random) -> str | None:
-    if pid == "P21":
-        return gender
-    if pid == "P27":
-        return origin.country
-    if pid in ("P19", "P20", "P551"):
-        return rng.choice(origin.cities)
-    if pid in ("P1412", "P103"):
-        return origin.language
-    if pid == "P735":
-        return first
-    if pid == "P734":
-        return last
-    return None
+    fit = FITTING.get(pid)
+    return fit(origin, gender, first, last, rng) if fit is not None else None
 
 
 def _name_parts(name: str, locale: str) -> tuple[str, str]:

@@ -7,7 +7,11 @@ model. Error messages carry indexes and counts only, never the sentence text (it
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # types only: the registry imports this module
+    from app.settings import ModelSpec, Settings
+    from workers.lm.registry import ModelSource
 
 # Called by a scorer while it works with the number of input sentences finished so far (never more than the input
 # count; the last call, if any, is the input count). It may raise to abort (a cancelled audit does).
@@ -86,6 +90,12 @@ class Scorer(Protocol):
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, stop: str = "\n") -> list[str]:
         """Greedy decoding (no sampling); returns the continuation text up to (excluding) ``stop``."""
+        ...
+
+    @classmethod
+    def load(cls, name: str, spec: ModelSpec, source: ModelSource | None, settings: Settings) -> Scorer:
+        """The factory every backend declares: the registry (workers/lm/registry.py) imports the backend class
+        named in BACKENDS lazily and calls this. ``source``: where the weights are (None for a served model)."""
         ...
 
 

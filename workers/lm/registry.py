@@ -120,7 +120,7 @@ def resolve_source(name: str, spec: ModelSpec) -> ModelSource:
     return ModelSource(location=location, directory=directory, gguf_file=spec.gguf_file)
 
 
-def _backend_class(name: str, backend: str) -> type:
+def _backend_class(name: str, backend: str) -> type[Scorer]:
     dotted = BACKENDS.get(backend)
     if dotted is None:
         raise ModelLoadError(f"model {name!r}: unknown backend {backend!r} (known: {', '.join(sorted(BACKENDS))})")
