@@ -224,10 +224,11 @@ class RQDispatcher:
         job.save()
 
     def wake(self, audit_ids: list[str]) -> None:
-        ids = [rq_id for a in audit_ids for rq_id in job_ids(a)]
-        for job in Job.fetch_many(ids, connection=self.redis, serializer=JSONSerializer):
-            if job is not None and job.get_status() == JobStatus.DEFERRED:
-                Queue(job.origin, connection=self.redis, serializer=JSONSerializer).enqueue_job(job)
+        for audit_id in audit_ids:
+            for job in Job.fetch_many(list(job_ids(audit_id)), connection=self.redis, serializer=JSONSerializer):
+                if job is not None and job.get_status() == JobStatus.DEFERRED:  # the parked job, sent as it is
+                    queue = Queue(job.origin, connection=self.redis, serializer=JSONSerializer)
+                    queue.enqueue_many([self._data(job.func_name, audit_id, job.id)])
 
     def cancel(self, audit_id: str) -> None:
         for rq_id in job_ids(audit_id):

@@ -79,7 +79,7 @@ def verification_starts_within_a_chunk_of_its_nulls(api_factory, start_worker=No
     awaited: list[str] = []
     marks: list[float] = []  # when the awaited nulls stored a chunk
     ended = started = None
-    last_stored = -1
+    last_stored, last_print = -1, 0.0
     while started is None:
         assert time.monotonic() < deadline, "the verification did not start again within 900 s"
         status, summary = _row(audit_id)
@@ -97,6 +97,9 @@ def verification_starts_within_a_chunk_of_its_nulls(api_factory, start_worker=No
             elif ended is not None and status != AuditStatus.QUEUED:
                 started = now
         assert status not in FINAL_STATUSES or awaited, f"it ended without waiting for a null: {status} {summary}"
+        if now - last_print > 15:  # what a slow run was doing, in the test's output
+            print(f"verification {status}, waiting for {awaited}, {len(marks)} chunks seen, nulls ended: {ended}")
+            last_print = now
         time.sleep(0.02)
     chunk = max(b - a for a, b in zip(marks, marks[1:], strict=False)) if len(marks) > 1 else 0.0
     waited = started - ended
