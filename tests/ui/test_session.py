@@ -170,3 +170,24 @@ def test_revoking_a_key_deletes_its_sessions(sqlite_env) -> None:
         assert rows() == 0
         r = browser.get("/ui/audits", follow_redirects=False)
         assert r.status_code == 303 and r.headers["location"].startswith("/ui/signin")
+
+
+def test_the_menu_offers_each_role_what_its_role_may_open(sqlite_env) -> None:
+    """The menu's role lists are the routes' own (app/deps.py: SUBMITTERS, BATCH_READERS), not spelled in the
+    template: each role sees Submit and Batches exactly when its role may open them."""
+    from fastapi.testclient import TestClient
+
+    from app.db.vocabulary import Role
+    from app.deps import BATCH_READERS, SUBMITTERS
+    from app.main import create_app
+    from tests.conftest import make_key
+
+    for role in Role:
+        with TestClient(create_app()) as browser:
+            assert sign_in(browser, make_key(role)).status_code == 303
+            menu = browser.get("/ui/audits").text.split('<nav aria-label="main">', 1)[1].split("</nav>", 1)[0]
+            assert ("/ui/submit" in menu) == (role in SUBMITTERS), (role, menu)
+            assert ("/ui/batches" in menu) == (role in BATCH_READERS), (role, menu)
+            assert "/ui/forget-set" in menu, (role, menu)
+            if role in SUBMITTERS:
+                assert browser.get("/ui/submit").status_code == 200, role
