@@ -18,7 +18,7 @@ registry for that process only)::
 
     MEMAUDIT_MODELS="$(python -m benchmarks.gemma3_probe env)" python -m benchmarks.verdict_power \\
         --model gemma3-270m --cache var/verdict_power_gemma3.sqlite3 \\
-        --out benchmarks/results_verdict_power_gemma3.json …
+        --out benchmarks/results/results_verdict_power_gemma3.json …
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ def main() -> None:
     c.add_argument("--null-people", type=int, default=200)
     c.add_argument("--null-use", type=int, default=100)
     r = sub.add_parser("summary")
-    r.add_argument("--results", type=Path, default=Path(__file__).parent / "results_verdict_power_gemma3.json")
+    r.add_argument("--results", type=Path, default=Path(__file__).parent / "results" / "results_verdict_power_gemma3.json")
     args = ap.parse_args()
     if args.command == "summary":
         summary(args.results)

@@ -5,7 +5,7 @@ combinations of Faker's name lists) — the check behind docs/measures.md, "Typi
 
     python -m benchmarks.verdict_power --model smollm2-135m --null-people 200 --known famous,famous_more \\
         --unknown fictitious,fictitious_more,fictitious_other --statistics z --schemes same_origin   # scores, caches
-    python -m benchmarks.hand_null --out benchmarks/results_verdict_power_roster.json              # then this
+    python -m benchmarks.hand_null --out benchmarks/results/results_verdict_power_roster.json              # then this
     python -m benchmarks.hand_null --writers --out …     # each roster writer against the other three (all 775)
     python -m benchmarks.hand_null --subsets 1000 --out …  # the invented people against 1,000 random nulls of 200
 

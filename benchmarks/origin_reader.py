@@ -2,7 +2,7 @@
 origin same-origin look-alikes are drawn from (docs/measures.md, "Same-origin look-alikes").
 
     python -m benchmarks.origin_reader                  # the reader as it ships, and the grid its settings came from
-    python -m benchmarks.origin_reader --out benchmarks/results_origin_reader.json
+    python -m benchmarks.origin_reader --out benchmarks/results/results_origin_reader.json
 
 Labelled names, scored separately:
 
