@@ -26,6 +26,8 @@ def test_openapi_document_is_current():
 def test_the_readme_is_short_and_the_changelog_keeps_a_changelog():
     readme = (REPO / "README.md").read_text().splitlines()
     assert len(readme) <= 120, f"README.md has {len(readme)} lines: move detail to a page under docs/"
+    measures = (REPO / "docs" / "measures.md").read_text().splitlines()
+    assert len(measures) <= 450, f"docs/measures.md has {len(measures)} lines: dated measurements go to docs/lab/"
     changelog = (REPO / "CHANGELOG.md").read_text()
     assert changelog.startswith("# Changelog\n") and "\n## [Unreleased]\n" in changelog  # keepachangelog.com
 
