@@ -8,7 +8,7 @@ For each scheme: audit every person of both cohorts (occupation, citizenship, bi
 their facts (which queues the matching null audit: fictitious people whose names fit their facts), wait for the
 null, read the calibrated facts and the cohort statistics. Per scheme, cohort and property it reports the rate under
 the default policy (p <= 0.01) and the lenient rate, beside the null's false-positive rate of each, with 95 %
-Clopper-Pearson intervals. Writes benchmarks/results_calibration_cohorts.json.
+Clopper-Pearson intervals. Writes benchmarks/results/results_calibration_cohorts.json.
 
 To fit a shared 2-core CPU the audits probe the baseline + 2 paraphrases with 20 counterfactuals (the service's
 default is every paraphrase and 100) and the nulls hold 100 null facts per property (default 200). The database
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--counterfactuals", type=int, default=20)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, default=None, help="people per cohort (default: all)")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_calibration_cohorts.json")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "results_calibration_cohorts.json")
     ap.add_argument("--known", default="famous", help="cohort keys audited as the known cohort, comma-separated")
     ap.add_argument(
         "--unknown", default="fictitious", help="cohort keys audited as the unknown cohort, comma-separated"

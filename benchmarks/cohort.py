@@ -303,7 +303,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, action="append", help="worker processes (repeatable; default 1 2 4)")
     parser.add_argument("--smollm2", type=int, default=8, help="people on smollm2-135m, 1 worker (0: skip)")
     parser.add_argument("--submit", type=int, default=20_000, help="also time POST /batches of this many people")
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_cohort.json")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "results_cohort.json")
     args = parser.parse_args()
     root = Path(os.environ.get("TMPDIR", "/tmp")) / f"cohort-bench-{uuid.uuid4().hex[:6]}"
     root.mkdir(parents=True)

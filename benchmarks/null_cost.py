@@ -12,11 +12,15 @@ them (one per candidate), which is why it is valid only where the name says noth
 
 ``--defaults``: the null of the API's default configuration for five properties (occupation, citizenship,
 birthplace, sex or gender, languages; 200 null facts per property), before and after the defaults were measured
-(docs/measures.md): before, every template (11) and 100 counterfactuals, with the generic subject scored although
-it cancels at α = 1; after, baseline + 2 paraphrases and 20 counterfactuals, the generic subject not scored. The
-sentences are counted exactly from the configurations; CPU seconds per sentence are measured side by side in one
-run (``--people`` people of each configuration through the service, cold NLL cache, model loaded; the process's
-CPU time), and the whole null's CPU time is sentences x that rate.
+(docs/lab/2026-11-26-null-cost.md): before, every template (11) and 100 counterfactuals, with the generic subject
+scored although it cancels at α = 1; after, baseline + 2 paraphrases and 20 counterfactuals, the generic subject not
+scored. The sentences are counted from the service's own configurations as the null job scores them (the generic
+subject's sentences once per value, not per person: ``null_sentences``); CPU seconds per sentence are measured side
+by side in one run (``--people`` people of each configuration through the service, cold NLL cache, model loaded; the
+process's CPU time), and the whole null's CPU time is sentences x that rate.
+
+    python -m benchmarks.null_cost --defaults --model groundtruth-tiny --people 2 \\
+        --out benchmarks/results/results_null_cost.json
 """
 
 from __future__ import annotations
@@ -85,36 +89,49 @@ def run_method(client: Any, args: argparse.Namespace, method: str) -> dict[str, 
 
 
 DEFAULT_PIDS = ("P106", "P27", "P19", "P21", "P1412")
-CONFIGS = {  # (templates, counterfactuals, sentence rows per template and candidate)
-    "before": {"paraphrases": None, "counterfactuals": 100, "rows": 4},  # subject, generic, 2 look-alikes
-    "after": {"paraphrases": 2, "counterfactuals": 20, "rows": 3},  # subject, 2 look-alikes (generic cancels)
+CONFIGS = {  # the subject options of each configuration
+    "before": {"paraphrases": None, "counterfactuals": 100, "alpha": 0.999999},  # every template; generic scored
+    "after": {"paraphrases": 2, "counterfactuals": 20, "alpha": 1.0},  # baseline + 2; the generic subject cancels
 }
 
 
-def null_sentences(config: dict[str, Any], null_facts: int = 200, min_people: int = 20) -> tuple[int, int]:
-    """(people, sentences) of the null of ``config`` for DEFAULT_PIDS: full null facts for name-hinted properties
-    (one person each), pseudo-truths for the others (one null fact per candidate), as app.nulls.config counts them."""
+def null_sentences(name: str) -> dict[str, int]:
+    """What the null job scores for ``name``'s null of DEFAULT_PIDS (app.nulls.config's configuration, people and
+    candidates: full null facts where the name hints at the value, pseudo-truths elsewhere; out-of-pool truths
+    included): per person, templates x candidates x (the subject + its look-alikes); the generic subject's sentence
+    of a template and a value is the same for every person, so the job scores it once per property and value (read
+    from the NLL cache after), at most templates x (pool + every out-of-pool truth). ``per_person_generic``: the
+    count with a generic sentence per person, as this benchmark counted before 2026-11-28 (1.33x the "before")."""
+    from app.nulls.config import null_config, out_of_pool_per_person, people_needed, resolve_method
+    from app.settings import Settings
+    from app.subjects.schemas import SubjectAuditOptions
     from core.catalog import load_catalog
-    from core.names.fictitious import NAME_HINTED
 
-    catalog, people_total, sentences = load_catalog(), 0, 0
+    settings, catalog = Settings(), load_catalog()
+    config = CONFIGS[name]
+    options = SubjectAuditOptions(**config).model_dump(mode="json")
+    out = {"people": 0, "sentences": 0, "generic_shared": 0, "per_person_generic": 0}
     for pid in DEFAULT_PIDS:
-        prop = catalog.get(pid)
-        templates = len(prop.templates) if config["paraphrases"] is None else 1 + config["paraphrases"]
-        candidates = 1 + min(config["counterfactuals"], len(prop.pool) - 1)
-        people = null_facts if pid in NAME_HINTED else max(min_people, -(-null_facts // candidates))
-        people_total += people
-        sentences += people * templates * candidates * config["rows"]
-    return people_total, sentences
+        pool = list(catalog.get(pid).pool)
+        null = null_config(pid, options, options["lookalikes"], pool, resolve_method("auto", pid, options))
+        people = people_needed(null, len(pool), settings)
+        templates, oop = len(null["templates"]), out_of_pool_per_person(null)
+        candidates = 1 + oop + min(null["counterfactuals"], len(pool) - 1)
+        rows = 1 + int(null["similar_names"])  # the subject and its look-alikes: new sentences for every person
+        generic = float(null["alpha"]) != 1.0  # at α = 1 the generic subject cancels and is not scored
+        shared = templates * (len(pool) + people * oop) if generic else 0
+        out["people"] += people
+        out["sentences"] += people * templates * candidates * rows + shared
+        out["generic_shared"] += shared
+        out["per_person_generic"] += people * templates * candidates * (rows + generic)
+    return out
 
 
 def measure_rate(args: argparse.Namespace, name: str) -> float:
     """CPU seconds per scored sentence of the ``name`` configuration's null, on ``args.people`` people."""
-    config = CONFIGS[name]
     with tempfile.TemporaryDirectory() as tmp:
         client = client_for(Path(tmp) / f"{name}.sqlite3", args.threads)
-        options = {"paraphrases": config["paraphrases"], "counterfactuals": config["counterfactuals"], "seed": 1}
-        options["alpha"] = 1.0 if config["rows"] == 3 else 0.999999  # before: the generic subject scored
+        options = CONFIGS[name] | {"seed": 1}
         body = {"kind": "null", "model": args.model, "properties": list(DEFAULT_PIDS), "options": options}
         body |= {"facts_per_property": args.people, "min_people": args.people, "method": "full"}
         cpu = time.process_time()
@@ -131,17 +148,24 @@ def measure_rate(args: argparse.Namespace, name: str) -> float:
 def defaults(args: argparse.Namespace) -> None:
     started_load = os.getloadavg()[0]
     rows = {}
-    for name, config in CONFIGS.items():
-        people, sentences = null_sentences(config)
+    for name in CONFIGS:
+        counted = null_sentences(name)
         rate = measure_rate(args, name)
-        rows[name] = {
-            "people": people,
-            "sentences": sentences,
-            "cpu_s_per_sentence": rate,
-            "cpu_h": sentences * rate / 3600,
-        }
+        rows[name] = counted | {"cpu_s_per_sentence": rate, "cpu_h": counted["sentences"] * rate / 3600}
     before, after = rows["before"], rows["after"]
-    print(json.dumps(rows, indent=1))
+    result = {
+        "measured": time.strftime("%Y-%m-%d"),
+        "model": args.model,
+        "people_measured": args.people,
+        "load_average_1min_at_start": round(started_load, 2),
+        "configurations": CONFIGS,
+        "rows": rows,
+        "sentences_after_over_before": after["sentences"] / before["sentences"],
+        "cpu_after_over_before": after["cpu_h"] / before["cpu_h"],
+    }
+    print(json.dumps(result, indent=1))
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"\nthe default null for {', '.join(DEFAULT_PIDS)} on {args.model} (load average {started_load:.1f}):")
     for name, r in rows.items():
         print(f"  {name:>6}: {r['people']} people, {r['sentences']:,} sentences, {r['cpu_h']:.2f} CPU-hours")
@@ -160,6 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--counterfactuals", type=int, default=30)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--defaults", action="store_true", help="the default null before and after the defaults")
+    ap.add_argument("--out", type=Path, default=None, help="--defaults: also write the result here (JSON)")
     args = ap.parse_args(argv)
     if args.defaults:
         return defaults(args)

@@ -1,8 +1,9 @@
 """How well the name-origin reader (core.names.lookalikes.name_origin) places names in their naming tradition — the
-origin same-origin look-alikes are drawn from (docs/measures.md, "Same-origin look-alikes").
+origin same-origin look-alikes are drawn from (docs/measures.md, "Look-alike names";
+docs/lab/2026-11-27-origin-reader.md).
 
     python -m benchmarks.origin_reader                  # the reader as it ships, and the grid its settings came from
-    python -m benchmarks.origin_reader --out benchmarks/results_origin_reader.json
+    python -m benchmarks.origin_reader --out benchmarks/results/results_origin_reader.json
 
 Labelled names, scored separately:
 

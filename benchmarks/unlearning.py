@@ -32,7 +32,7 @@ fact is **retrievable** at p <= 0.01. Rates:
   its false-positive rate on the held-out people (never in the model: any "removal" is chance) and on the
   untouched people, and its power on the forgotten facts.
 
-Results: benchmarks/results_unlearning.json. Prints rates and counts only (no names or facts).
+Results: benchmarks/results/results_unlearning.json. Prints rates and counts only (no names or facts).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).resolve().parent / "results_unlearning.json"
+RESULTS = Path(__file__).resolve().parent / "results" / "results_unlearning.json"
 MODEL = REPO / "workers" / "groundtruth" / "model"
 AUDIT_TEMPLATES = (0, 1, 2)  # the subject audit's default: baseline + 2 paraphrases
 KEPT_PROPERTY = "P21"  # not in the forget set: the relearning text, and locality inside a forgotten person

@@ -32,7 +32,7 @@ sentences the variant scores per fact. Facts whose true value is outside the cat
 judged, as the service judges them, against the null's out-of-pool facts: each null person also has a truth drawn
 from the property's out-of-pool reservoir (``core.names.out_of_pool``; a town of the name's origin for places),
 ranked against the person's same counterfactuals; they are reported apart too (``out_of_pool``). Results go to
-benchmarks/results_verdict_power.json.
+benchmarks/results/results_verdict_power.json.
 """
 
 from __future__ import annotations
@@ -422,7 +422,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--chunk", type=int, default=2048)
     ap.add_argument("--cache", type=Path, default=REPO / "var" / "verdict_power_nll.sqlite3")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results_verdict_power.json")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "results_verdict_power.json")
     ap.add_argument(
         "--known",
         default="famous",

@@ -96,22 +96,23 @@ def split(args: argparse.Namespace) -> None:
 
 def _engine_class() -> type:
     """workers.lm.engine.Engine without workers/lm/__init__.py, which imports the model registry and with it the
-    service's settings (pydantic), absent on the lent machines: the engine's three modules are copied into a
-    package of their own, first on the path."""
-    import shutil
-    import tempfile
+    service's settings (pydantic), absent on the lent machines: the engine's three modules are loaded from their
+    files under their own names, beneath empty stand-in packages (no edit of the import path)."""
+    import importlib.util
+    import types
 
-    repo = Path(__file__).resolve().parent.parent
-    shim = Path(tempfile.mkdtemp(prefix="engine-shim-"))
-    (shim / "workers" / "lm").mkdir(parents=True)
-    for init in (shim / "workers" / "__init__.py", shim / "workers" / "lm" / "__init__.py"):
-        init.touch()
-    for name in ("engine.py", "plan.py", "base.py"):
-        shutil.copy(repo / "workers" / "lm" / name, shim / "workers" / "lm" / name)
-    sys.path.insert(0, str(shim))
-    from workers.lm.engine import Engine
-
-    return Engine
+    lm = Path(__file__).resolve().parent.parent / "workers" / "lm"
+    for name in ("workers", "workers.lm"):
+        if name not in sys.modules:
+            package = types.ModuleType(name)
+            package.__path__ = []  # a package with nothing to find on disk: only what is loaded below
+            sys.modules[name] = package
+    for name in ("base", "plan", "engine"):  # engine imports the other two
+        spec = importlib.util.spec_from_file_location(f"workers.lm.{name}", lm / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    return sys.modules["workers.lm.engine"].Engine
 
 
 def score(args: argparse.Namespace) -> None:

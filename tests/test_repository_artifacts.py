@@ -1,8 +1,10 @@
 """Checked-in artifacts that must match the code: the OpenAPI document, the configuration reference (written from
-the Settings class) and the compose file."""
+the Settings class), the compose file, the docs' links and the lab's place (benchmarks/ holds code; results under
+benchmarks/results/)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -24,6 +26,8 @@ def test_openapi_document_is_current():
 def test_the_readme_is_short_and_the_changelog_keeps_a_changelog():
     readme = (REPO / "README.md").read_text().splitlines()
     assert len(readme) <= 120, f"README.md has {len(readme)} lines: move detail to a page under docs/"
+    measures = (REPO / "docs" / "measures.md").read_text().splitlines()
+    assert len(measures) <= 450, f"docs/measures.md has {len(measures)} lines: dated measurements go to docs/lab/"
     changelog = (REPO / "CHANGELOG.md").read_text()
     assert changelog.startswith("# Changelog\n") and "\n## [Unreleased]\n" in changelog  # keepachangelog.com
 
@@ -34,9 +38,10 @@ def heading_slug(heading: str) -> str:
 
 
 def broken_links(repo: Path) -> list[str]:
-    """Relative links of the README, the changelog and docs/*.md whose file or heading does not exist."""
+    """Relative links of the README, the changelog and docs/**/*.md (the lab notebook docs/lab/ too) whose file or
+    heading does not exist."""
     out = []
-    for page in [repo / "README.md", repo / "CHANGELOG.md", *sorted((repo / "docs").glob("*.md"))]:
+    for page in [repo / "README.md", repo / "CHANGELOG.md", *sorted((repo / "docs").rglob("*.md"))]:
         text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)  # code blocks hold no links
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if re.match(r"[a-z]+:", target):
@@ -57,6 +62,8 @@ def test_every_link_of_the_docs_leads_somewhere(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "CHANGELOG.md").write_text("# Changelog\n")
     (tmp_path / "docs" / "a.md").write_text("# A page\n\n## Served models (OpenAI-compatible)\n")
+    (tmp_path / "docs" / "lab").mkdir()
+    (tmp_path / "docs" / "lab" / "n.md").write_text("# Note\n[up](../a.md#a-page) [lost](../a.md#nowhere)\n")
     (tmp_path / "README.md").write_text(
         "# Intro\n[ok](docs/a.md#served-models-openai-compatible) [web](https://example.org/x#y) [top](#intro)\n"
         "[gone](docs/b.md) [no heading](docs/a.md#served)\n```\n[in code](nowhere.md)\n```\n"
@@ -64,6 +71,35 @@ def test_every_link_of_the_docs_leads_somewhere(tmp_path):
     assert broken_links(tmp_path) == [
         "README.md: docs/b.md (no such file)",
         "README.md: docs/a.md#served (no such heading)",
+        "docs/lab/n.md: ../a.md#nowhere (no such heading)",
+    ]
+
+
+def lab_in_the_house(repo: Path) -> list[str]:
+    """What benchmarks/ must not hold: a results file at its top level (they go to benchmarks/results/), a patch
+    (unlanded work is landed or left to git history) or an edit of the import path (benchmarks run as modules)."""
+    bench = repo / "benchmarks"
+    out = [f"{p.relative_to(repo)}: a results file at the top" for p in sorted(bench.glob("results*")) if p.is_file()]
+    out += [f"{p.relative_to(repo)}: a patch" for p in sorted(bench.rglob("*.patch"))]
+    for path in sorted(bench.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys":
+                out.append(f"{path.relative_to(repo)}:{node.lineno}: sys.path edited")
+    return out
+
+
+def test_the_lab_lives_outside_the_house(tmp_path):
+    assert lab_in_the_house(REPO) == []
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "results_ok.json").write_text("{}")
+    (tmp_path / "benchmarks" / "results_x.json").write_text("{}")
+    (tmp_path / "benchmarks" / "old").mkdir()
+    (tmp_path / "benchmarks" / "old" / "work.patch").write_text("")
+    (tmp_path / "benchmarks" / "run.py").write_text("import sys\n\nsys.path.insert(0, '.')\n")
+    assert lab_in_the_house(tmp_path) == [
+        "benchmarks/results_x.json: a results file at the top",
+        "benchmarks/old/work.patch: a patch",
+        "benchmarks/run.py:3: sys.path edited",
     ]
 
 

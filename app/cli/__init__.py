@@ -49,7 +49,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "the signed evidence record: export it, verify an export offline",
         "app.cli.evidence:add_evidence_commands",
     ),
-    "nulls": ("a null calibration as a file: export one, import one (admin)", "app.cli.nulls:add_null_commands"),
+    "nulls": (
+        "a null calibration as a file: export one, import one (admin), ship the package's",
+        "app.cli.nulls:add_null_commands",
+    ),
     "verify": (
         "did the forgetting work? check an unlearned model against its forget set",
         "app.cli.verify:add_verify_command",

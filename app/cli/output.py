@@ -254,7 +254,7 @@ def null_source_line(facts: dict[str, Any]) -> str | None:
     if "shipped" in sources:
         return (
             "p-values against the null shipped with memaudit for this model and configuration (fictitious people,"
-            ' computed by benchmarks/ship_null.py; docs/measures.md, "Shipped nulls and null artifacts")'
+            ' built by memaudit nulls ship; docs/nulls.md, "Shipped nulls and null artifacts")'
         )
     if "imported" in sources:
         return "p-values against an imported null (memaudit nulls import)"

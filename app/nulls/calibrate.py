@@ -21,6 +21,9 @@ from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
 from app.forget_set.policies import fact_rates
 from app.nulls import repository
 from app.nulls.config import subject_fingerprint, subject_lookalikes, subject_null_key, subject_reader
+from app.nulls.measured import TYPICAL_NAMES as NAME_HINTED
+from app.nulls.measured import load as load_measured
+from app.nulls.measured import typical_names_caveat
 from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, NullShape, RateRead
 from app.settings import Settings, get_settings
 from core.measures.null import MAX_TRUE_VALUES, STATISTIC, EmpiricalNull, FactStat, Rate, null_eta_seconds
@@ -53,15 +56,9 @@ OLD_NULL = (
 )
 # Properties whose null is measured to understate the false-positive rate for people with ordinary names of their
 # country at lenient thresholds, even with the hand-written null (docs/measures.md, "Typical names"); a ready verdict
-# says so.
-TYPICAL_NAMES = frozenset({"P27", "P19", "P1412"})  # citizenship, birthplace, languages
-TYPICAL_NAMES_CAVEAT = (
-    "for people with ordinary names of their country this null's rate holds at p <= 0.01 within a factor of two"
-    " (measured on smollm2-135m with invented people written by other hands: 0.8 % through the service, 1.2-2.3 %"
-    " in the benchmark), lenient thresholds understate it (5-12 % at p <= 0.05), and names of a tradition outside"
-    " the null's 51 origins (Korean, Greek, Arabic, Persian, Thai ...) are flagged more often (3 of 57 such facts):"
-    " docs/measures.md, 'Typical names'"
-)
+# says so, with the rates measured beside the shipped null (app/nulls/measured.py).
+TYPICAL_NAMES = frozenset(NAME_HINTED)  # citizenship, birthplace, languages
+TYPICAL_NAMES_CAVEAT = typical_names_caveat(load_measured())  # rates read from the shipped null's measurements
 TOO_MANY = f"more than {MAX_TRUE_VALUES} true values: the null holds facts with 1 to {MAX_TRUE_VALUES}"
 
 

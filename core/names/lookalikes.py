@@ -65,7 +65,7 @@ def reader_lists(locale: str) -> NameLists:
     given names and surnames of ``reader_names.json`` (hand-written, read only here: Faker's lists miss many of the
     commonest names — Turkish "Ahmet" and "Öztürk", Italian "Colombo" and "Ferri" — and list immigrant names
     under other countries, so a reader of Faker's lists alone put 76 of the roster's 775 names in another
-    tradition; docs/measures.md, "Same-origin look-alikes")."""
+    tradition; docs/measures.md, "Look-alike names")."""
     faker = name_lists(locale)
     common = _reader_names().get(locale, {})
     return NameLists(

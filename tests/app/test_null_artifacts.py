@@ -216,8 +216,8 @@ def test_shipped_null_validates_and_holds_fictitious_people_only():
     from app.nulls.shipped import SHIPPED_DIR, shipped
 
     files = sorted(SHIPPED_DIR.glob("*.null.json.gz"))
-    assert files, "no shipped null: python -m benchmarks.ship_null writes it"
-    assert len(shipped()) == len(files), "a shipped file does not validate with this version: run benchmarks.ship_null"
+    assert files, "no shipped null: memaudit nulls ship writes it"
+    assert len(shipped()) == len(files), "a shipped file does not validate with this version: run memaudit nulls ship"
     real = {p["name"] for p in json.loads(PEOPLE.read_text())["people"]}
     for artifact in shipped():
         doc = artifact.document
@@ -314,3 +314,37 @@ def assert_only_fictitious_names(doc: dict) -> None:
     for d in doc["distributions"]:
         at = d["columns"].index("name")
         assert {row[at] for row in d["rows"]} <= names, "a name that is not the fictitious cohort's"
+
+
+def test_the_caveat_states_the_rates_measured_beside_the_shipped_null(tmp_path):
+    """The calibration caveat's numbers are the ones `memaudit nulls ship` measured beside the default model's null
+    (app/nulls/shipped/smollm2-135m.measured.json), not constants; that file is what the command writes from the
+    benchmarks' results files today, byte for byte; and another measurement changes the caveat."""
+    import re
+
+    from app.cli import main
+    from app.nulls import measured
+    from app.nulls.calibrate import TYPICAL_NAMES, TYPICAL_NAMES_CAVEAT
+    from app.nulls.shipped import SHIPPED_DIR
+
+    shipped_file = SHIPPED_DIR / f"{measured.CAVEAT_MODEL}{measured.SUFFIX}"
+    doc = json.loads(shipped_file.read_text())
+    service, bench = doc["service"], doc["benchmark"]
+    have, other = bench["origins_the_null_has"], bench["other_origins"]
+    assert set(doc["properties"]) == set(TYPICAL_NAMES) and doc["model"] == measured.CAVEAT_MODEL
+    stated = re.findall(r"(\d+)/(\d+) = (\d+\.\d) %", TYPICAL_NAMES_CAVEAT)
+    expected = [(service["flagged_p01"], service["facts"]), (have["flagged_p01"], have["facts"])]
+    expected += [(have["flagged_p05"], have["facts"])]
+    assert [(int(k), int(n)) for k, n, _ in stated] == expected, TYPICAL_NAMES_CAVEAT
+    assert all(float(pct) == round(100 * int(k) / int(n), 1) for k, n, pct in stated)
+    assert f"({other['flagged_p01']} of {other['facts']} such facts)" in TYPICAL_NAMES_CAVEAT
+    assert f"measured on {doc['model']}" in TYPICAL_NAMES_CAVEAT
+
+    shutil.copy(SHIPPED_DIR / f"{measured.CAVEAT_MODEL}.null.json.gz", tmp_path)
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+    argv = ["nulls", "ship", "--model", measured.CAVEAT_MODEL, "--measured-only", "--out", str(tmp_path)]
+    assert main([*argv, "--results", str(results)]) == 0
+    assert (tmp_path / shipped_file.name).read_bytes() == shipped_file.read_bytes(), "run memaudit nulls ship"
+
+    other_run = doc | {"service": {"flagged_p01": 1, "facts": 3}}
+    assert "1/3 = 33.3 % of their facts through the service" in measured.typical_names_caveat(other_run)

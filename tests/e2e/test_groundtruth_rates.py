@@ -38,7 +38,7 @@ def submit(api, people: list[dict]) -> list[str]:
 
 def facts_of(api, ids: list[str]) -> list[dict]:
     """Read after every audit has finished: the first read queues the default-sized null, which, once the one
-    embedded runner starts it, runs to its end before anything submitted later (docs/measures.md)."""
+    embedded runner starts it, runs to its end before anything submitted later (docs/nulls.md)."""
     for aid in ids:
         done = wait_for(api, aid, timeout=1800)
         assert done["status"] == "succeeded", done

@@ -1,7 +1,7 @@
 """The shipped null cannot drift from the code: its key is the one the CLI's default configuration has today, and a
 sample of its fictitious people, recomputed now on the default model through the service (a `null` audit of the
 same properties, options and seed, on a fresh database: every sentence scored again), gives the stored statistics
-of every column of every null fact (floats to TOLERANCE; docs/measures.md, "Shipped nulls and null artifacts")."""
+of every column of every null fact (floats to TOLERANCE; docs/nulls.md, "Shipped nulls and null artifacts")."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ SAMPLE = 2  # fictitious people recomputed: the cohort's first (a null's people 
 # of the code moves them by far more; a p-value moves only where a null fact's statistic lies within this of the
 # audited fact's.
 TOLERANCE = 1e-3
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def shipped_file(model: str) -> Path:
@@ -33,9 +34,9 @@ def shipped_file(model: str) -> Path:
 
 def expected_keys(pids: list[str]) -> dict[str, str]:
     """The configuration key of each property under the CLI's default options today."""
+    from app.cli.nulls import default_options
     from app.db.engine import session_scope
     from app.nulls.config import config_key, effective_pool, null_config, resolve_method
-    from benchmarks.ship_null import default_options
 
     options = default_options()
     with session_scope() as s:
@@ -91,19 +92,19 @@ def check_sample(path: Path, api: Api, people: int = SAMPLE) -> int:
     document = artifact.document
     fingerprint, rows = recompute(api, document, people)
     assert fingerprint == artifact.fingerprint, (
-        "the default model's weights or loading changed: run benchmarks.ship_null"
+        "the default model's weights or loading changed: run memaudit nulls ship"
     )
     compared = 0
     for d in document["distributions"]:
         at = d["columns"].index("person")
         stored = [r for r in d["rows"] if r[at] < people]
         now = rows[d["property"]]
-        assert len(now) == len(stored), f"{d['property']}: null facts per person changed: run benchmarks.ship_null"
+        assert len(now) == len(stored), f"{d['property']}: null facts per person changed: run memaudit nulls ship"
         for i, (x, y) in enumerate(zip(stored, now, strict=True)):
             diff = [c for c, a, b in zip(d["columns"], x, y, strict=True) if not same(a, b)]
             assert not diff, (
                 f"{d['property']} null fact {i}: {diff} differ from the code's (stored {x}, now {y}):"
-                " run benchmarks.ship_null"
+                " run memaudit nulls ship"
             )
         compared += len(stored)
     return compared
@@ -112,17 +113,17 @@ def check_sample(path: Path, api: Api, people: int = SAMPLE) -> int:
 @pytest.mark.parametrize("model", ["smollm2-135m", "groundtruth-tiny"])
 def test_shipped_null_is_what_the_code_computes(sqlite_env, model):
     """The default model's null and groundtruth-tiny's: the demo's properties and the five measured ones."""
+    from app.cli.nulls import demo_properties, shipped_properties
     from app.nulls.artifact import parse, validate
-    from benchmarks.ship_null import demo_properties, shipped_properties
 
     path = shipped_file(model)
-    assert path.is_file(), f"no shipped null for {model}: python -m benchmarks.ship_null writes it"
+    assert path.is_file(), f"no shipped null for {model}: memaudit nulls ship writes it"
     artifact = validate(parse(path.read_bytes()))
     assert set(demo_properties()) <= set(artifact.keys()), "the demo's properties are not all shipped"
-    assert sorted(artifact.keys()) == sorted(shipped_properties()), "run python -m benchmarks.ship_null"
+    assert sorted(artifact.keys()) == sorted(shipped_properties()), "run memaudit nulls ship"
     assert artifact.keys() == expected_keys(list(artifact.keys())), (
         "the null's key changed (configuration, statistic, generator or out-of-pool reservoir): the shipped null no"
-        " longer matches the CLI's default configuration; run python -m benchmarks.ship_null"
+        " longer matches the CLI's default configuration; run memaudit nulls ship"
     )
     assert check_sample(path, Api(make_key("admin"))) > 0
 
@@ -155,3 +156,24 @@ def test_a_one_shot_audit_prints_p_values_from_the_shipped_null(cli_env, tmp_pat
         sources = {r[0] for r in db.execute("SELECT source FROM null_distributions")}
     assert statuses == {"subject:succeeded": 1, "null:succeeded": 1}, statuses  # nothing left running or queued
     assert sources == {"shipped"}
+
+
+@pytest.mark.slow
+def test_nulls_ship_rebuilds_the_shipped_null_byte_for_byte(tmp_path):
+    """`memaudit nulls ship` for groundtruth-tiny (151,380 sentences; ~4 min on a loaded 2-core machine), on its own
+    fresh database, writes exactly the package's file: the same code on the same machine writes the same bytes. Its
+    environment is the shell's without any MEMAUDIT_ setting, as a maintainer runs it (the command pins the rest)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMAUDIT_")}
+    command = [sys.executable, "-m", "app.cli", "nulls", "ship", "--model", "groundtruth-tiny", "--out", str(tmp_path)]
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    built = (tmp_path / "groundtruth-tiny.null.json.gz").read_bytes()
+    assert built == shipped_file("groundtruth-tiny").read_bytes(), (
+        "memaudit nulls ship no longer rebuilds the shipped file: the code changed what a null computes (run it and"
+        " commit the file) or the command no longer reproduces its own output"
+    )
+    assert not (tmp_path / "groundtruth-tiny.measured.json").exists(), "no measurements of groundtruth-tiny ship"
