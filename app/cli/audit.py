@@ -17,11 +17,11 @@ from app.errors import DomainError, InvalidInput
 from app.forget_set.policies import DEFAULT, NO_NULL, POLICIES
 from app.settings import get_settings
 from app.streaming import END_KEY
+from core import defaults
 from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import load_catalog
 
 DEFAULTS = SubjectAuditOptions()
-CLI_PARAPHRASES = 2  # baseline + 2 paraphrases, as the API's default (SubjectAuditOptions)
 
 
 def template_range() -> str:
@@ -243,14 +243,14 @@ def _parse_fact(text: str) -> dict[str, str]:
     return {"property": pid.strip(), "value": value.strip()}
 
 
-def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = CLI_PARAPHRASES) -> None:
+def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = defaults.PARAPHRASES) -> None:
     """Options shared by `audit` and `demo`; their defaults are shown by --help."""
     p.add_argument(
         "--paraphrases",
         type=int,
         default=paraphrases,
-        help=f"paraphrased templates per property besides the baseline (a property has "
-        f"{template_range()}, all probed by the API unless told otherwise)",
+        help=f"paraphrased templates per property besides the baseline (a property has {template_range()} templates;"
+        f" the API's default is also {defaults.PARAPHRASES}; --all-templates: every one)",
     )
     p.add_argument("--all-templates", action="store_true", help="probe every template (slower: ~4x the default)")
     p.add_argument(
@@ -303,7 +303,7 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
         "--min-z",
         type=float,
         default=None,
-        help="min z̄* over rank-1 templates (chance rank 1 among 101 candidates: ≈ 2.9)",
+        help=f"min z̄* over rank-1 templates ({defaults.CHANCE_Z_PHRASE})",
     )
     p.add_argument("--model", default=None)
     p.add_argument("--subject-id", type=int, default=None)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 from app.nulls.schemas import CalibrationInfo, FactCalibration
+from core import defaults
 from app.validation import LIMIT_KEY, RequestModel
 from core.catalog import load_catalog
 from core.measures.wikimem import NEAR_DUPLICATE_THRESHOLD
@@ -73,23 +74,26 @@ class SubjectIn(RequestModel):
 class SubjectAuditOptions(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
-    alpha: float = Field(default=1.0, ge=0.0, le=10.0, description="Weight of the similar-name calibration term")
+    alpha: float = Field(
+        default=defaults.ALPHA, ge=0.0, le=10.0, description="Weight of the similar-name calibration term"
+    )
     counterfactuals: int = Field(
-        default=20,
+        default=defaults.COUNTERFACTUALS,
         ge=1,
         le=500,
-        description="Counterfactual values per fact (default 20: measured as powerful as more, at a fifth of the"
-        " sentences of 100; docs/measures.md, 'Choosing the defaults')",
+        description=f"Counterfactual values per fact (default {defaults.COUNTERFACTUALS}: measured as powerful as"
+        " more, at a fifth of the sentences of 100; docs/measures.md, 'Choosing the defaults')",
     )
     paraphrases: int | None = Field(
-        default=2,
+        default=defaults.PARAPHRASES,
         ge=0,
         le=50,
-        description="Paraphrased templates besides the baseline (default 2; null: all of the property's)",
+        description=f"Paraphrased templates besides the baseline (default {defaults.PARAPHRASES}; null: all of the"
+        " property's)",
     )
-    similar_names: int = Field(default=2, ge=1, le=10, description="Look-alike names in S(h)")
+    similar_names: int = Field(default=defaults.SIMILAR_NAMES, ge=1, le=10, description="Look-alike names in S(h)")
     lookalikes: Literal["reversed", "same_origin"] = Field(
-        default="same_origin",
+        default=defaults.LOOKALIKES,
         description="Look-alike names S(h): other names of the same origin (default: what a model infers from a name's"
         " origin cancels, and no look-alike keeps the surname that carries the identity; a name of unknown origin"
         " falls back to reversed), or reversed letters (WikiMem's 'Enaj Doe'); measured in docs/measures.md",
