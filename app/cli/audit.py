@@ -17,8 +17,9 @@ from app.errors import DomainError, InvalidInput
 from app.forget_set.policies import DEFAULT, NO_NULL, POLICIES
 from app.settings import get_settings
 from app.streaming import END_KEY
-from core import defaults
+from app.subjects import detection
 from app.subjects.schemas import SubjectAuditOptions
+from core import defaults
 from core.catalog import load_catalog
 
 DEFAULTS = SubjectAuditOptions()
@@ -48,33 +49,67 @@ def plan_line(what: str, model: str, options: dict[str, Any]) -> str:
 def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> None:
     """The verdict first: memorized (the default policy, p <= 0.01 against a null of fictitious people) and the
     p-value; then how the truth ranked (the share of templates that rank it first) and its statistic beside the
-    null's mean (what chance gives)."""
+    null's mean (what chance gives). Nothing is cut: a regulator reads every label and value whole."""
     rows = facts["facts"]
-    # property labels are never cut (a regulator reads them); values are cut at 24 characters with an ellipsis
     width = max([len("property")] + [len(f["label"]) for f in rows])
+    value_width = max([len("value")] + [len(", ".join(f["values"])) for f in rows])
     print(f"\n{name}", file=out)
     print(
-        f"  {'property':<{width}} {'value':<24} {'memorized':>9} {'p':>8} {'ranked 1st':>14} {'z (null mean)':>14}",
+        f"  {'property':<{width}} {'value':<{value_width}} {'memorized':>10} {'p':>8} {'ranked 1st':>14}"
+        f" {'z (null mean)':>14}",
         file=out,
     )
     for f in rows:
         cal = f.get("calibration") or {}
-        values = ", ".join(f["values"])
-        values = values if len(values) <= 24 else values[:23] + "…"
         hits = round(f["share"] * f["n_templates"])
         share = f"{hits}/{f['n_templates']} templates"
         print(
-            f"  {f['label']:<{width}} {values:<24} {_verdict_cell(cal):>9} {_p_cell(cal):>8} {share:>14}"
-            f" {_z_cell(cal):>14}",
+            f"  {f['label']:<{width}} {', '.join(f['values']):<{value_width}} {_verdict_cell(f):>10}"
+            f" {_p_cell(cal):>8} {share:>14} {_z_cell(cal):>14}",
             file=out,
         )
 
 
-def _verdict_cell(calibration: dict) -> str:
-    """yes / no under the default policy, or why there is no verdict (pending, uncalibrated, ...)."""
+def _verdict_cell(fact: dict) -> str:
+    """yes / not found under the default policy (not found*: ranked first, yet no more than chance and a name
+    give), or why there is no verdict (pending, uncalibrated, ...)."""
+    calibration = fact.get("calibration") or {}
     if calibration.get("p_value") is None:
         return calibration.get("status") or "-"
-    return "yes" if calibration.get("memorized") else "no"
+    if calibration.get("memorized"):
+        return "yes"
+    return "not found*" if fact.get("share") else "not found"
+
+
+def ranked_first_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Each fact a template ranks first that the verdict does not call memorized, explained (a bare 'no' beside
+    '3/3 templates' reads as a bug)."""
+    out = []
+    for f in rows:
+        cal = f.get("calibration") or {}
+        if cal.get("memorized") or cal.get("p_value") is None or not f.get("share"):
+            continue
+        hits = round(f["share"] * f["n_templates"])
+        mean = cal.get("null_mean")
+        beside = f" (z {cal['statistic']:.2f}, null mean {mean:.2f})" if mean is not None else ""
+        out.append(
+            f"* {f['label']} = {', '.join(f['values'])}: ranked 1st under {hits}/{f['n_templates']} templates, yet"
+            f" p {_p_cell(cal)}{beside}: invented people audited the same way rank as high this often, so it is not"
+            " found memorized"
+        )
+    return out
+
+
+def verdict_notes(model: str, rows: list[dict[str, Any]]) -> list[str]:
+    """What the table's verdicts are worth, said under it: the null's mean (name inference), and how many facts
+    the test misses on this model (app.subjects.detection)."""
+    notes = []
+    if any((f.get("calibration") or {}).get("null_mean") is not None for f in rows):
+        notes.append(f"z (null mean): {detection.NAME_INFERENCE}.")
+    if any((f.get("calibration") or {}).get("p_value") is not None for f in rows):
+        line = detection.miss_line(model, [f["property"] for f in rows])
+        notes.append(f"{line[:1].upper()}{line[1:]}.")
+    return notes
 
 
 def _p_cell(calibration: dict | None) -> str:
@@ -94,8 +129,9 @@ def _z_cell(calibration: dict) -> str:
 
 
 SHARE_NOTE = (
-    "memorized: p <= 0.01, i.e. at most 1 % of facts about fictitious people (the null: audited the same way on the"
-    " same model) look at least as known; ranked 1st: the templates (baseline and paraphrases) under which a true"
+    "memorized: yes when p <= 0.01, i.e. at most 1 % of facts about fictitious people (the null: audited the same"
+    " way on the same model) look at least as known, and not found otherwise (the false-alarm rate; the miss rate is"
+    " below); ranked 1st: the templates (baseline and paraphrases) under which a true"
     " value ranks first; z: the true value's calibrated score in standard deviations above the counterfactuals',"
     " averaged over templates, with the null's mean beside it"
 )
@@ -152,7 +188,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(json.dumps({"audit": audit, "facts": facts["facts"]}, indent=2))
     else:
         print_table(label, facts)
+        for line in ranked_first_lines(facts["facts"]):
+            print(line)
         print(f"\n{SHARE_NOTE}.")
+        for note in verdict_notes(model, facts["facts"]):
+            print(note)
         if caveat := typical_names_line(facts["facts"]):
             print(caveat)
         if source := null_source_line(facts):
