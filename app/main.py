@@ -20,6 +20,7 @@ from app.evidence.router import router as evidence_router
 from app.forget_set.router import make_router as forget_set_router
 from app.http_errors import http_error
 from app.kinds import KINDS
+from app.meta.docs import mount_docs
 from app.meta.router import router as meta_router
 from app.middleware import ErrorScrubber, RequestGuard
 from app.openapi import ERROR_RESPONSES
@@ -93,6 +94,8 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
         version="0.1.0",
         summary="Audit language models for memorized personal data and datasets (GDPR Art. 17); export forget sets.",
         lifespan=lifespan,
+        docs_url=None,  # /docs from the vendored Swagger UI (app/meta/docs.py); no ReDoc (a CDN's)
+        redoc_url=None,
         responses=ERROR_RESPONSES,  # every route may answer these, all in the one error shape
     )
     app.add_exception_handler(RequestValidationError, validation_error)
@@ -115,6 +118,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     app.include_router(evidence_router)
     app.include_router(batches_router)
     mount_dashboard(app)  # the web dashboard under /ui/ (app/ui)
+    mount_docs(app)  # GET / -> /ui/, and /docs offline
     install_openapi(app, {kind.create.__name__: kind.own_models for kind in kinds.values()}, tuple(kinds))
     return app
 

@@ -11,10 +11,10 @@ from app.auth.keys import Principal
 from app.deps import require_roles
 from app.forget_set import service
 from app.forget_set.policies import DEFAULT, POLICIES
-from core import defaults
 from app.forget_set.repository import ForgetFilters
 from app.streaming import MEDIA_TYPES, download
 from app.validation import IdFilter
+from core import defaults
 
 MEDIA = {**MEDIA_TYPES, "tofu": MEDIA_TYPES["jsonl"]}
 SUFFIX = {"jsonl": "jsonl", "csv": "csv", "tofu": "tofu.jsonl"}

@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
 
 from app.nulls.schemas import CalibrationInfo, FactCalibration
-from core import defaults
 from app.validation import LIMIT_KEY, RequestModel
+from core import defaults
 from core.catalog import load_catalog
 from core.measures.wikimem import NEAR_DUPLICATE_THRESHOLD
 from core.models import MODEL_HELP

@@ -25,8 +25,8 @@ from app.evidence import service as evidence
 from app.evidence.schemas import EntryKind
 from app.privacy import access_log
 from app.settings import Settings
-from app.subjects import repository as subjects_repository
 from app.subjects import detection
+from app.subjects import repository as subjects_repository
 from app.subjects import service as subjects
 from app.subjects.schemas import FactResultRead
 from app.ui.web import Signed, UiRoute, render
