@@ -29,6 +29,7 @@ from app.privacy.router import router as privacy_router
 from app.reliability.admission import Admission
 from app.settings import get_settings
 from app.ui.router import mount as mount_dashboard
+from app.validation import error_message
 
 log = logging.getLogger("memaudit.api")
 
@@ -66,7 +67,7 @@ def _detail(error: dict, kinds: KindRegistry) -> dict[str, str]:
             "message": f"the body is not valid JSON ({reason}, at character {loc[-1]}): "
             "send one JSON object as the schema describes",
         }
-    value, message = error.get("input"), error["msg"]
+    value, message = error.get("input"), error_message(error)
     if isinstance(value, str) and len(value) >= 3 and value in message:  # a message quoting the input: say less
         message = f"invalid value ({error['type']})"
     return {"field": _field(loc, kinds), "message": message}

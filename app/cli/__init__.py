@@ -1,4 +1,4 @@
-"""The `memaudit` command line: serve, worker, migrate, keys, audit, export, demo, datasets, capacity, batch.
+"""The `memaudit` command line.
 
 Commands that read or submit audits go through one client (app/cli/client.py): this machine's database and queue
 by default (the API called in-process), a running API with --api-url/--api-key. What they make locally belongs to the
@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "keys": ("manage API keys", "app.cli:_core_commands"),
     "audit": ("audit one subject: what does the model know about this person?", "app.cli.audit:add_audit_commands"),
     "export": ("export the forget set (memorized facts)", "app.cli.audit:add_audit_commands"),
+    "properties": ("the properties a subject audit can probe (the catalog)", "app.cli.audit:add_audit_commands"),
     "demo": (
         "audit well-known people on the default model and write a forget set",
         "app.cli.demo:add_demo_command",
@@ -209,10 +210,16 @@ class _Commands:
         return self.sub.add_parser(name, help=COMMANDS[name][0], description=COMMANDS[name][0], **kwargs)
 
 
+def description() -> str:
+    """`memaudit --help`'s text: every command, named from COMMANDS (a list written by hand fell behind it)."""
+    first, _, rest = (__doc__ or "").partition("\n\n")
+    return f"{first.rstrip('.')}: {', '.join(COMMANDS)}.\n\n{rest}"
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """`memaudit`'s parser: every command listed, with the arguments of ``command`` only (of every command when
     None), importing only the modules that add them."""
-    parser = Parser(prog="memaudit", description=__doc__)
+    parser = Parser(prog="memaudit", description=description(), formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     built = set(COMMANDS) if command is None else {command} & set(COMMANDS)
     for name, (text, _) in COMMANDS.items():
@@ -253,10 +260,12 @@ def main(argv: list[str] | None = None) -> int:
         from pydantic import ValidationError
         from sqlalchemy.exc import SQLAlchemyError
 
+        from app.validation import error_message
+
         if isinstance(exc, ValidationError):
             for err in exc.errors():
                 field = ".".join(str(p) for p in err["loc"])
-                print(f"memaudit: {field}: {err['msg']}", file=sys.stderr)
+                print(f"memaudit: {field}: {error_message(err)}", file=sys.stderr)
             return 2
         if verbose or not isinstance(exc, (SQLAlchemyError, OSError)):
             raise

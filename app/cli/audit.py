@@ -228,6 +228,22 @@ def counted(chunks: Iterable[str], out: TextIO, fmt: str, end: dict[str, Any] | 
     return len(records)
 
 
+def cmd_properties(args: argparse.Namespace) -> int:
+    """The catalog as GET /properties serves it: what `--fact PROPERTY=VALUE` accepts, one property a line."""
+    rows = make_client(args).properties()
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    widths = [max(len(str(r[k])) for r in rows) for k in ("pid", "label", "value_type")]
+    print(f"{'id':<{widths[0]}}  {'label':<{widths[1]}}  {'values':<{widths[2]}}  templates  pool")
+    for r in rows:
+        print(
+            f"{r['pid']:<{widths[0]}}  {r['label']:<{widths[1]}}  {r['value_type']:<{widths[2]}}"
+            f"  {r['templates']:>9}  {r['pool_size']:>4}"
+        )
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     policy = POLICIES[args.policy]  # argparse took it from POLICIES' names
     lack = policy.missing(vars(args))
@@ -324,6 +340,11 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_client_arguments(p)
     p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("properties")
+    p.add_argument("--json", action="store_true", help="print the list as JSON (GET /properties)")
+    add_client_arguments(p)
+    p.set_defaults(func=cmd_properties)
 
     p = sub.add_parser("export")
     p.add_argument(

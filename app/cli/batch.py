@@ -57,7 +57,11 @@ def cmd_batch_submit(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    print(json.dumps(client.batch(batch["id"], "report") if args.report else batch))
+    if args.report:  # the tables, as `memaudit batch report` prints them (--json: the report's JSON)
+        report = client.batch(batch["id"], "report")
+        print(json.dumps(report) if args.json else report_text(batch, report))
+    else:
+        print(json.dumps(batch))
     return 0 if batch["progress"][AuditStatus.FAILED] == 0 else 1
 
 
@@ -193,7 +197,10 @@ def add_batch_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--context", action="store_true", help="also probe contextualized canaries")
     s.add_argument("--partial", action="store_true", help="create the valid rows and list the others")
     s.add_argument("--no-wait", action="store_true", help="print the batch and return at once")
-    s.add_argument("--report", action="store_true", help="print the cohort report when done (else the progress)")
+    s.add_argument(
+        "--report", action="store_true", help="print the cohort report's tables when done (else the progress, JSON)"
+    )
+    s.add_argument("--json", action="store_true", help="with --report: the report as JSON instead of tables")
     add_audit_options(s)
     add_client_arguments(s)
     s.set_defaults(func=cmd_batch_submit)
