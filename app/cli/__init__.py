@@ -70,10 +70,19 @@ def cmd_migrate(_: argparse.Namespace) -> int:
     from app.cli.client import open_local_database
     from app.migrate import migrate
 
-    migrate()
+    before, after = migrate()
     open_local_database()  # the CLI's own api_keys row, so `keys list` and admins see who made local audits
-    print("database is at the latest schema:", _redacted_url())
+    print(migrate_line(before, after), _redacted_url())
     return 0
+
+
+def migrate_line(before: set[str], after: set[str]) -> str:
+    """What `memaudit migrate` did, in words: created, upgraded, or found the schema current."""
+    if not before:
+        return "created the database at the latest schema:"
+    if before != after:
+        return "upgraded the database to the latest schema:"
+    return "the database was already at the latest schema:"
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -168,3 +168,11 @@ def test_the_typical_names_caveat_is_said_once_under_the_table_with_its_properti
     rows += [row("country of citizenship", TYPICAL_NAMES_CAVEAT), row("country of citizenship", TYPICAL_NAMES_CAVEAT)]
     line = typical_names_line(rows)
     assert line == f"languages spoken, written or signed, country of citizenship: {TYPICAL_NAMES_CAVEAT}."
+
+
+def test_migrate_says_what_it_did(cli_env):
+    """A fresh database is created, not "already at the latest schema"; the second run says it was."""
+    first = memaudit(cli_env, "migrate")
+    assert first.returncode == 0 and first.stdout.startswith("created the database at the latest schema:"), first
+    again = memaudit(cli_env, "migrate")
+    assert again.stdout.startswith("the database was already at the latest schema:"), again.stdout
