@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from app.cli.audit import add_audit_options, audit_options
 from app.cli.client import ApiRefused, Client, add_client_arguments, make_client
-from app.cli.output import POLL_SECONDS, duration
+from app.cli.output import PLAIN_EVERY_SECONDS, POLL_SECONDS, duration
 from app.db.vocabulary import FINAL_STATUSES, AuditStatus
 from app.settings import get_settings
 
@@ -69,12 +69,14 @@ def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
     """Poll until no audit of the batch is queued or running; one bar over all its audits. Ctrl-C stops waiting,
     not the batch (``DELETE /batches/{id}`` cancels it)."""
     batch = client.batch(batch_id)
+    tty, last_plain = sys.stderr.isatty(), 0.0
     bar = tqdm(
         total=batch["progress"]["total"],
         desc=f"batch {batch_id[:8]}",
         file=sys.stderr,
         bar_format=BATCH_BAR,
         mininterval=1.0,
+        disable=not tty,  # redirected (a log file, CI): one plain line every PLAIN_EVERY_SECONDS instead of frames
     )
     try:
         while True:
@@ -82,6 +84,14 @@ def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
             bar.n = sum(p[status] for status in FINAL_STATUSES)
             eta = f", {duration(batch['eta_seconds'])} left" if batch.get("eta_seconds") else ""
             bar.set_postfix_str(f"{p['running']} running, {p['failed']} failed{eta}", refresh=True)
+            if not tty and time.monotonic() - last_plain >= PLAIN_EVERY_SECONDS:
+                last_plain = time.monotonic()
+                print(
+                    f"batch {batch_id[:8]}: {bar.n}/{p['total']} audits, {p['running']} running, {p['failed']} failed"
+                    f"{eta}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if batch["status"] in ("finished", "cancelled"):
                 return batch
             time.sleep(POLL_SECONDS)

@@ -26,6 +26,7 @@ def test_batch_report_prints_tables_and_json(cli_env, tmp_path):
     # --report prints the report's tables when the batch has finished, as `batch report` does
     assert run.stdout.startswith(f"batch {batch_id}: 2 people on groundtruth-tiny, finished"), run.stdout
     assert "== groundtruth-tiny" in run.stdout and not run.stdout.lstrip().startswith("{")
+    assert "\r" not in run.stderr, "a redirected progress bar draws no frames (plain lines instead)"
 
     raw = memaudit(cli_env, "batch", "report", batch_id, "--json")
     report = json.loads(raw.stdout)  # the API's JSON, as before
