@@ -39,3 +39,13 @@ def revisions(url: str) -> set[str]:
             return set(MigrationContext.configure(connection).get_current_heads())
     finally:
         engine.dispose()
+
+
+def import_shipped_nulls() -> list[str]:
+    """The shipped nulls this deployment's first submissions would import, imported now (app.nulls.service): at
+    `memaudit migrate`, when an embedded database is created and when `memaudit serve` starts. Returns the models."""
+    from app.db.engine import session_scope
+    from app.nulls.service import import_shipped_nulls as import_them
+
+    with session_scope() as session:
+        return import_them(session, get_settings())

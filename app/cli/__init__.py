@@ -69,11 +69,13 @@ def _redacted_url() -> str:
 
 def cmd_migrate(_: argparse.Namespace) -> int:
     from app.cli.client import open_local_database
-    from app.migrate import migrate
+    from app.migrate import import_shipped_nulls, migrate
 
     before, after = migrate()
     open_local_database()  # the CLI's own api_keys row, so `keys list` and admins see who made local audits
     print(migrate_line(before, after), _redacted_url())
+    if models := import_shipped_nulls():
+        print(f"imported the nulls shipped for {', '.join(models)} (p-values from the first audit on)")
     return 0
 
 
@@ -89,12 +91,13 @@ def migrate_line(before: set[str], after: set[str]) -> str:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn  # only `serve` needs the web server
 
-    from app.migrate import migrate
+    from app.migrate import import_shipped_nulls, migrate
     from app.settings import get_settings
 
     settings = get_settings()
     if settings.database_url.startswith("sqlite"):
         migrate()  # embedded default: one command gives a working service
+        import_shipped_nulls()  # at start-up, not inside the first submission
     mode = f"Redis queue at {settings.redis_url}" if settings.redis_url else "embedded in-process worker"
     print(f"memaudit API on http://{args.host}:{args.port} ({mode}; database {_redacted_url()})", flush=True)
     uvicorn.run("app.main:app", host=args.host, port=args.port, log_level=args.log_level)
