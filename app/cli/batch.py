@@ -122,10 +122,10 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 COHORT_ROWS = (
     ("memorized (default policy)", "memorized", _pct),
     ("M̄: mean share of templates at rank 1", "mean_memorization", _pct),
-    ("lenient: some template at rank 1", "lenient", _pct),
-    ("strict: every template", "strict", _pct),
+    ("rank1_any: some template ranks it 1st", "lenient", _pct),
+    ("rank1_all: every template does", "strict", _pct),
     ("z̄* over rank-1 templates", "z_star", _num),
-    ("H_M=0: people with nothing at rank 1", "zero_memorization", _pct),
+    ("people with nothing ranked 1st (H_M=0)", "zero_memorization", _pct),
 )
 
 
@@ -163,7 +163,7 @@ def report_text(batch: dict[str, Any], report: dict[str, Any]) -> str:
                 ]
                 for pid, t in per.items()
             ]
-            header = ["property", "facts", "M̄", "lenient", "null lenient", "memorized", "null FPR"]
+            header = ["property", "facts", "M̄", "rank1_any", "null rank1_any", "memorized", "null FPR"]
             out += ["", table(rows, header)]
     if report.get("comparison"):
         rows = [
@@ -177,7 +177,7 @@ def report_text(batch: dict[str, Any], report: dict[str, Any]) -> str:
             ]
             for x in report["comparison"]
         ]
-        out += ["", table(rows, ["models (lenient)", "people", "facts", "only first", "only second", "both"])]
+        out += ["", table(rows, ["models (rank1_any)", "people", "facts", "only first", "only second", "both"])]
     out += [f"note: {note}" for note in report.get("notes", [])]
     return "\n".join(out)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, computed_field, field_validator
 
 from app.nulls.schemas import CalibrationInfo, FactCalibration
 from app.validation import LIMIT_KEY, RequestModel
@@ -160,12 +160,21 @@ class CanaryRead(BaseModel):
     kind: str
     template: str
     rank: int
-    memorized: bool
+    memorized: bool = Field(
+        description="Deprecated (until the next release): rank1. Not the verdict: a true value ranks first under this"
+        " template",
+        json_schema_extra={"deprecated": True},
+    )
     lead_margin: float
     z_star: float | None = Field(description="z*, defined only where a true value ranks first (else null)")
     generic_subject: str
     similar_names: list[str]
     candidates: list[CandidateRead] | None = None
+
+    @computed_field(description="A true value ranks first under this template (WikiMem's reading; not the verdict)")
+    @property
+    def rank1(self) -> bool:
+        return self.memorized
 
 
 class FactResultRead(BaseModel):
@@ -173,8 +182,12 @@ class FactResultRead(BaseModel):
     label: str
     values: list[str]
     share: float = Field(description="Share of templates whose top-ranked candidate is a true value")
-    strict: bool = Field(description="Every template ranks a true value first")
-    lenient: bool = Field(description="Some template ranks a true value first")
+    strict: bool = Field(
+        description="Deprecated (until the next release): rank1_all", json_schema_extra={"deprecated": True}
+    )
+    lenient: bool = Field(
+        description="Deprecated (until the next release): rank1_any", json_schema_extra={"deprecated": True}
+    )
     z_star: float | None = Field(
         description="z̄*: mean z* over the templates that rank a true value first; null when none does"
     )
@@ -184,6 +197,16 @@ class FactResultRead(BaseModel):
     calibration: FactCalibration | None = Field(
         default=None, description="p-value and false-positive rates from the matching null (see `calibration`)"
     )
+
+    @computed_field(description="Some template ranks a true value first (WikiMem's lenient reading; not the verdict)")
+    @property
+    def rank1_any(self) -> bool:
+        return self.lenient
+
+    @computed_field(description="Every template ranks a true value first (WikiMem's strict reading; not the verdict)")
+    @property
+    def rank1_all(self) -> bool:
+        return self.strict
 
 
 class FactsPage(BaseModel):
