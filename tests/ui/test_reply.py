@@ -155,9 +155,11 @@ def held_out_body(i: int) -> dict:
 def test_a_person_with_nothing_found_reads_what_a_no_is_worth(pg_env, rq_worker_later, live_api, browser) -> None:  # noqa: ANN001
     """No memorized fact: the page says the test found none, that not found is not absent, how often the test
     misses a fact (the measured recall, app.subjects.detection), and gives no advice to have anything removed."""
+    from app.migrate import import_shipped_nulls
     from app.subjects.detection import miss_words
 
     rq_worker_later()
+    assert "groundtruth-tiny" in import_shipped_nulls()  # as `memaudit migrate` does: not inside the first request
     api = live_api()
     auditor = api.client(make_key("auditor"))
     created = auditor.post("/audits", json=held_out_body(HELD_OUT))
