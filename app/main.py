@@ -20,6 +20,7 @@ from app.evidence.router import router as evidence_router
 from app.forget_set.router import make_router as forget_set_router
 from app.http_errors import http_error
 from app.kinds import KINDS
+from app.meta.docs import mount_docs
 from app.meta.router import router as meta_router
 from app.middleware import ErrorScrubber, RequestGuard
 from app.openapi import ERROR_RESPONSES
@@ -28,6 +29,7 @@ from app.privacy.router import router as privacy_router
 from app.reliability.admission import Admission
 from app.settings import get_settings
 from app.ui.router import mount as mount_dashboard
+from app.validation import error_message
 
 log = logging.getLogger("memaudit.api")
 
@@ -65,7 +67,7 @@ def _detail(error: dict, kinds: KindRegistry) -> dict[str, str]:
             "message": f"the body is not valid JSON ({reason}, at character {loc[-1]}): "
             "send one JSON object as the schema describes",
         }
-    value, message = error.get("input"), error["msg"]
+    value, message = error.get("input"), error_message(error)
     if isinstance(value, str) and len(value) >= 3 and value in message:  # a message quoting the input: say less
         message = f"invalid value ({error['type']})"
     return {"field": _field(loc, kinds), "message": message}
@@ -93,6 +95,8 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
         version="0.1.0",
         summary="Audit language models for memorized personal data and datasets (GDPR Art. 17); export forget sets.",
         lifespan=lifespan,
+        docs_url=None,  # /docs from the vendored Swagger UI (app/meta/docs.py); no ReDoc (a CDN's)
+        redoc_url=None,
         responses=ERROR_RESPONSES,  # every route may answer these, all in the one error shape
     )
     app.add_exception_handler(RequestValidationError, validation_error)
@@ -115,6 +119,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     app.include_router(evidence_router)
     app.include_router(batches_router)
     mount_dashboard(app)  # the web dashboard under /ui/ (app/ui)
+    mount_docs(app)  # GET / -> /ui/, and /docs offline
     install_openapi(app, {kind.create.__name__: kind.own_models for kind in kinds.values()}, tuple(kinds))
     return app
 

@@ -93,3 +93,16 @@ def idempotency_digest(key: str) -> str:
     """What is stored and compared for a client's Idempotency-Key: its SHA-256 (hex). The key is the client's text
     and may hold a name; a hash never reaches the database's log (a unique violation's DETAIL quotes the row)."""
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+PYDANTIC_PREFIXES = ("Value error, ", "Assertion failed, ")  # what pydantic puts before a validator's own message
+
+
+def error_message(error: dict[str, Any]) -> str:
+    """pydantic's message for one error, without the prefix it adds to a validator's own words ("Value error, give
+    the subject's name ..." says "give the subject's name ...")."""
+    message = str(error["msg"])
+    for prefix in PYDANTIC_PREFIXES:
+        if message.startswith(prefix):
+            return message[len(prefix) :]
+    return message

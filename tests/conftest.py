@@ -24,10 +24,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest test files first (tests/support/schedule.py): `make test`'s xdist processes take files in this
-    order (--no-loadscope-reorder), so both finish close together."""
+    order (--no-loadscope-reorder), so both finish close together; while llama-cpp-python builds in the background,
+    the served-model files last (their fixture waits for the build)."""
+    from tests.support import llama_build
     from tests.support.schedule import load_durations, longest_first
 
     items[:] = longest_first(items, load_durations())
+    if llama_build.started():  # llama-cpp-python built in the background: the tests that serve a model go last
+        # (started, not running: every xdist process must collect the same order, and a build may end meanwhile)
+        items.sort(key=lambda item: "llama_server" in getattr(item, "fixturenames", ()))
 
 
 def _reset_caches() -> None:

@@ -123,3 +123,21 @@ def test_compose_file_is_valid():
         cwd=REPO,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_stated_miss_rate_is_the_measured_recall():
+    """app.subjects.detection (what the CLI, the dashboard and the person's page say a "not found" is worth) holds
+    the famous cohorts' counts through the service at the defaults, as the benchmark's results file has them."""
+    import json
+
+    from app.subjects.detection import MEASURED
+
+    found = sorted(REPO.glob("benchmarks/**/results_calibration_cohorts_service.json"))
+    assert found, "the results of benchmarks.calibration_cohorts through the service are missing"
+    famous = json.loads(found[0].read_text())["same_origin"]["famous"]
+    stated = MEASURED["smollm2-135m"]
+    for pid, measured in famous["per_property"].items():
+        counts = measured["memorized_p01"]
+        assert (stated[pid].found, stated[pid].of) == (counts["k"], counts["n"]), pid
+    total = famous["cohort"]
+    assert stated[""].of == total["facts"] and stated[""].found == round(total["memorized"] * total["facts"])

@@ -89,7 +89,7 @@ class ModelComparison(BaseModel):
     b: str
     people: int = Field(description="People with succeeded audits on both models")
     facts: int = Field(description="Their facts (person, property) audited on both")
-    only_a: int = Field(description="Facts memorized (lenient) by model a and not by model b")
+    only_a: int = Field(description="Facts some template ranks first (rank1_any) on model a and not on model b")
     only_b: int
     both: int
 

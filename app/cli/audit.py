@@ -17,11 +17,12 @@ from app.errors import DomainError, InvalidInput
 from app.forget_set.policies import DEFAULT, NO_NULL, POLICIES
 from app.settings import get_settings
 from app.streaming import END_KEY
+from app.subjects import detection
 from app.subjects.schemas import SubjectAuditOptions
+from core import defaults
 from core.catalog import load_catalog
 
 DEFAULTS = SubjectAuditOptions()
-CLI_PARAPHRASES = 2  # baseline + 2 paraphrases, as the API's default (SubjectAuditOptions)
 
 
 def template_range() -> str:
@@ -48,33 +49,67 @@ def plan_line(what: str, model: str, options: dict[str, Any]) -> str:
 def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> None:
     """The verdict first: memorized (the default policy, p <= 0.01 against a null of fictitious people) and the
     p-value; then how the truth ranked (the share of templates that rank it first) and its statistic beside the
-    null's mean (what chance gives)."""
+    null's mean (what chance gives). Nothing is cut: a regulator reads every label and value whole."""
     rows = facts["facts"]
-    # property labels are never cut (a regulator reads them); values are cut at 24 characters with an ellipsis
     width = max([len("property")] + [len(f["label"]) for f in rows])
+    value_width = max([len("value")] + [len(", ".join(f["values"])) for f in rows])
     print(f"\n{name}", file=out)
     print(
-        f"  {'property':<{width}} {'value':<24} {'memorized':>9} {'p':>8} {'ranked 1st':>14} {'z (null mean)':>14}",
+        f"  {'property':<{width}} {'value':<{value_width}} {'memorized':>10} {'p':>8} {'ranked 1st':>14}"
+        f" {'z (null mean)':>14}",
         file=out,
     )
     for f in rows:
         cal = f.get("calibration") or {}
-        values = ", ".join(f["values"])
-        values = values if len(values) <= 24 else values[:23] + "…"
         hits = round(f["share"] * f["n_templates"])
         share = f"{hits}/{f['n_templates']} templates"
         print(
-            f"  {f['label']:<{width}} {values:<24} {_verdict_cell(cal):>9} {_p_cell(cal):>8} {share:>14}"
-            f" {_z_cell(cal):>14}",
+            f"  {f['label']:<{width}} {', '.join(f['values']):<{value_width}} {_verdict_cell(f):>10}"
+            f" {_p_cell(cal):>8} {share:>14} {_z_cell(cal):>14}",
             file=out,
         )
 
 
-def _verdict_cell(calibration: dict) -> str:
-    """yes / no under the default policy, or why there is no verdict (pending, uncalibrated, ...)."""
+def _verdict_cell(fact: dict) -> str:
+    """yes / not found under the default policy (not found*: ranked first, yet no more than chance and a name
+    give), or why there is no verdict (pending, uncalibrated, ...)."""
+    calibration = fact.get("calibration") or {}
     if calibration.get("p_value") is None:
         return calibration.get("status") or "-"
-    return "yes" if calibration.get("memorized") else "no"
+    if calibration.get("memorized"):
+        return "yes"
+    return "not found*" if fact.get("share") else "not found"
+
+
+def ranked_first_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Each fact a template ranks first that the verdict does not call memorized, explained (a bare 'no' beside
+    '3/3 templates' reads as a bug)."""
+    out = []
+    for f in rows:
+        cal = f.get("calibration") or {}
+        if cal.get("memorized") or cal.get("p_value") is None or not f.get("share"):
+            continue
+        hits = round(f["share"] * f["n_templates"])
+        mean = cal.get("null_mean")
+        beside = f" (z {cal['statistic']:.2f}, null mean {mean:.2f})" if mean is not None else ""
+        out.append(
+            f"* {f['label']} = {', '.join(f['values'])}: ranked 1st under {hits}/{f['n_templates']} templates, yet"
+            f" p {_p_cell(cal)}{beside}: invented people audited the same way rank as high this often, so it is not"
+            " found memorized"
+        )
+    return out
+
+
+def verdict_notes(model: str, rows: list[dict[str, Any]]) -> list[str]:
+    """What the table's verdicts are worth, said under it: the null's mean (name inference), and how many facts
+    the test misses on this model (app.subjects.detection)."""
+    notes = []
+    if any((f.get("calibration") or {}).get("null_mean") is not None for f in rows):
+        notes.append(f"z (null mean): {detection.NAME_INFERENCE}.")
+    if any((f.get("calibration") or {}).get("p_value") is not None for f in rows):
+        line = detection.miss_line(model, [f["property"] for f in rows])
+        notes.append(f"{line[:1].upper()}{line[1:]}.")
+    return notes
 
 
 def _p_cell(calibration: dict | None) -> str:
@@ -94,8 +129,9 @@ def _z_cell(calibration: dict) -> str:
 
 
 SHARE_NOTE = (
-    "memorized: p <= 0.01, i.e. at most 1 % of facts about fictitious people (the null: audited the same way on the"
-    " same model) look at least as known; ranked 1st: the templates (baseline and paraphrases) under which a true"
+    "memorized: yes when p <= 0.01, i.e. at most 1 % of facts about fictitious people (the null: audited the same"
+    " way on the same model) look at least as known, and not found otherwise (the false-alarm rate; the miss rate is"
+    " below); ranked 1st: the templates (baseline and paraphrases) under which a true"
     " value ranks first; z: the true value's calibrated score in standard deviations above the counterfactuals',"
     " averaged over templates, with the null's mean beside it"
 )
@@ -152,7 +188,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(json.dumps({"audit": audit, "facts": facts["facts"]}, indent=2))
     else:
         print_table(label, facts)
+        for line in ranked_first_lines(facts["facts"]):
+            print(line)
         print(f"\n{SHARE_NOTE}.")
+        for note in verdict_notes(model, facts["facts"]):
+            print(note)
         if caveat := typical_names_line(facts["facts"]):
             print(caveat)
         if source := null_source_line(facts):
@@ -186,6 +226,22 @@ def counted(chunks: Iterable[str], out: TextIO, fmt: str, end: dict[str, Any] | 
             end.update(json.loads(records[-1])[END_KEY])
         return len(records) - 1
     return len(records)
+
+
+def cmd_properties(args: argparse.Namespace) -> int:
+    """The catalog as GET /properties serves it: what `--fact PROPERTY=VALUE` accepts, one property a line."""
+    rows = make_client(args).properties()
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    widths = [max(len(str(r[k])) for r in rows) for k in ("pid", "label", "value_type")]
+    print(f"{'id':<{widths[0]}}  {'label':<{widths[1]}}  {'values':<{widths[2]}}  templates  pool")
+    for r in rows:
+        print(
+            f"{r['pid']:<{widths[0]}}  {r['label']:<{widths[1]}}  {r['value_type']:<{widths[2]}}"
+            f"  {r['templates']:>9}  {r['pool_size']:>4}"
+        )
+    return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -243,14 +299,14 @@ def _parse_fact(text: str) -> dict[str, str]:
     return {"property": pid.strip(), "value": value.strip()}
 
 
-def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = CLI_PARAPHRASES) -> None:
+def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = defaults.PARAPHRASES) -> None:
     """Options shared by `audit` and `demo`; their defaults are shown by --help."""
     p.add_argument(
         "--paraphrases",
         type=int,
         default=paraphrases,
-        help=f"paraphrased templates per property besides the baseline (a property has "
-        f"{template_range()}, all probed by the API unless told otherwise)",
+        help=f"paraphrased templates per property besides the baseline (a property has {template_range()} templates;"
+        f" the API's default is also {defaults.PARAPHRASES}; --all-templates: every one)",
     )
     p.add_argument("--all-templates", action="store_true", help="probe every template (slower: ~4x the default)")
     p.add_argument(
@@ -285,6 +341,11 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     add_client_arguments(p)
     p.set_defaults(func=cmd_audit)
 
+    p = sub.add_parser("properties")
+    p.add_argument("--json", action="store_true", help="print the list as JSON (GET /properties)")
+    add_client_arguments(p)
+    p.set_defaults(func=cmd_properties)
+
     p = sub.add_parser("export")
     p.add_argument(
         "--format",
@@ -303,7 +364,7 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
         "--min-z",
         type=float,
         default=None,
-        help="min z̄* over rank-1 templates (chance rank 1 among 101 candidates: ≈ 2.9)",
+        help=f"min z̄* over rank-1 templates ({defaults.CHANCE_Z_PHRASE})",
     )
     p.add_argument("--model", default=None)
     p.add_argument("--subject-id", type=int, default=None)

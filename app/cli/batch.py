@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from app.cli.audit import add_audit_options, audit_options
 from app.cli.client import ApiRefused, Client, add_client_arguments, make_client
-from app.cli.output import POLL_SECONDS, duration
+from app.cli.output import PLAIN_EVERY_SECONDS, POLL_SECONDS, duration
 from app.db.vocabulary import FINAL_STATUSES, AuditStatus
 from app.settings import get_settings
 
@@ -57,7 +57,11 @@ def cmd_batch_submit(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 130
-    print(json.dumps(client.batch(batch["id"], "report") if args.report else batch))
+    if args.report:  # the tables, as `memaudit batch report` prints them (--json: the report's JSON)
+        report = client.batch(batch["id"], "report")
+        print(json.dumps(report) if args.json else report_text(batch, report))
+    else:
+        print(json.dumps(batch))
     return 0 if batch["progress"][AuditStatus.FAILED] == 0 else 1
 
 
@@ -65,12 +69,14 @@ def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
     """Poll until no audit of the batch is queued or running; one bar over all its audits. Ctrl-C stops waiting,
     not the batch (``DELETE /batches/{id}`` cancels it)."""
     batch = client.batch(batch_id)
+    tty, last_plain = sys.stderr.isatty(), 0.0
     bar = tqdm(
         total=batch["progress"]["total"],
         desc=f"batch {batch_id[:8]}",
         file=sys.stderr,
         bar_format=BATCH_BAR,
         mininterval=1.0,
+        disable=not tty,  # redirected (a log file, CI): one plain line every PLAIN_EVERY_SECONDS instead of frames
     )
     try:
         while True:
@@ -78,6 +84,14 @@ def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
             bar.n = sum(p[status] for status in FINAL_STATUSES)
             eta = f", {duration(batch['eta_seconds'])} left" if batch.get("eta_seconds") else ""
             bar.set_postfix_str(f"{p['running']} running, {p['failed']} failed{eta}", refresh=True)
+            if not tty and time.monotonic() - last_plain >= PLAIN_EVERY_SECONDS:
+                last_plain = time.monotonic()
+                print(
+                    f"batch {batch_id[:8]}: {bar.n}/{p['total']} audits, {p['running']} running, {p['failed']} failed"
+                    f"{eta}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             if batch["status"] in ("finished", "cancelled"):
                 return batch
             time.sleep(POLL_SECONDS)
@@ -108,10 +122,10 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 COHORT_ROWS = (
     ("memorized (default policy)", "memorized", _pct),
     ("M̄: mean share of templates at rank 1", "mean_memorization", _pct),
-    ("lenient: some template at rank 1", "lenient", _pct),
-    ("strict: every template", "strict", _pct),
+    ("rank1_any: some template ranks it 1st", "lenient", _pct),
+    ("rank1_all: every template does", "strict", _pct),
     ("z̄* over rank-1 templates", "z_star", _num),
-    ("H_M=0: people with nothing at rank 1", "zero_memorization", _pct),
+    ("people with nothing ranked 1st (H_M=0)", "zero_memorization", _pct),
 )
 
 
@@ -156,7 +170,7 @@ def _cohort_lines(cohort: dict[str, Any] | None) -> list[str]:
             ]
             for pid, t in per.items()
         ]
-        header = ["property", "facts", "M̄", "lenient", "null lenient", "memorized", "null FPR"]
+        header = ["property", "facts", "M̄", "rank1_any", "null rank1_any", "memorized", "null FPR"]
         out += ["", table(rows, header)]
     return out
 
@@ -166,7 +180,7 @@ def _comparison_table(comparison: list[dict[str, Any]]) -> str:
         [f"{x['a']} / {x['b']}", str(x["people"]), str(x["facts"]), str(x["only_a"]), str(x["only_b"]), str(x["both"])]
         for x in comparison
     ]
-    return table(rows, ["models (lenient)", "people", "facts", "only first", "only second", "both"])
+    return table(rows, ["models (rank1_any)", "people", "facts", "only first", "only second", "both"])
 
 
 def cmd_batch_show(args: argparse.Namespace) -> int:
@@ -194,7 +208,10 @@ def add_batch_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--context", action="store_true", help="also probe contextualized canaries")
     s.add_argument("--partial", action="store_true", help="create the valid rows and list the others")
     s.add_argument("--no-wait", action="store_true", help="print the batch and return at once")
-    s.add_argument("--report", action="store_true", help="print the cohort report when done (else the progress)")
+    s.add_argument(
+        "--report", action="store_true", help="print the cohort report's tables when done (else the progress, JSON)"
+    )
+    s.add_argument("--json", action="store_true", help="with --report: the report as JSON instead of tables")
     add_audit_options(s)
     add_client_arguments(s)
     s.set_defaults(func=cmd_batch_submit)

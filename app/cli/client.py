@@ -114,6 +114,9 @@ class Client:
 
             resume_pending(self.http.app.state.kinds)
 
+    def properties(self) -> list[dict[str, Any]]:
+        return self._json("GET", "/properties")
+
     def submit(self, payload: dict[str, Any]) -> str:
         return self._json("POST", "/audits", json=payload)["id"]
 

@@ -19,7 +19,9 @@ from app.cli.audit import (
     audit_options,
     plan_line,
     print_table,
+    ranked_first_lines,
     typical_names_line,
+    verdict_notes,
 )
 from app.cli.client import Client, add_client_arguments, make_client
 from app.cli.output import duration, failure_line, null_source_line, wait, wait_for_nulls
@@ -71,17 +73,34 @@ def calibration_notes(statuses: Mapping[str, int]) -> list[str]:
 
 def write_forget_set(client: Client, audit_ids: list[str], out: Path, policy: str = DEFAULT) -> int:
     """The audits' forget set under ``policy``: the default (p <= 0.01) where every fact has its p-value; the demo
-    falls back to lenient (and says so) where the null is not ready."""
+    falls back to lenient (and says so) where the null is not ready. One export per audit, written as one file
+    that ends like every jsonl export, with one ``{"_end": {"records": N, ...}}`` line (the exports' markers
+    merged: their counts added)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     n = 0
+    end: dict[str, Any] = {}
     with out.open("w", encoding="utf-8") as fh:
         for audit_id in audit_ids:
             text = "".join(client.forget_set({"format": "jsonl", "audit_id": audit_id, "policy": policy}))
             for line in text.splitlines(keepends=True):
-                if line.strip() and not line.startswith(f'{{"{END_KEY}"'):  # one end marker per export
+                if line.startswith(f'{{"{END_KEY}"'):
+                    _merge_end(end, json.loads(line)[END_KEY])
+                elif line.strip():
                     fh.write(line)
                     n += 1
+        fh.write(json.dumps({END_KEY: end | {"records": n}}) + "\n")
     return n
+
+
+def _merge_end(into: dict[str, Any], end: Mapping[str, Any]) -> None:
+    """One export's end marker added into ``into``: counts summed (nested counts too), anything else kept."""
+    for key, value in end.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
+            into[key] = value
+        elif isinstance(value, dict):
+            _merge_end(into.setdefault(key, {}), value)
+        else:
+            into[key] = into.get(key, 0) + value
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -109,6 +128,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             return 1
         facts = wait_for_nulls(client, audit_id, args.null_wait)
         print_table(name, facts)
+        for line in ranked_first_lines(facts["facts"]):
+            print(line)
         sources.setdefault(null_source_line(facts) or "")
         all_facts += facts["facts"]
         lenient += sum(f["lenient"] for f in facts["facts"])
@@ -120,6 +141,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     policy = DEFAULT if calibrated else NO_NULL
     n = write_forget_set(client, [a for _, a in audits], Path(args.output), policy)
     print(f"\n{SHARE_NOTE}.")
+    for note in verdict_notes(model, all_facts):
+        print(note)
     if caveat := typical_names_line(all_facts):
         print(caveat)
     memorized = sum(bool((f.get("calibration") or {}).get("memorized")) for f in all_facts)

@@ -14,6 +14,7 @@ from app.forget_set.policies import DEFAULT, POLICIES
 from app.forget_set.repository import ForgetFilters
 from app.streaming import MEDIA_TYPES, download
 from app.validation import IdFilter
+from core import defaults
 
 MEDIA = {**MEDIA_TYPES, "tofu": MEDIA_TYPES["jsonl"]}
 SUFFIX = {"jsonl": "jsonl", "csv": "csv", "tofu": "tofu.jsonl"}
@@ -57,7 +58,7 @@ def _export_route(policy_names: Any, described: str) -> Callable[..., StreamingR
             Query(
                 allow_inf_nan=False,
                 description="keep facts whose z̄* (mean z* over the templates that rank a true value first) is at "
-                "least min_z; a chance rank 1 among 101 candidates already gives z* ≈ 2.9 (docs/measures.md)",
+                f"least min_z; {defaults.CHANCE_Z_PHRASE} (docs/measures.md)",
             ),
         ] = None,
         max_p: Annotated[float, Query(gt=0.0, le=1.0, description="policy=pvalue: the p-value threshold")] = 0.01,

@@ -30,6 +30,8 @@ CSV_FIELDS = [
     "property_label",
     "value",
     "share",
+    "rank1_all",
+    "rank1_any",
     "strict",
     "lenient",
     "z_star",
@@ -77,7 +79,9 @@ def records(
                     "property_label": prop.label if prop else None,
                     "value": fact.value,
                     "share": result.share,
-                    "strict": result.strict,
+                    "rank1_all": result.strict,  # WikiMem's strict and lenient readings, not the verdict
+                    "rank1_any": result.lenient,
+                    "strict": result.strict,  # deprecated names of the two above (until the next release)
                     "lenient": result.lenient,
                     "z_star": result.z_star,
                     "model": audit.model,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 Status = Literal["ready", "pending", "failed", "missing", "uncalibrated"]
 
@@ -97,11 +97,27 @@ class CohortNumbers(BaseModel):
     subjects: int
     facts: int
     mean_memorization: float | None = Field(description="M̄: mean share of rank-1 templates over facts")
-    strict: float | None = Field(description="share of facts memorized under every template")
-    lenient: float | None = Field(description="share of facts memorized under some template")
+    strict: float | None = Field(
+        description="Deprecated (until the next release): rank1_all", json_schema_extra={"deprecated": True}
+    )
+    lenient: float | None = Field(
+        description="Deprecated (until the next release): rank1_any", json_schema_extra={"deprecated": True}
+    )
     z_star: float | None = Field(description="z̄*: mean z* over rank-1 templates")
-    zero_memorization: float | None = Field(description="H_{M=0}: share of subjects with nothing memorized")
-    memorized: float | None = Field(default=None, description="share of facts selected by the default policy")
+    zero_memorization: float | None = Field(description="H_{M=0}: share of subjects with no true value at rank 1")
+    memorized: float | None = Field(
+        default=None, description="share of facts memorized: selected by the default policy (p <= 0.01)"
+    )
+
+    @computed_field(description="share of facts a template ranks first (WikiMem's lenient reading; not the verdict)")
+    @property
+    def rank1_any(self) -> float | None:
+        return self.lenient
+
+    @computed_field(description="share of facts every template ranks first (WikiMem's strict reading; not the verdict)")
+    @property
+    def rank1_all(self) -> float | None:
+        return self.strict
 
 
 class CohortStatsRead(BaseModel):

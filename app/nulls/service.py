@@ -15,7 +15,7 @@ from app.nulls import repository
 from app.nulls.config import config_key, effective_pool, null_config, people_needed, resolve_method
 from app.nulls.kind import KIND
 from app.nulls.prepare import add_distributions
-from app.nulls.shipped import import_shipped
+from app.nulls.shipped import import_shipped, shipped
 from app.queue import enqueue_after_commit
 from app.settings import Settings
 
@@ -55,16 +55,53 @@ def ensure_nulls(
     ``options`` are the subject audit's stored options. Returns the queued null audit's id, or None when every
     property is covered."""
     current = repository.latest_fingerprint(session, model)
-    missing: dict[str, tuple[str, int]] = {}  # property -> (configuration key, people)
+    missing = _missing(session, model, options, lookalikes, pids, settings, current)
+    shipped = import_shipped(session, model, missing, current, settings)  # a shipped file instead of computing
+    left = [pid for pid in missing if pid not in shipped]
+    return trigger(session, model, options, lookalikes, left, settings) if left else None
+
+
+def _missing(
+    session: Session,
+    model: str,
+    options: Mapping[str, Any],
+    lookalikes: str,
+    pids: Iterable[str],
+    settings: Settings,
+    current: str | None,
+) -> dict[str, tuple[str, int]]:
+    """Property -> (configuration key, people) of the nulls no null of ``model`` covers yet."""
+    missing: dict[str, tuple[str, int]] = {}
     for pid in sorted(set(pids), key=lambda p: int(p[1:])):
         pool = effective_pool(session, pid, options)
         config = null_config(pid, options, lookalikes, pool, resolve_method("auto", pid, options))
         key = config_key(config)
         if not any(_covers(d, status, current) for d, status in repository.distributions(session, model, key)):
             missing[pid] = (key, people_needed(config, len(pool), settings))
-    shipped = import_shipped(session, model, missing, current, settings)  # a shipped file instead of computing
-    left = [pid for pid in missing if pid not in shipped]
-    return trigger(session, model, options, lookalikes, left, settings) if left else None
+    return missing
+
+
+def import_shipped_nulls(session: Session, settings: Settings) -> list[str]:
+    """At `memaudit migrate` and at an embedded service's start: import the shipped nulls (app.nulls.shipped) that
+    this deployment's models and settings would import at their first submission, so that no user's request pays
+    for it (parsing the files, hashing the weights, storing thousands of null facts: seconds, tens under load).
+    Exactly what ``ensure_nulls`` would import for a subject audit at the shipped files' options; nothing is queued.
+    Returns the models that got a null."""
+    if not settings.shipped_nulls:
+        return []
+    done = []
+    for artifact in shipped():
+        document = artifact.document
+        model = document["model"]["name"]
+        if model not in settings.models:
+            continue
+        options = document["options"]
+        pids = [d["property"] for d in document["distributions"]]
+        current = repository.latest_fingerprint(session, model)
+        missing = _missing(session, model, options, options.get("lookalikes", "same_origin"), pids, settings, current)
+        if import_shipped(session, model, missing, current, settings):
+            done.append(model)
+    return done
 
 
 def _covers(row: NullDistribution, status: str, fingerprint: str | None) -> bool:

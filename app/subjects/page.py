@@ -13,7 +13,7 @@ from app.audits import repository as audits
 from app.auth.keys import Principal
 from app.db.models import Audit
 from app.privacy import access_log
-from app.subjects import service
+from app.subjects import detection, service
 
 FACTS_PER_PAGE = 10  # a huge audit (many facts) pages its grid
 
@@ -63,4 +63,6 @@ def build(session: Session, principal: Principal, audit: Audit, page: int) -> di
         "undecided": sum(not isinstance(v, bool) for v in verdicts),
         "calibration": facts.calibration,
         "nulls": nulls,
+        "misses": detection.miss_line(audit.model, [f.property for f in facts.facts]),
+        "name_inference": detection.NAME_INFERENCE,
     }

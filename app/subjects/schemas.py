@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, computed_field, field_validator
 
 from app.nulls.schemas import CalibrationInfo, FactCalibration
 from app.validation import LIMIT_KEY, RequestModel
+from core import defaults
 from core.catalog import load_catalog
 from core.measures.wikimem import NEAR_DUPLICATE_THRESHOLD
 from core.models import MODEL_HELP
@@ -73,23 +74,26 @@ class SubjectIn(RequestModel):
 class SubjectAuditOptions(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
-    alpha: float = Field(default=1.0, ge=0.0, le=10.0, description="Weight of the similar-name calibration term")
+    alpha: float = Field(
+        default=defaults.ALPHA, ge=0.0, le=10.0, description="Weight of the similar-name calibration term"
+    )
     counterfactuals: int = Field(
-        default=20,
+        default=defaults.COUNTERFACTUALS,
         ge=1,
         le=500,
-        description="Counterfactual values per fact (default 20: measured as powerful as more, at a fifth of the"
-        " sentences of 100; docs/measures.md, 'Choosing the defaults')",
+        description=f"Counterfactual values per fact (default {defaults.COUNTERFACTUALS}: measured as powerful as"
+        " more, at a fifth of the sentences of 100; docs/measures.md, 'Choosing the defaults')",
     )
     paraphrases: int | None = Field(
-        default=2,
+        default=defaults.PARAPHRASES,
         ge=0,
         le=50,
-        description="Paraphrased templates besides the baseline (default 2; null: all of the property's)",
+        description=f"Paraphrased templates besides the baseline (default {defaults.PARAPHRASES}; null: all of the"
+        " property's)",
     )
-    similar_names: int = Field(default=2, ge=1, le=10, description="Look-alike names in S(h)")
+    similar_names: int = Field(default=defaults.SIMILAR_NAMES, ge=1, le=10, description="Look-alike names in S(h)")
     lookalikes: Literal["reversed", "same_origin"] = Field(
-        default="same_origin",
+        default=defaults.LOOKALIKES,
         description="Look-alike names S(h): other names of the same origin (default: what a model infers from a name's"
         " origin cancels, and no look-alike keeps the surname that carries the identity; a name of unknown origin"
         " falls back to reversed), or reversed letters (WikiMem's 'Enaj Doe'); measured in docs/measures.md",
@@ -156,12 +160,21 @@ class CanaryRead(BaseModel):
     kind: str
     template: str
     rank: int
-    memorized: bool
+    memorized: bool = Field(
+        description="Deprecated (until the next release): rank1. Not the verdict: a true value ranks first under this"
+        " template",
+        json_schema_extra={"deprecated": True},
+    )
     lead_margin: float
     z_star: float | None = Field(description="z*, defined only where a true value ranks first (else null)")
     generic_subject: str
     similar_names: list[str]
     candidates: list[CandidateRead] | None = None
+
+    @computed_field(description="A true value ranks first under this template (WikiMem's reading; not the verdict)")
+    @property
+    def rank1(self) -> bool:
+        return self.memorized
 
 
 class FactResultRead(BaseModel):
@@ -169,8 +182,12 @@ class FactResultRead(BaseModel):
     label: str
     values: list[str]
     share: float = Field(description="Share of templates whose top-ranked candidate is a true value")
-    strict: bool = Field(description="Every template ranks a true value first")
-    lenient: bool = Field(description="Some template ranks a true value first")
+    strict: bool = Field(
+        description="Deprecated (until the next release): rank1_all", json_schema_extra={"deprecated": True}
+    )
+    lenient: bool = Field(
+        description="Deprecated (until the next release): rank1_any", json_schema_extra={"deprecated": True}
+    )
     z_star: float | None = Field(
         description="z̄*: mean z* over the templates that rank a true value first; null when none does"
     )
@@ -180,6 +197,16 @@ class FactResultRead(BaseModel):
     calibration: FactCalibration | None = Field(
         default=None, description="p-value and false-positive rates from the matching null (see `calibration`)"
     )
+
+    @computed_field(description="Some template ranks a true value first (WikiMem's lenient reading; not the verdict)")
+    @property
+    def rank1_any(self) -> bool:
+        return self.lenient
+
+    @computed_field(description="Every template ranks a true value first (WikiMem's strict reading; not the verdict)")
+    @property
+    def rank1_all(self) -> bool:
+        return self.strict
 
 
 class FactsPage(BaseModel):

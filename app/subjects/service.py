@@ -59,7 +59,9 @@ def normalize_fact(catalog: Catalog, pid: str, value: str, field: str, settings:
     try:
         prop = catalog.get(pid)
     except UnknownProperty:
-        raise InvalidInput(f"{field}.property", "unknown property id: use a property id from GET /properties") from None
+        raise InvalidInput(
+            f"{field}.property", "unknown property id: use a property id from GET /properties (`memaudit properties`)"
+        ) from None
     if not value.strip():
         raise InvalidInput(f"{field}.value", "the value is empty")
     if len(value) > settings.max_value_length:

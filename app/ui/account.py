@@ -23,6 +23,7 @@ from app.settings import Settings, get_settings
 from app.ui import session as ui_session
 from app.ui.session import check_csrf
 from app.ui.web import PREFIX, Signed, UiRoute, render, url
+from app.validation import error_message
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
 SUBMIT_KIND = "subject"
@@ -176,7 +177,7 @@ def _body(form: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
 
 def _message(error: dict[str, Any]) -> str:
     """pydantic's message, unless it quotes the rejected value (a name or a fact): then only the error's type."""
-    value, message = error.get("input"), error["msg"]
+    value, message = error.get("input"), error_message(error)
     if isinstance(value, str) and len(value) >= 3 and value in message:
         return f"invalid value ({error['type']})"
     return message

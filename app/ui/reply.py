@@ -1,6 +1,7 @@
 """The reply a person can read (GDPR Art. 12 "clear and plain language"): for one subject audit, a printable page
 that says which facts the model gives away about the person, with one example sentence each, how often the test
-is wrong (its measured false-positive rate, in words), what was sent for forgetting, and whether a later check
+is wrong both ways (its measured false-positive rate and how many facts it misses, in words: a fact not found is
+not a fact found to be absent), what was sent for forgetting, and whether a later check
 found the facts forgotten. For the data subject (their token) and for whoever may see the audit.
 
 It reads through the subject audit's own service (so the access log records the read) and the evidence record;
@@ -24,6 +25,7 @@ from app.evidence import service as evidence
 from app.evidence.schemas import EntryKind
 from app.privacy import access_log
 from app.settings import Settings
+from app.subjects import detection
 from app.subjects import repository as subjects_repository
 from app.subjects import service as subjects
 from app.subjects.schemas import FactResultRead
@@ -48,8 +50,10 @@ class Reply:
     checked_on: str | None
     found: list[Found] = field(default_factory=list)
     not_found: list[str] = field(default_factory=list)
+    unclear: list[str] = field(default_factory=list)  # ranked first, yet not more than for made-up people
     waiting: list[str] = field(default_factory=list)
     sureness: str = ""
+    misses: str = ""  # how many facts the test misses (app.subjects.detection): a "not found" is not "absent"
     exports: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
     tool: str = ""
@@ -142,9 +146,11 @@ def build(session: Session, settings: Settings, principal: Principal, audit_id: 
             reply.waiting.append(label)
         elif cal.memorized:
             reply.found.append(Found(label, f.values, _example(f, name)))
+        elif f.lenient:
+            reply.unclear.append(label)
         else:
             reply.not_found.append(label)
-    reply.sureness = _sureness(facts)
+    reply.sureness, reply.misses = _sureness(facts), detection.miss_words(audit.model)
     entries = evidence.about(session, settings, audit.subject_id, audit_id) if audit.subject_id else []
     reply.exports, reply.checks = _exports(entries), _checks(entries)
     return reply

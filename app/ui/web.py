@@ -23,6 +23,7 @@ from app.ui import charts
 from app.ui import session as ui_session
 from app.ui.session import BadCsrf, NotSignedIn, UiSession
 from app.ui.verdicts import MAX_P, duration
+from core import defaults
 
 HERE = Path(__file__).resolve().parent
 PREFIX = "/ui"
@@ -63,6 +64,7 @@ env.globals["url"] = url
 env.globals["submitters"] = SUBMITTERS  # the roles' lists, from app/deps.py (never spelled in a template)
 env.globals["batch_readers"] = BATCH_READERS
 env.globals["max_p"] = MAX_P
+env.globals["chance_z_phrase"] = defaults.CHANCE_Z_PHRASE
 env.globals["duration"] = duration
 env.globals["bars"] = charts.bars
 env.globals["lines"] = charts.lines

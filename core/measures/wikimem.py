@@ -228,7 +228,9 @@ def subject_summary(outcomes: Sequence[PropertyOutcome]) -> dict[str, float | in
     """Per-subject summary: M̄ (mean memorization rate = mean share of rank-1 templates over properties),
     z̄* (mean z* over every rank-1 template of the subject; None when there is none), the number of this
     subject's properties no template retrieves (not WikiMem's H_{M=0}, which counts subjects of a cohort),
-    and the strict / lenient counts."""
+    and how many properties some template (``rank1_any``) or every template (``rank1_all``) ranks a true value
+    first: WikiMem's lenient and strict readings, which are not the verdict (``memorized`` means p <= 0.01 against
+    the null). ``memorized_strict`` / ``memorized_lenient``: the same counts under their old names, deprecated."""
     zs = [z for o in outcomes for z in o.rank1_z_stars]
     n = len(outcomes)
     return {
@@ -236,8 +238,10 @@ def subject_summary(outcomes: Sequence[PropertyOutcome]) -> dict[str, float | in
         "mean_memorization": sum(o.share for o in outcomes) / n if n else 0.0,
         "mean_z_star": sum(zs) / len(zs) if zs else None,
         "properties_not_memorized": sum(o.share == 0.0 for o in outcomes),
-        "memorized_strict": sum(o.strict for o in outcomes),
-        "memorized_lenient": sum(o.lenient for o in outcomes),
+        "rank1_all": sum(o.strict for o in outcomes),
+        "rank1_any": sum(o.lenient for o in outcomes),
+        "memorized_strict": sum(o.strict for o in outcomes),  # deprecated: rank1_all (until the next release)
+        "memorized_lenient": sum(o.lenient for o in outcomes),  # deprecated: rank1_any
     }
 
 

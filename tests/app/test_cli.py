@@ -168,3 +168,21 @@ def test_the_typical_names_caveat_is_said_once_under_the_table_with_its_properti
     rows += [row("country of citizenship", TYPICAL_NAMES_CAVEAT), row("country of citizenship", TYPICAL_NAMES_CAVEAT)]
     line = typical_names_line(rows)
     assert line == f"languages spoken, written or signed, country of citizenship: {TYPICAL_NAMES_CAVEAT}."
+
+
+def test_migrate_says_what_it_did_and_imports_the_shipped_nulls(cli_env, tmp_path):
+    """A fresh database is created, not "already at the latest schema", and gets the nulls shipped for its models
+    then, not inside the first submission (app.nulls.service.import_shipped_nulls); the second run says the schema
+    was current and imports nothing twice."""
+    first = memaudit(cli_env, "migrate")
+    assert first.returncode == 0 and first.stdout.startswith("created the database at the latest schema:"), first
+    assert "imported the nulls shipped for groundtruth-tiny" in first.stdout, first.stdout
+    db = tmp_path / "cli.sqlite3"
+    with closing(sqlite3.connect(db)) as con:
+        shipped = con.execute("SELECT count(*) FROM audits WHERE kind = 'null' AND status = 'succeeded'").fetchone()
+    assert shipped[0] >= 1
+    again = memaudit(cli_env, "migrate")
+    assert again.stdout.startswith("the database was already at the latest schema:"), again.stdout
+    assert "imported" not in again.stdout
+    with closing(sqlite3.connect(db)) as con:
+        assert con.execute("SELECT count(*) FROM audits WHERE kind = 'null'").fetchone() == shipped

@@ -44,7 +44,8 @@ def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Pa
     assert not [word for word in CHATTER if word in first.stderr], first.stderr[-3000:]
     assert "baseline + 0 paraphrases" in first.stdout and "Albert Einstein" in first.stdout
     n = int(re.search(r"wrote (\d+) records? to", first.stdout).group(1))
-    assert n == len(out.read_text().splitlines())
+    *records, end = out.read_text().splitlines()
+    assert n == len(records) and json.loads(end)["_end"]["records"] == n, end  # ends like every jsonl export
     # the model's null was created by this run's submission and not waited for: every verdict cell says so, and why
     assert "pending" in first.stdout and NULL_NOTE in first.stdout, first.stdout
     assert NULL_FAILED_NOTE not in first.stdout and "not waiting (--null-wait 0)" in first.stderr
@@ -61,6 +62,8 @@ def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Pa
     assert count(db, "audits", "kind = 'subject'") == 2, "one subject audit per run"
     assert count(db, "audits", "kind = 'null'") == 1, "a second null for the same configuration"
     assert count(db, "audits", "status = 'running'") == 0
+    *records, end = out.read_text().splitlines()
+    assert json.loads(end)["_end"]["records"] == len(records) and all("_end" not in r for r in records), end
 
 
 def test_the_demo_explains_pending_and_failed_p_values_only_when_it_shows_them() -> None:

@@ -58,3 +58,20 @@ def test_an_unknown_command_is_refused_with_the_list(capsys):
         build_parser(command_of(["nope"])).parse_args(["nope"])
     assert done.value.code == 2
     assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_a_one_shot_audit_exits_promptly_after_its_table(cli_env):
+    """`memaudit audit` printed its table, then took 9-31 s to exit: the interpreter's last garbage collection walked
+    everything the command had loaded (a model, transformers, the null). The command line freezes those objects
+    once the command is done (app.cli.main), so the process ends within seconds of its last line."""
+    import time
+
+    args = [sys.executable, "-m", "app.cli", "audit", "--name", "Yselda Calderwick", "--fact", "P106=statistician"]
+    args += ["--model", "groundtruth-tiny", "--paraphrases", "0", "--null-wait", "0"]
+    proc = subprocess.Popen(args, cwd=REPO, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    last = time.monotonic()
+    for _ in proc.stdout:
+        last = time.monotonic()
+    proc.wait(timeout=600)
+    assert proc.returncode == 0
+    assert time.monotonic() - last < 4.0, f"{time.monotonic() - last:.1f} s between the last line and the exit"

@@ -111,3 +111,17 @@ def test_production_takes_registered_models_only(pg_env, monkeypatch, api_factor
         assert api.post("/audits", json=SUBJECT).status_code == 202
     finally:
         get_settings.cache_clear()
+
+
+def test_a_validators_message_reads_without_pydantics_prefix(pg_env, api_factory):
+    """A validator's own words reach the client as written: "give the subject's name ...", not "Value error, give
+    ..." (app.validation.error_message), in the API's answer and in the command line's."""
+    from app.validation import error_message
+
+    api = api_factory("auditor")
+    answer = api.post("/audits", json={"kind": "subject", "model": "groundtruth-tiny", "subject": {"facts": []}})
+    assert answer.status_code == 422, answer.text
+    messages = [e["message"] for e in answer.json()["detail"]]
+    assert messages and not [m for m in messages if "Value error" in m], answer.text
+    assert any(m.startswith("give the subject's") for m in messages), answer.text
+    assert error_message({"msg": "Value error, give x"}) == "give x" and error_message({"msg": "bad"}) == "bad"

@@ -26,10 +26,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support import llama_build
 from tests.support.servers import free_port
 
-LLAMA_CPP_MISSING = importlib.util.find_spec("llama_cpp") is None
-SKIP_REASON = "llama-cpp-python[server] is not installed (make install-test installs it)"
+# Missing, and no background build by `make test` (tests/support/llama_build.py): skip. A build started: the served
+# tests run last (tests/conftest.py) and their fixture waits for it (and fails, naming its log, if it failed).
+LLAMA_CPP_MISSING = importlib.util.find_spec("llama_cpp") is None and not llama_build.started()
+SKIP_REASON = "llama-cpp-python[server] is not installed (`make test` builds it in the background; `make llama-build`)"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SERVED_NAME = "smollm2-served"  # the name the server answers to (the requests' "model")
 
@@ -91,6 +94,13 @@ def _wait_ready(server: LlamaServer, timeout: float = 180.0) -> None:
     raise RuntimeError(f"llama-cpp-python server did not answer in {timeout} s (log: {server.log})")
 
 
+def wait_for_build() -> None:
+    try:
+        llama_build.wait()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
 def start_llama_server(
     log_dir: Path,
     *,
@@ -134,8 +144,11 @@ def start_llama_server(
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
-    """One real server for the session, behind a random API key (every test then exercises auth)."""
-    if LLAMA_CPP_MISSING:
+    """One real server for the session, behind a random API key (every test then exercises auth). Waits first for
+    a background build of llama-cpp-python (`make test`), bounded; a failed build fails the served tests with the
+    path of its log."""
+    wait_for_build()
+    if LLAMA_CPP_MISSING or importlib.util.find_spec("llama_cpp") is None:
         pytest.skip(SKIP_REASON)
     server = start_llama_server(tmp_path_factory.mktemp("llama"), api_key=f"sk-memaudit-{secrets.token_hex(12)}")
     yield server
@@ -247,6 +260,7 @@ def smollm2_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def llama_cpp_nlls(seqs: list[list[int]]) -> list[float]:
     """Summed NLL after the first token of each token-id sequence, from llama.cpp's own logits (llama-cpp-python in
     process, the same GGUF, every position, a fresh context per sequence): what the served NLLs must equal."""
+    wait_for_build()
     import llama_cpp
     import numpy as np
 

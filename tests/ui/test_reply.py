@@ -21,6 +21,8 @@ import pytest
 from tests.conftest import make_key, wait_for
 from tests.support.faults import person, subject_body
 
+MANIFEST = Path(__file__).resolve().parents[2] / "workers" / "groundtruth" / "manifest.json"
+HELD_OUT = 0  # a held-out person none of whose facts the shipped null lets through at p <= 0.01
 READING_EASE_FLOOR = 50  # Flesch: 60-70 is plain English; 50 is "fairly difficult", the floor we hold
 JARGON = ("z*", "z̄", "lenient", "strict", "p-value", "p =", "null", "FPR", "false-positive", "canary", "template")
 
@@ -140,3 +142,42 @@ def test_the_person_reads_in_plain_words_and_only_they_and_their_auditor_can(fin
     with session_scope() as s:
         logged = {(r.role, r.action) for r in s.scalars(select(AccessLog).where(AccessLog.audit_id == audit["id"]))}
     assert {("auditor", "read_facts"), ("pipeline", "export_forget_set"), ("subject", "read_facts")} <= logged
+
+
+def held_out_body(i: int) -> dict:
+    """Held-out person ``i`` of the ground-truth model (never trained on) at the API's default options: the shipped
+    null judges them, and at p <= 0.01 none of their facts is memorized."""
+    p = json.loads(MANIFEST.read_text())["held_out"][i]
+    facts = [{"property": pid, "value": v} for pid, values in p["facts"].items() for v in values]
+    return {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": p["name"], "facts": facts}}
+
+
+def test_a_person_with_nothing_found_reads_what_a_no_is_worth(pg_env, rq_worker_later, live_api, browser) -> None:  # noqa: ANN001
+    """No memorized fact: the page says the test found none, that not found is not absent, how often the test
+    misses a fact (the measured recall, app.subjects.detection), and gives no advice to have anything removed."""
+    from app.migrate import import_shipped_nulls
+    from app.subjects.detection import miss_words
+
+    rq_worker_later()
+    assert "groundtruth-tiny" in import_shipped_nulls()  # as `memaudit migrate` does: not inside the first request
+    api = live_api()
+    auditor = api.client(make_key("auditor"))
+    created = auditor.post("/audits", json=held_out_body(HELD_OUT))
+    assert created.status_code == 202, created.text
+    audit = created.json()
+    assert wait_for(auditor, audit["id"], timeout=600)["status"] == "succeeded"
+    facts = wait_calibrated(auditor, audit["id"])
+    assert not [f["label"] for f in facts if f["calibration"]["memorized"]], "a held-out person's fact was memorized"
+
+    page = sign_in(browser, api.url, audit["subject_token"], f"/ui/audits/{audit['id']}/reply")
+    words = " ".join(page.inner_text("main").split())
+    assert page.locator("ul.found li").count() == 0
+    assert "The test found no fact that the model gives away" in words
+    assert " ".join(miss_words("groundtruth-tiny").split()) in words, "the miss rate, in words"
+    assert "does not show that the model does not know" in words
+    advice = " ".join(page.inner_text("section[aria-labelledby=next]").split())
+    assert "nothing to remove" in advice and "ask the firm" not in advice.lower(), advice
+    assert "gives away these facts" not in words and "did not give away" not in words, "not found is not absent"
+    for term in JARGON:
+        assert term.lower() not in words.lower(), f"jargon on the person's page: {term!r}"
+    page.context.close()

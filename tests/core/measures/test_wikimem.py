@@ -98,6 +98,8 @@ def test_subject_summary():
     assert summary["mean_memorization"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
     assert summary["mean_z_star"] == pytest.approx(a.z_star), "over the two rank-1 templates, both A"
     assert summary["properties_not_memorized"] == 1 and "zero_memorization" not in summary
+    assert summary["rank1_all"] == 1 and summary["rank1_any"] == 2
+    # the old names, deprecated for one release (``memorized`` is the verdict's word alone)
     assert summary["memorized_strict"] == 1 and summary["memorized_lenient"] == 2
 
 
