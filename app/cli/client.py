@@ -114,6 +114,10 @@ class Client:
 
             resume_pending(self.http.app.state.kinds)
 
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Any JSON endpoint (the requests commands: app/cli/requests.py): the API's answer, or ApiRefused."""
+        return self._json(method, path, **kwargs)
+
     def submit(self, payload: dict[str, Any]) -> str:
         return self._json("POST", "/audits", json=payload)["id"]
 
