@@ -5,6 +5,7 @@ in any; bad input names its field."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -146,3 +147,34 @@ def test_one_evidence_entry_per_step_and_no_name(officer) -> None:  # noqa: ANN0
     assert kinds == ["request_received", "request_identity_checked", "request_extended", "request_refused"], kinds
     for part in (NAME, *NAME.split(), "cartographer", "withdrew"):
         assert part not in text, f"personal data or free text in the evidence record: {part!r}"
+
+
+def test_migration_matches_the_request_models(tmp_path) -> None:  # noqa: ANN001
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from sqlalchemy import create_engine
+
+    from app.db.base import Base
+    from app.migrate import migrate
+
+    url = f"sqlite:///{tmp_path / 'schema.sqlite3'}"
+    migrate(url)
+    with create_engine(url).connect() as conn:
+        diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    tables = ("requests", "request_audits", "recipients", "deliveries")
+    ours = [d for d in diffs if any(f"'{t}'" in repr(d) or f"table={t}" in repr(d) for t in tables)]
+    assert ours == [], ours
+
+
+def test_the_cli_is_the_api_client(sqlite_env, capsys) -> None:  # noqa: ANN001
+    from app.cli import main as cli
+
+    args = ["requests", "create", "--name", NAME, "--fact", "P106=cartographer", "--right", "access"]
+    assert cli([*args, "--model", "groundtruth-tiny", "--received-at", "2026-04-01T09:00:00Z"]) == 0
+    made = json.loads(capsys.readouterr().out)
+    assert made["due_at"] == "2026-05-01T09:00:00Z" and made["state"] == "received"
+    assert cli(["requests", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert made["id"][:8] in listed and "overdue" in listed, "received in April 2026: overdue by now"
+    assert cli(["requests", "extend", made["id"], "--reason", "too late"]) != 0
+    assert "reason" in capsys.readouterr().err, "the API's 422 names the field"
