@@ -13,7 +13,6 @@ from app.audits.kinds import KindsDep
 from app.auth.keys import Principal
 from app.db.base import utcnow
 from app.deps import SessionDep, SettingsDep, Submitter, require_roles
-from app.errors import NotFound
 from app.requests import read, repository, service
 from app.requests.schemas import (
     AuditsIn,
@@ -119,10 +118,7 @@ def delivery_file(
     request_id: RequestId, delivery_id: Annotated[str, Path(max_length=32)], session: SessionDep, who: Reader
 ) -> Response:
     """The delivered forget set, byte for byte (JSON lines with the end marker; its SHA-256 is the delivery's)."""
-    req = service.get(session, who, request_id)
-    found = repository.delivery(session, req.id, delivery_id)
-    if found is None:
-        raise NotFound("no such delivery of this request")
+    found = service.delivery_file(session, who, request_id, delivery_id)
     disposition = {"Content-Disposition": f'attachment; filename="forget-set-{found.id}.jsonl"'}
     return Response(found.content, media_type="application/x-ndjson", headers=disposition)
 

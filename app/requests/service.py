@@ -29,6 +29,7 @@ from app.db.vocabulary import IdentityCheck, RequestState, Right
 from app.errors import Conflict, InvalidInput, NotFound
 from app.evidence import repository as evidence
 from app.evidence.schemas import EntryKind
+from app.privacy import access_log
 from app.requests import repository
 from app.requests.delivery import forget_set_file
 from app.requests.schemas import DeliveryIn, RecipientCreate, RequestCreate
@@ -241,6 +242,18 @@ def _succeeded_audit(session: Session, req: PersonRequest, model: str) -> Audit:
                 raise Conflict(f"the request's audit on {model} has not succeeded (yet): deliver once it has")
             return audit
     raise InvalidInput("model", "the request has no audit on this model: POST /requests/{id}/audits first")
+
+
+def delivery_file(session: Session, principal: Principal, request_id: str, delivery_id: str) -> Delivery:
+    """A delivered file, read: the access log records whose data it disclosed (as every read of a person's facts)."""
+    req = get(session, principal, request_id)
+    found = repository.delivery(session, req.id, delivery_id)
+    if found is None:
+        raise NotFound("no such delivery of this request")
+    audit = session.get(Audit, found.audit_id) if found.audit_id else None
+    subject_id = audit.subject_id if audit else None
+    access_log.record(session, principal, "read_delivery", subject_id=subject_id, audit_id=found.audit_id)
+    return found
 
 
 def record_verification(

@@ -41,7 +41,10 @@ def test_a_request_from_intake_to_reply(sqlite_url: str, tmp_path: Path) -> None
     with pytest.MonkeyPatch.context() as mp:
         db = tmp_path / "embedded.sqlite3"
         shutil.copyfile(sqlite_url.removeprefix("sqlite:///"), db)
-        models = {AFTER: {"path": str(tmp_path / "unlearned"), "description": "groundtruth-tiny, unlearned"}}
+        models = {
+            BEFORE: {"path": str(GROUNDTRUTH), "description": "the ground-truth model"},
+            AFTER: {"path": str(tmp_path / "unlearned"), "description": "groundtruth-tiny, unlearned"},
+        }
         for key, value in (
             ("MEMAUDIT_DATABASE_URL", f"sqlite:///{db}"),
             ("MEMAUDIT_ENV", "test"),
