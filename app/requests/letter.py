@@ -36,6 +36,13 @@ class Verdict:
 
 
 @dataclass
+class After:
+    property: str
+    status: str  # the verification's fact status (app.verification.schemas.FactStatus)
+    text: str
+
+
+@dataclass
 class Letter:
     name: str
     received: str
@@ -44,7 +51,7 @@ class Letter:
     verdicts: list[Verdict] = field(default_factory=list)
     waiting_models: list[str] = field(default_factory=list)
     sent: list[str] = field(default_factory=list)
-    after: list[str] = field(default_factory=list)
+    after: list[After] = field(default_factory=list)
     refused: str | None = None
 
 
@@ -79,5 +86,6 @@ def build(session: Session, principal: Principal, req: PersonRequest) -> Letter:
         labels = {v.property: v.label for v in letter.verdicts}
         for f in repository.verified_facts(session, req.verification_audit_id, before):
             what = AFTER.get(f.status, f.status)
-            letter.after.append(f"{labels.get(f.property_id, f.property_id).capitalize()}: {what}.")
+            text = f"{labels.get(f.property_id, f.property_id).capitalize()}: {what}."
+            letter.after.append(After(f.property_id, f.status, text))
     return letter
