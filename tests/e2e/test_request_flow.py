@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "workers" / "groundtruth" / "manifest.json"
 GROUNDTRUTH = ROOT / "workers" / "groundtruth" / "model"
 BEFORE, AFTER = "groundtruth-tiny", "groundtruth-request-unlearned"
-AFTER = re.compile(r'data-after-property="([^"]+)" data-status="([^"]+)"')
+AFTER_LINE = re.compile(r'data-after-property="([^"]+)" data-status="([^"]+)"')
 VERDICT = re.compile(r'data-model="([^"]+)" data-property="([^"]+)" data-verdict="([^"]+)"')
 
 
@@ -133,7 +133,7 @@ def check_letter(api, token: str, rid: str, audit_id: str, after: dict[str, str]
     page = api.client.get(f"/ui/requests/{rid}/reply.html").text
     assert {(m, p): v for m, p, v in VERDICT.findall(page)} == expected
     assert page.count(" was sent to ") == 1 and "the model no longer gives it away" in page
-    assert dict(AFTER.findall(page)) == after, "the letter's check after is the verification's, fact by fact"
+    assert dict(AFTER_LINE.findall(page)) == after, "the letter's check after is the verification's, fact by fact"
     state = api.get(f"/requests/{rid}").json()
     assert len(state["audits"]) == 1 and len(state["deliveries"]) == 1 and state["verification"], state
 
