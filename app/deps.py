@@ -60,4 +60,6 @@ def require_roles(*roles: str) -> Callable[[Principal], Principal]:
 SUBMITTERS = (Role.ADMIN, Role.AUDITOR)
 # Who reads batches (an auditor its own key's; admins and regulators every one; a pipeline key none).
 BATCH_READERS = (Role.ADMIN, Role.AUDITOR, Role.REGULATOR)
+# Who reads a person's requests (an auditor its own key's; admins and regulators every one).
+REQUEST_READERS = (Role.ADMIN, Role.AUDITOR, Role.REGULATOR)
 Submitter = Annotated[Principal, Depends(require_roles(*SUBMITTERS))]

@@ -27,6 +27,7 @@ from app.openapi import ERROR_RESPONSES
 from app.openapi import install as install_openapi
 from app.privacy.router import router as privacy_router
 from app.reliability.admission import Admission
+from app.requests.router import router as requests_router
 from app.settings import get_settings
 from app.ui.router import mount as mount_dashboard
 from app.validation import error_message
@@ -118,6 +119,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     app.include_router(privacy_router)
     app.include_router(evidence_router)
     app.include_router(batches_router)
+    app.include_router(requests_router)
     mount_dashboard(app)  # the web dashboard under /ui/ (app/ui)
     mount_docs(app)  # GET / -> /ui/, and /docs offline
     install_openapi(app, {kind.create.__name__: kind.own_models for kind in kinds.values()}, tuple(kinds))

@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "app.cli.capacity:add_capacity_commands",
     ),
     "batch": ("audit a roster of people (a cohort) at once", "app.cli.batch:add_batch_commands"),
+    "requests": (
+        "a person's request: intake, deadline, audits, deliveries to recipients, answer",
+        "app.cli.requests:add_request_commands",
+    ),
     "evidence": (
         "the signed evidence record: export it, verify an export offline",
         "app.cli.evidence:add_evidence_commands",

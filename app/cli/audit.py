@@ -261,8 +261,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         n = counted(chunks, sys.stdout, args.format, end)
         sys.stdout.flush()
-    if args.format != "jsonl" and policy.p_values:  # csv and tofu carry no end marker: ask jsonl's
-        counted(client.forget_set(params | {"format": "jsonl"}), io.StringIO(), "jsonl", end)
+    if args.format != "jsonl" and policy.p_values:  # csv and tofu carry no end marker: ask for it alone
+        counted(client.forget_set(params | {"format": "jsonl", "end_only": True}), io.StringIO(), "jsonl", end)
     print(f"wrote {n} record{'s' if n != 1 else ''} to {args.output or 'standard output'}", file=sys.stderr)
     if end.get("pending"):
         print(pending_line(end, args.policy), file=sys.stderr)

@@ -117,6 +117,10 @@ class Client:
     def properties(self) -> list[dict[str, Any]]:
         return self._json("GET", "/properties")
 
+    def call(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Any JSON endpoint (the requests commands: app/cli/requests.py): the API's answer, or ApiRefused."""
+        return self._json(method, path, **kwargs)
+
     def submit(self, payload: dict[str, Any]) -> str:
         return self._json("POST", "/audits", json=payload)["id"]
 

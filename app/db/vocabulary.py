@@ -46,3 +46,40 @@ class ImportStatus(StrEnum):
 
     RUNNING = "running"
     SUCCEEDED = "succeeded"
+
+
+class RequestState(StrEnum):
+    """A person's request (app/requests): received -> identity_checked -> audited -> delivered -> verified ->
+    answered, or refused (with a reason) from any state before answered. An access-only request may be answered
+    once audited (nothing to deliver or verify)."""
+
+    RECEIVED = "received"
+    IDENTITY_CHECKED = "identity_checked"
+    AUDITED = "audited"
+    DELIVERED = "delivered"
+    VERIFIED = "verified"
+    ANSWERED = "answered"
+    REFUSED = "refused"
+
+
+class Right(StrEnum):
+    """The rights a person's request invokes (GDPR Art. 15, 17, 16)."""
+
+    ACCESS = "access"
+    ERASURE = "erasure"
+    RECTIFICATION = "rectification"
+
+
+class IdentityCheck(StrEnum):
+    """Where checking the requester's identity stands (Art. 12(6))."""
+
+    PENDING = "pending"
+    VERIFIED = "verified"
+    FAILED = "failed"
+
+
+class RecipientKind(StrEnum):
+    """Who a forget set is delivered to (Art. 19: each recipient of the personal data is told)."""
+
+    UNLEARNING_PIPELINE = "unlearning_pipeline"
+    DEPLOYMENT = "deployment"

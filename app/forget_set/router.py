@@ -70,6 +70,13 @@ def _export_route(policy_names: Any, described: str) -> Callable[..., StreamingR
                 " audited again is exported once); all: every audit's"
             ),
         ] = "newest",
+        end_only: Annotated[
+            bool,
+            Query(
+                description="answer only the jsonl end marker (records, pending): no record is sent, so nothing is"
+                " recorded as exported (what `memaudit export --format csv|tofu` asks for its summary)"
+            ),
+        ] = False,
     ) -> StreamingResponse:
         """Export memorized facts as a forget set for an unlearning pipeline (streamed). Every filter is checked before
         the first byte. `jsonl` ends with the line `{"_end": {"records": N}}`: without it the stream was cut; when the
@@ -80,6 +87,8 @@ def _export_route(policy_names: Any, described: str) -> Callable[..., StreamingR
         filters = ForgetFilters(
             model, subject_id, audit_id, property, policy, min_share, min_z, max_p, q, batch_id, audits == "all"
         )
+        if end_only:
+            return download(service.end_marker_only(principal, filters), MEDIA["jsonl"], "forget-set-end.jsonl")
         return download(service.export(principal, filters, format), MEDIA[format], f"forget-set.{SUFFIX[format]}")
 
     return export_forget_set

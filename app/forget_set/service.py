@@ -17,7 +17,7 @@ from app.forget_set.verdicts import Verdicts
 from app.nulls.config import subject_fingerprint
 from app.privacy.access_log import logged_export
 from app.settings import get_settings
-from app.streaming import csv_lines, jsonl_lines, with_end_marker
+from app.streaming import END_KEY, csv_lines, jsonl_lines, with_end_marker
 from app.verification.repository import verification_of
 from core.catalog import load_catalog, split_template
 from core.provenance import unrecorded
@@ -184,3 +184,12 @@ def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[s
     else:
         chunks = with_end_marker(jsonl_lines(rows), lambda: left_out)
     return witness.seal(chunks)
+
+
+def end_marker_only(principal: Principal, filters: ForgetFilters) -> Iterator[str]:
+    """The jsonl export's end marker alone (``{"_end": {"records": N, "pending": ...}}``): what a csv or tofu export
+    left out, for the CLI to say. No record leaves the service, so neither the access log nor the evidence record
+    gets an entry (a second, full jsonl export read for its marker was recorded as one more export: issue 43)."""
+    left_out: dict[str, Any] = {}
+    n = sum(1 for _ in records(principal, filters, left_out=left_out))
+    yield json.dumps({END_KEY: {"records": n} | left_out}) + "\n"

@@ -24,6 +24,7 @@ from app.deps import SessionDep, SettingsDep
 from app.evidence import service as evidence
 from app.evidence.schemas import EntryKind
 from app.privacy import access_log
+from app.requests.repository import recipient_names
 from app.settings import Settings
 from app.subjects import detection
 from app.subjects import repository as subjects_repository
@@ -54,7 +55,7 @@ class Reply:
     waiting: list[str] = field(default_factory=list)
     sureness: str = ""
     misses: str = ""  # how many facts the test misses (app.subjects.detection): a "not found" is not "absent"
-    exports: list[str] = field(default_factory=list)
+    sent: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
     tool: str = ""
 
@@ -101,14 +102,17 @@ def _sureness(facts: list[FactResultRead]) -> str:
     return _in_words(worst.k, worst.n)
 
 
-def _exports(entries: list[dict[str, Any]]) -> list[str]:
+def _sent(entries: list[dict[str, Any]], names: dict[str, str]) -> list[str]:
+    """Deliveries of a forget set to a registered recipient (app/requests), the only thing said to be "sent": an
+    export (GET /forget-set, `memaudit export`, the demo's file) was downloaded, not sent to be removed."""
     out = []
     for e in entries:
-        if e["kind"] != EntryKind.FORGET_SET_EXPORT:
+        if e["kind"] != EntryKind.REQUEST_DELIVERED:
             continue
         n = e["body"].get("records", 0)
         facts = "one fact" if n == 1 else f"{n} facts"
-        out.append(f"On {_day(e['at'])}, a list of {facts} was sent to be removed from the model.")
+        to = names.get(e["body"].get("recipient"), "a system that removes data from the model")
+        out.append(f"On {_day(e['at'])}, a list of {facts} was sent to {to} to be removed from the model.")
     return out
 
 
@@ -152,7 +156,7 @@ def build(session: Session, settings: Settings, principal: Principal, audit_id: 
             reply.not_found.append(label)
     reply.sureness, reply.misses = _sureness(facts), detection.miss_words(audit.model)
     entries = evidence.about(session, settings, audit.subject_id, audit_id) if audit.subject_id else []
-    reply.exports, reply.checks = _exports(entries), _checks(entries)
+    reply.sent, reply.checks = _sent(entries, recipient_names(session, audit_id)), _checks(entries)
     return reply
 
 

@@ -63,6 +63,7 @@ def url(path: str, **params: object) -> str:
 env.globals["url"] = url
 env.globals["submitters"] = SUBMITTERS  # the roles' lists, from app/deps.py (never spelled in a template)
 env.globals["batch_readers"] = BATCH_READERS
+env.globals["request_readers"] = REQUEST_READERS
 env.globals["max_p"] = MAX_P
 env.globals["chance_z_phrase"] = defaults.CHANCE_Z_PHRASE
 env.globals["duration"] = duration

@@ -97,7 +97,10 @@ def test_the_person_reads_in_plain_words_and_only_they_and_their_auditor_can(fin
     for term in JARGON:
         assert term.lower() not in words.lower(), f"jargon on the person's page: {term!r}"
     assert "made-up people" in words and "wrong" in words, "how sure the tool is, in words"
-    assert "was sent to be removed" in words, "the delivered forget set (the evidence record) is reported"
+    assert " was sent to " not in words.replace("What was sent to be removed", ""), (
+        "an export (a download) is never said to be sent: only a delivery is"
+    )
+    assert "Nothing has been sent to be removed yet" in words
     assert "No one has checked yet" in words, "no verification yet: the placeholder says so"
     ease = textstat.flesch_reading_ease(words)
     print(f"reading ease of the person's page: {ease:.1f}")

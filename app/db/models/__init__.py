@@ -10,6 +10,7 @@ from app.db.models.dynamics import DynamicsAudit, DynamicsString  # noqa: F401
 from app.db.models.evidence import EvidenceEntry, EvidenceHead  # noqa: F401
 from app.db.models.null import NullDistribution, NullFact  # noqa: F401
 from app.db.models.privacy import AccessLog, RevokedSubjectToken  # noqa: F401
+from app.db.models.requests import Delivery, PersonRequest, Recipient, RequestAudit  # noqa: F401
 from app.db.models.subject import Fact, PropertyRow, Subject, Template
 from app.db.models.ui_session import DashboardSession  # noqa: F401
 from app.db.models.verification import VerificationFact, VerificationPerson  # noqa: F401
