@@ -33,6 +33,7 @@ TOP_KEYS = frozenset({"cost", "distributions", "format", "generator", "model", "
 EXPECTED = {"format": FORMAT, "statistic": STATISTIC, "generator": GENERATOR}
 CHILD_SECONDS = 600.0  # a child parsing and storing one file longer than this is stopped (500)
 IMPORTS_AT_ONCE = 2  # child processes at once (each holds a parsed file)
+CHILD_NICENESS = 10  # the child's CPU priority below the API's
 _limiter: anyio.CapacityLimiter | None = None
 _decoder = json.JSONDecoder()
 NOT_A_NULL = "not a null artifact (gzip JSON): send a file `memaudit nulls export` wrote"
@@ -167,6 +168,8 @@ def main() -> int:
     from app.nulls.artifact import import_bytes
     from app.settings import get_settings
 
+    if hasattr(os, "nice"):
+        os.nice(CHILD_NICENESS)  # the API's own requests come first on a busy machine
     data = sys.stdin.buffer.read()
     model = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else None
     try:
