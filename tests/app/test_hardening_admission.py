@@ -35,13 +35,20 @@ def _ratings(target_bytes: int) -> bytes:
 
 def _b_waits_while(api, key_b: str, work: list[Callable[[], httpx.Response]]) -> tuple[list[float], list, list]:
     """Run ``work`` in threads at once; meanwhile B lists its audits and /health is read, each about 5 times a
-    second, until every piece of work has answered. B's latencies, /health's answers, the work's answers."""
-    answers: list[httpx.Response] = []
-    threads = [threading.Thread(target=lambda w=w: answers.append(w())) for w in work]
+    second, until every piece of work has answered. B's latencies, /health's answers, the work's answers (each
+    with its own duration)."""
+    answers: list[tuple[httpx.Response, float]] = []
+
+    def timed(w: Callable[[], httpx.Response]) -> None:
+        start = time.monotonic()
+        answers.append((w(), time.monotonic() - start))
+
+    threads = [threading.Thread(target=timed, args=(w,)) for w in work]
     for t in threads:
         t.start()
+    time.sleep(0.5)  # every request of A's is in (its body read, a slot taken or waited for)
     waits, health = [], []
-    with httpx.Client(base_url=api.url, headers={"Authorization": f"Bearer {key_b}"}, timeout=120) as b:
+    with httpx.Client(base_url=api.url, headers={"Authorization": f"Bearer {key_b}"}, timeout=600) as b:
         while any(t.is_alive() for t in threads):
             start = time.monotonic()
             assert b.get("/audits").status_code == 200
@@ -54,9 +61,12 @@ def _b_waits_while(api, key_b: str, work: list[Callable[[], httpx.Response]]) ->
 
 
 def test_one_keys_dataset_uploads_leave_slots_for_another_key(live_api):
-    api = live_api(**UNLIMITED)
+    """The probe's shape at a test's size: 4 slots (3 per key), 6 uploads by A of 0.4 MB each. Before, A's uploads
+    held every slot and B waited as long as an upload took; now B's list answers while A's uploads run.
+    docs/reliability.md has the probe at full size (10 slots, 12 uploads of 3.8 MB)."""
+    api = live_api(MEMAUDIT_MAX_CONCURRENT_REQUESTS="4", **UNLIMITED)
     key_a, key_b = make_key("auditor"), make_key("auditor")
-    ratings = _ratings(3_800_000)
+    ratings = _ratings(400_000)
     items = "".join(f"{i}::Movie {i} (1995)::Drama\n" for i in range(1, 201)).encode()
 
     def upload(i: int) -> Callable[[], httpx.Response]:
@@ -67,23 +77,23 @@ def test_one_keys_dataset_uploads_leave_slots_for_another_key(live_api):
 
         return send
 
-    started = time.monotonic()
-    waits, health, answers = _b_waits_while(api, key_b, [upload(i) for i in range(12)])
-    took = time.monotonic() - started
-    assert [r.status_code for r in answers] == [201] * 12, [r.text[:200] for r in answers if r.status_code != 201]
+    waits, health, answers = _b_waits_while(api, key_b, [upload(i) for i in range(6)])
+    assert [r.status_code for r, _ in answers] == [201] * 6, [r.text[:200] for r, _ in answers if r.status_code != 201]
+    fastest = min(took for _, took in answers)
     busiest = max((h["admission"] for h in health if "admission" in h), key=lambda s: s["in_use"])
     print(
-        f"\n12 x {len(ratings) / 1e6:.1f} MB uploads by A: done in {took:.1f} s; B's GET /audits {len(waits)} times,"
+        f"\n6 x {len(ratings) / 1e6:.1f} MB uploads by A: fastest {fastest:.1f} s; B's GET /audits {len(waits)} times,"
         f" worst {max(waits):.2f} s; /health at the busiest: {busiest}"
     )
-    assert max(waits) <= 2.0, waits
+    assert max(waits) <= 2.0 and max(waits) < fastest / 2, (waits, fastest)
     assert all(h["status"] == "ok" for h in health)
-    assert busiest["in_use"] <= busiest["per_key"] + 2, "A held more than its share"  # B's request and /audits
+    assert busiest["per_key"] == 3 and busiest["in_use"] <= 4
     assert any(h["admission"]["keys_at_their_cap"] >= 1 for h in health if "admission" in h), "saturation unseen"
 
 
 def test_one_keys_large_batches_leave_slots_for_another_key(live_api):
-    api = live_api(**UNLIMITED)
+    """The same with 6 batches of 2,000 people by A (JSON rosters, parsed in a thread)."""
+    api = live_api(MEMAUDIT_MAX_CONCURRENT_REQUESTS="4", **UNLIMITED)
     key_a, key_b = make_key("auditor"), make_key("auditor")
 
     def batch(i: int) -> Callable[[], httpx.Response]:
@@ -97,12 +107,11 @@ def test_one_keys_large_batches_leave_slots_for_another_key(live_api):
 
         return send
 
-    started = time.monotonic()
-    waits, _, answers = _b_waits_while(api, key_b, [batch(i) for i in range(10)])
-    took = time.monotonic() - started
-    assert [r.status_code for r in answers] == [202] * 10, [r.text[:200] for r in answers if r.status_code != 202]
-    print(f"\n10 x 2,000-person batches by A: done in {took:.1f} s; B's GET /audits worst {max(waits):.2f} s")
-    assert max(waits) <= 2.0, waits
+    waits, _, answers = _b_waits_while(api, key_b, [batch(i) for i in range(6)])
+    assert [r.status_code for r, _ in answers] == [202] * 6, [r.text[:200] for r, _ in answers if r.status_code != 202]
+    fastest = min(took for _, took in answers)
+    print(f"\n6 x 2,000-person batches by A: fastest {fastest:.1f} s; B's GET /audits worst {max(waits):.2f} s")
+    assert max(waits) <= 2.0 and max(waits) < fastest / 2, (waits, fastest)
 
 
 def _probe_null(json_bytes: int, fmt: str = "memaudit.null/1") -> bytes:
