@@ -106,7 +106,10 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     app.state.kinds = kinds
     # Innermost of the three: bounds whatever holds threads and database connections (app/reliability/admission),
     # and is entered only once RequestGuard has authenticated the request and read its whole body (in time).
-    app.add_middleware(Admission, limit=get_settings().max_concurrent_requests)
+    settings = get_settings()
+    app.add_middleware(
+        Admission, limit=settings.max_concurrent_requests, per_key=settings.max_concurrent_requests_per_key
+    )
     app.add_middleware(RequestGuard)  # limits, authentication and rate limits before the body is read
     app.add_middleware(ErrorScrubber)  # outermost: no exception message (maybe personal data) reaches the log
     app.include_router(meta_router)

@@ -105,6 +105,57 @@ class BodyTooLarge(Exception):
     """Raised from `receive` when a body passes its limit; the guard answers 413 whatever the app made of it."""
 
 
+async def _refuse_early(scope: Scope, send: Send, settings: Settings) -> int | None:
+    """The body's size limit of this request, or None once it has been answered: a NUL in the path or query (422),
+    or a Content-Length past the limit (413)."""
+    field = nul_field(scope)
+    if field is not None:
+        await send_error(send, 422, "NUL characters (\\0) are not allowed; remove them", field)
+        return None
+    limit = getattr(settings, BODY_LIMITS.get((scope["method"], scope["path"]), "max_request_bytes"))
+    if scope["path"].startswith("/ui/"):
+        limit = min(limit, UI_MAX_BODY_BYTES)
+    length = _header(scope, b"content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        await send_error(send, 413, *_too_large(limit))
+        return None
+    return limit
+
+
+async def _authenticate(scope: Scope, send: Send, settings: Settings, with_body: bool) -> bool:
+    """Leave the principal in the request's state (or the Unauthorized error, for a route without a body that may
+    be public); False once the request has been answered (401, 429, 503)."""
+    # the health check is public and must answer when the database does not: no authentication
+    public = scope["path"] in UNAUTHENTICATED and scope["method"] in ("GET", "HEAD")
+    token = None if public else bearer_token(_header(scope, b"authorization"))
+    state = scope.setdefault("state", {})
+    # The dashboard's forms (app/ui) authenticate with its session cookie and a CSRF token instead.
+    if token is None and with_body and not scope["path"].startswith("/ui/"):
+        await send_error(send, 401, MISSING_KEY, headers={"WWW-Authenticate": "Bearer"})
+        return False
+    if token is None:
+        return True
+    global _auth_limiter
+    if _auth_limiter is None:  # made in the server's event loop, on first use
+        _auth_limiter = anyio.CapacityLimiter(AUTH_THREADS)
+    try:
+        state["principal"] = await anyio.to_thread.run_sync(
+            authenticate_and_limit, settings, token, with_body, limiter=_auth_limiter
+        )
+    except TooManyRequests as exc:
+        await send_error(send, 429, exc.message, exc.field, {"Retry-After": str(exc.retry_after)})
+        return False
+    except (OperationalError, InterfaceError):  # the database is down: say so, not "internal error"
+        await send_error(send, 503, DATABASE_DOWN, "database", {"Retry-After": "5"})
+        return False
+    except Unauthorized as exc:
+        if with_body:
+            await send_error(send, 401, exc.message, exc.field, {"WWW-Authenticate": "Bearer"})
+            return False
+        state["principal"] = exc  # a route without a body may be public: the dependency decides
+    return True
+
+
 class RequestGuard:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -114,64 +165,35 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         settings = get_settings()
-        field = nul_field(scope)
-        if field is not None:
-            await send_error(send, 422, "NUL characters (\\0) are not allowed; remove them", field)
-            return
-        limit = getattr(settings, BODY_LIMITS.get((scope["method"], scope["path"]), "max_request_bytes"))
-        if scope["path"].startswith("/ui/"):
-            limit = min(limit, UI_MAX_BODY_BYTES)
-        length = _header(scope, b"content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            await send_error(send, 413, *_too_large(limit))
+        limit = await _refuse_early(scope, send, settings)
+        if limit is None:
             return
         with_body = scope["method"] in BODY_METHODS
-        # the health check is public and must answer when the database does not: no authentication
-        public = scope["path"] in UNAUTHENTICATED and scope["method"] in ("GET", "HEAD")
-        token = None if public else bearer_token(_header(scope, b"authorization"))
-        state = scope.setdefault("state", {})
-        # The dashboard's forms (app/ui) authenticate with its session cookie and a CSRF token instead.
-        if token is None and with_body and not scope["path"].startswith("/ui/"):
-            await send_error(send, 401, MISSING_KEY, headers={"WWW-Authenticate": "Bearer"})
+        if not await _authenticate(scope, send, settings, with_body):
             return
-        if token is not None:
-            global _auth_limiter
-            if _auth_limiter is None:  # made in the server's event loop, on first use
-                _auth_limiter = anyio.CapacityLimiter(AUTH_THREADS)
-            try:
-                state["principal"] = await anyio.to_thread.run_sync(
-                    authenticate_and_limit, settings, token, with_body, limiter=_auth_limiter
-                )
-            except TooManyRequests as exc:
-                await send_error(send, 429, exc.message, exc.field, {"Retry-After": str(exc.retry_after)})
-                return
-            except (OperationalError, InterfaceError):  # the database is down: say so, not "internal error"
-                await send_error(send, 503, DATABASE_DOWN, "database", {"Retry-After": "5"})
-                return
-            except Unauthorized as exc:
-                if with_body:
-                    await send_error(send, 401, exc.message, exc.field, {"WWW-Authenticate": "Bearer"})
-                    return
-                state["principal"] = exc  # a route without a body may be public: the dependency decides
         if with_body:
-            seconds = getattr(settings, BODY_TIMEOUTS.get((scope["method"], scope["path"]), "body_timeout_seconds"))
-            try:
-                body = await read_body(receive, limit, seconds)
-            except BodyTooLarge:
-                await send_error(send, 413, *_too_large(limit))
-                return
-            except TimeoutError:
-                message = f"the request body did not arrive within {seconds:g} s; send it at once, or a smaller one"
-                await send_error(send, 408, message, "body", {"Connection": "close"})
-                return
-            if body is None:  # the client left before sending its whole body: nobody to answer
-                return
-            try:
-                await self.app(scope, body.receive(receive), send)
-            finally:
-                body.close()
+            await self._with_body(scope, receive, send, settings, limit)
+        else:
+            await self._guarded(scope, receive, send, limit)
+
+    async def _with_body(self, scope: Scope, receive: Receive, send: Send, settings: Settings, limit: int) -> None:
+        """Read the whole body within its limits (413, 408), then hand it to the application in one piece."""
+        seconds = getattr(settings, BODY_TIMEOUTS.get((scope["method"], scope["path"]), "body_timeout_seconds"))
+        try:
+            body = await read_body(receive, limit, seconds)
+        except BodyTooLarge:
+            await send_error(send, 413, *_too_large(limit))
             return
-        await self._guarded(scope, receive, send, limit)
+        except TimeoutError:
+            message = f"the request body did not arrive within {seconds:g} s; send it at once, or a smaller one"
+            await send_error(send, 408, message, "body", {"Connection": "close"})
+            return
+        if body is None:  # the client left before sending its whole body: nobody to answer
+            return
+        try:
+            await self.app(scope, body.receive(receive), send)
+        finally:
+            body.close()
 
     async def _guarded(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
         """A request that may carry no body (GET, DELETE…): should it send one anyway, it is counted as read."""

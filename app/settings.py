@@ -280,6 +280,12 @@ class Settings(BaseSettings):
     max_concurrent_requests: int = Field(
         default=10, description="requests inside the API at once (0: no limit); keep under the database pool (20)"
     )
+    max_concurrent_requests_per_key: int = Field(
+        default=3,
+        ge=0,
+        description="of those, one API key's or subject token's at once (0: no cap of its own); its others wait their"
+        " turn without holding a slot another key could use",
+    )
     body_timeout_seconds: float = Field(
         default=30.0,
         gt=0,

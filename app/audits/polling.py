@@ -30,9 +30,14 @@ EVENTS_POLL_SECONDS = 1.0  # how often the stream reads the audit's row
 EVENTS_KEEPALIVE_SECONDS = 15.0  # a comment line so that proxies keep an idle stream open
 MAX_STREAMS = 200  # streams open at once in this process (they bypass the admission limit: they hold no connection)
 MAX_STREAMS_PER_PRINCIPAL = 20  # ... of one API key or subject token: one client cannot take every stream
+# ... of one account: an auditor's key and every subject token of its audits together (a token's streams count for
+# the key that owns the audit), so minting tokens does not multiply a key's share
+MAX_STREAMS_PER_ACCOUNT = 40
 ADMIN_RESERVED_STREAMS = 20  # the last of MAX_STREAMS, for admins only: an admin can always look
+REGULATOR_RESERVED_STREAMS = 20  # the 20 before those, for regulators and admins: a regulator can always look
 _open_streams = 0
 _open_by_principal: dict[str, int] = {}  # principal id -> its open streams (only principals with one open)
+_open_by_account: dict[str, int] = {}  # account -> its open streams (only accounts with one open)
 
 
 def etag_of(body: BaseModel) -> str:
@@ -57,10 +62,27 @@ def tagged(response: Response, etag: str) -> None:
     response.headers["Cache-Control"] = "private, no-cache"  # revalidate each time; never in a shared cache
 
 
-def check_visible(principal: Principal, audit_id: str) -> None:
-    """404 (NotFound) unless the principal may see the audit; a short transaction of its own."""
+def check_visible(principal: Principal, audit_id: str) -> str:
+    """404 (NotFound) unless the principal may see the audit; a short transaction of its own. Returns the account
+    the principal's stream of it counts against (``stream_account``)."""
     with session_scope() as session:
-        service.get_audit(session, principal, audit_id)
+        return stream_account(principal, service.get_audit(session, principal, audit_id).owner_key_id)
+
+
+def stream_account(principal: Principal, owner_key_id: int | None) -> str:
+    """Whose share a stream takes: an admin's or a regulator's own (their shares are reserved); anyone else's, the
+    key that owns the audit (a subject token's streams count for the auditor that minted it)."""
+    if principal.sees_everything or owner_key_id is None:
+        return principal.id
+    return f"key:{owner_key_id}"
+
+
+def _cap(principal: Principal) -> int:
+    if principal.role == Role.ADMIN:
+        return MAX_STREAMS
+    if principal.role == Role.REGULATOR:
+        return MAX_STREAMS - ADMIN_RESERVED_STREAMS
+    return MAX_STREAMS - ADMIN_RESERVED_STREAMS - REGULATOR_RESERVED_STREAMS
 
 
 def _snapshot(principal: Principal, audit_id: str) -> dict[str, object] | None:
@@ -81,27 +103,34 @@ def _event(name: str, data: dict[str, object]) -> str:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
 
-def open_stream(principal: Principal, audit_id: str, request: Request, busy: str) -> AsyncIterator[str]:
-    """The event stream of one audit, its slot among ``MAX_STREAMS`` taken now (at most
-    ``MAX_STREAMS_PER_PRINCIPAL`` per key or token; the last ``ADMIN_RESERVED_STREAMS`` for admins): the check and
-    the count happen
-    together (no await between them), so requests arriving at once cannot all pass the check before any stream
-    has started. The slot is given back when the stream ends, or when a stream that never started is dropped.
-    ``busy``: the 503's advice when every slot is taken."""
+def open_stream(principal: Principal, audit_id: str, request: Request, busy: str, account: str) -> AsyncIterator[str]:
+    """The event stream of one audit, its slot among ``MAX_STREAMS`` taken now: at most
+    ``MAX_STREAMS_PER_PRINCIPAL`` per key or token, ``MAX_STREAMS_PER_ACCOUNT`` per ``account`` (what
+    ``check_visible`` returned), the last ``ADMIN_RESERVED_STREAMS`` for admins and the
+    ``REGULATOR_RESERVED_STREAMS`` before them for regulators. The check and the count happen together (no await
+    between them), so requests arriving at once cannot all pass the check before any stream has started. The slot
+    is given back when the stream ends, or when a stream that never started is dropped. ``busy``: the 503's advice
+    when every slot is taken."""
     global _open_streams
     mine = _open_by_principal.get(principal.id, 0)
     if mine >= MAX_STREAMS_PER_PRINCIPAL:
         raise ServiceUnavailable(
             f"this key or token already has {MAX_STREAMS_PER_PRINCIPAL} event streams open; close one first"
         )
-    cap = MAX_STREAMS if principal.role == Role.ADMIN else MAX_STREAMS - ADMIN_RESERVED_STREAMS
-    if _open_streams >= cap:
+    ours = _open_by_account.get(account, 0)
+    if ours >= MAX_STREAMS_PER_ACCOUNT:
+        raise ServiceUnavailable(
+            f"the key owning this audit and its subject tokens already have {MAX_STREAMS_PER_ACCOUNT} event streams"
+            " open; close one first"
+        )
+    if _open_streams >= _cap(principal):
         raise ServiceUnavailable(busy)
     _open_streams += 1
     _open_by_principal[principal.id] = mine + 1
+    _open_by_account[account] = ours + 1
     release = _Release()
     events = _audit_events(principal, audit_id, request, release)
-    release.finalizer = weakref.finalize(events, _give_back, principal.id)
+    release.finalizer = weakref.finalize(events, _give_back, principal.id, account)
     return events
 
 
@@ -109,14 +138,15 @@ def open_streams() -> int:
     return _open_streams
 
 
-def _give_back(principal_id: str) -> None:
+def _give_back(principal_id: str, account: str) -> None:
     global _open_streams
     _open_streams -= 1
-    left = _open_by_principal.get(principal_id, 1) - 1
-    if left > 0:
-        _open_by_principal[principal_id] = left
-    else:
-        _open_by_principal.pop(principal_id, None)  # bounded: only principals with an open stream are kept
+    for counts, key in ((_open_by_principal, principal_id), (_open_by_account, account)):
+        left = counts.get(key, 1) - 1
+        if left > 0:
+            counts[key] = left
+        else:
+            counts.pop(key, None)  # bounded: only principals and accounts with an open stream are kept
 
 
 class _Release:

@@ -92,9 +92,13 @@ def _conditional(request: Request, response: Response, body):  # the body or a 3
 async def audit_events(audit_id: str, request: Request, principal: CurrentPrincipal) -> StreamingResponse:
     """Server-Sent Events (`text/event-stream`): `progress` events with status and progress as they change, then
     `end` at a final status (`timeout` after a few minutes: reconnect). Same visibility as GET /audits/{id}."""
-    await run_in_threadpool(polling.check_visible, principal, audit_id)  # 404 before the stream starts
+    account = await run_in_threadpool(polling.check_visible, principal, audit_id)  # 404 before the stream starts
     events = polling.open_stream(
-        principal, audit_id, request, busy="too many event streams are open; poll GET /audits/{id} with If-None-Match"
+        principal,
+        audit_id,
+        request,
+        busy="too many event streams are open; poll GET /audits/{id} with If-None-Match",
+        account=account,
     )
     return StreamingResponse(events, media_type="text/event-stream", headers=polling.SSE_HEADERS)
 

@@ -73,11 +73,15 @@ async def _upload_spec(request: Request, partial: bool) -> service.BatchSpec:
     except ValidationError:
         raise InvalidInput("options", "options must be a JSON object of subject audit options") from None
     data = await roster.read()
-    return service.file_spec(data, roster.filename, list(models), options or SubjectAuditOptions(), partial)
+    spec = (data, roster.filename, list(models), options or SubjectAuditOptions(), partial)
+    return await run_in_threadpool(service.file_spec, *spec)  # a large roster is parsed off the event loop
 
 
 async def _json_spec(request: Request, partial: bool) -> service.BatchSpec:
-    data = await request.body()
+    return await run_in_threadpool(_json_spec_of, await request.body(), partial)  # off the event loop
+
+
+def _json_spec_of(data: bytes, partial: bool) -> service.BatchSpec:
     try:
         body = BatchCreate.model_validate_json(data)
     except ValidationError as exc:

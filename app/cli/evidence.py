@@ -84,7 +84,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         try:
             keys.append(chain.load_public_key(Path(path).read_bytes()))
         except ValueError:
-            raise DomainError("not an Ed25519 public key in PEM form", field="--public-key") from None
+            raise DomainError(
+                "not an Ed25519 public key: give the PEM of `memaudit evidence public-key` or the JSON answer of"
+                " GET /evidence/public-key",
+                field="--public-key",
+            ) from None
     with open(args.file, encoding="utf-8") as lines:
         result = chain.verify(lines, keys)
     if result.ok:

@@ -42,8 +42,18 @@ def public_pem(public: Ed25519PublicKey) -> str:
     return public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
 
 
-def load_public_key(pem: bytes) -> Ed25519PublicKey:
-    key = serialization.load_pem_public_key(pem)
+def load_public_key(data: bytes) -> Ed25519PublicKey:
+    """An Ed25519 public key from a PEM file (``memaudit evidence public-key``) or from the JSON answer of
+    ``GET /evidence/public-key`` saved as it came (its ``pem``): either form of the one key, accepted alike."""
+    if data.lstrip().startswith(b"{"):
+        try:
+            pem = json.loads(data)["pem"]
+        except (ValueError, KeyError, TypeError):
+            raise ValueError("not the JSON answer of GET /evidence/public-key") from None
+        if not isinstance(pem, str):
+            raise ValueError("its pem is not text")
+        data = pem.encode()
+    key = serialization.load_pem_public_key(data)
     if not isinstance(key, Ed25519PublicKey):
         raise ValueError("not an Ed25519 public key")
     return key

@@ -90,6 +90,11 @@ def _newest_only(stmt: Select) -> Select:
     return stmt.where(~exists(newer))
 
 
+def model_audited(session: Session, principal: Principal, model: str) -> bool:
+    """Whether an audit this principal may read was run on ``model``."""
+    return session.scalar(_scoped(select(Audit.id).where(Audit.model == model), principal).limit(1)) is not None
+
+
 def count_in_scope(session: Session, principal: Principal, f: ForgetFilters) -> int:
     """Every fact result the filters cover, whatever its verdict (the m of Benjamini–Hochberg)."""
     return session.scalar(_in_scope(principal, f, func.count(FactResult.id))) or 0

@@ -4,19 +4,21 @@ first under some template) of a fact the policy selects — as JSON lines, CSV o
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
 from app.auth.keys import Principal
-from app.db.engine import session_factory
+from app.db.engine import session_factory, session_scope
 from app.db.models import Audit
+from app.errors import InvalidInput
 from app.evidence.service import ExportWitness
-from app.forget_set.repository import ForgetFilters, memorized, retrieved_values, top_counterfactuals
+from app.forget_set.repository import ForgetFilters, memorized, model_audited, retrieved_values, top_counterfactuals
 from app.forget_set.verdicts import Verdicts
 from app.nulls.config import subject_fingerprint
 from app.privacy.access_log import logged_export
-from app.settings import get_settings
+from app.settings import Settings, get_settings
 from app.streaming import END_KEY, csv_lines, jsonl_lines, with_end_marker
 from app.verification.repository import verification_of
 from core.catalog import load_catalog, split_template
@@ -170,10 +172,34 @@ def _csv_row(row: dict[str, Any]) -> dict[str, Any]:
     )
 
 
+HEX_ID = re.compile(r"^[0-9a-f]{32}$")  # an audit's or a batch's id (app.db.models: uuid4().hex)
+
+
+def check_filters(settings: Settings, principal: Principal, filters: ForgetFilters) -> None:
+    """422 naming the filter unless each names what exists: the filters go into the export's evidence entry, which
+    is permanent and goes to regulators, so no client free text may pass (ids of the id shape, a catalog property,
+    a registered model or one an audit the caller may read was run on)."""
+    for field in ("audit_id", "batch_id"):
+        value = getattr(filters, field)
+        if value is not None and not HEX_ID.match(value):
+            raise InvalidInput(field, f"{field} is an id of 32 hexadecimal digits (as the API returned it)")
+    if filters.property is not None and filters.property not in {p.pid for p in load_catalog()}:
+        raise InvalidInput("property", "not a property of the catalog: GET /properties lists them (e.g. P106)")
+    if filters.model is not None and filters.model not in settings.models:
+        with session_scope() as session:
+            if not model_audited(session, principal, filters.model):
+                raise InvalidInput(
+                    "model", "no audit you may read was run on this model: GET /models lists the registered ones"
+                )
+
+
 def export(principal: Principal, filters: ForgetFilters, fmt: str) -> Iterator[str]:
     """The forget set in one of FORMATS, as a stream of text chunks; jsonl ends with END_KEY's marker line. Once
-    the last chunk is out, the evidence record gets the export's entry (app.evidence.service.ExportWitness)."""
-    witness = ExportWitness(get_settings(), principal, fmt, asdict(filters))
+    the last chunk is out, the evidence record gets the export's entry (app.evidence.service.ExportWitness). Every
+    filter is checked first (``check_filters``)."""
+    settings = get_settings()
+    check_filters(settings, principal, filters)
+    witness = ExportWitness(settings, principal, fmt, asdict(filters))
     if fmt == "tofu":
         rows = logged_export(records(principal, filters, perturbed=TOFU_PERTURBED), principal, EXPORTED)
         return witness.seal(jsonl_lines(witness.tap(tofu_records(rows))))  # tapped as delivered: with templates

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import anyio
 from fastapi import APIRouter
@@ -13,9 +14,11 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from app.audits.polling import MAX_STREAMS, open_streams
 from app.db.engine import engine_for
 from app.deps import CurrentPrincipal, SettingsDep
 from app.errors import ServiceUnavailable
+from app.reliability.admission import saturation
 from app.settings import Settings
 from core.catalog import load_catalog
 
@@ -76,14 +79,21 @@ def _check(settings: Settings) -> dict[str, str]:
 
 
 @router.get("/health")
-async def health(settings: SettingsDep) -> dict[str, str]:
+async def health(settings: SettingsDep) -> dict[str, Any]:
     """Liveness of the API, its database and (when configured) Redis: 503 naming the dependency that is down.
     Answers while the API is busy: it waits for no admission slot, no pooled connection and no thread that other
-    requests hold (threads of its own), and each check gives up after 2 s."""
+    requests hold (threads of its own), and each check gives up after 2 s. `admission` says how busy the API is:
+    its slots in use and the requests waiting for one (`saturated` when every slot is taken), and `streams` the
+    event streams open (app/reliability/admission.py, app/audits/polling.py)."""
     global _health_limiter
     if _health_limiter is None:  # made in the server's event loop, on first use
         _health_limiter = anyio.CapacityLimiter(HEALTH_THREADS)
-    return await anyio.to_thread.run_sync(_check, settings, limiter=_health_limiter)
+    answer: dict[str, Any] = await anyio.to_thread.run_sync(_check, settings, limiter=_health_limiter)
+    slots = saturation()
+    if slots is not None:
+        answer["admission"] = slots
+    answer["streams"] = {"open": open_streams(), "limit": MAX_STREAMS}
+    return answer
 
 
 @router.get("/models", response_model=list[ModelRead])

@@ -49,7 +49,9 @@ SUFFIX = ".null.json.gz"  # a file's name ends so
 SOURCES = ("shipped", "imported")  # null_distributions.source; None: computed here
 MAX_DISTRIBUTIONS = 64  # a null audit's properties (app.nulls.request: at most 64)
 MAX_ROWS = 400_000  # null facts per distribution: 2,000 people x (3 own shapes + every candidate's pseudo-truths)
-MAX_JSON_BYTES = 512 * 1024 * 1024  # decompressed, at most: a file that inflates past this is refused (a gzip bomb)
+# Inflated, at most: a file that inflates past this is refused (413; a gzip bomb). Sized to a real null: each
+# shipped null (775 fictitious people, 5 properties, app/nulls/shipped/) inflates to 3.4 MB; this is about 10x that.
+MAX_JSON_BYTES = 32 * 1024 * 1024
 INFLATION = 16  # an import inflates to at most this many times max_null_artifact_bytes (JSON compresses ~10x)
 MAX_TEXT = 1000  # characters of a Text column's value (a catalog value)
 HEX64 = re.compile(r"^[0-9a-f]{64}$")

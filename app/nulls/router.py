@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response, status
-from fastapi.concurrency import run_in_threadpool
 
 from app.audits.service import visible_audit_of_kind
 from app.db.models import Audit
 from app.db.vocabulary import Role
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep, require_roles
-from app.nulls import artifact, repository
+from app.nulls import artifact, intake, repository
 from app.nulls.cohort import read_cohort_stats
 from app.nulls.schemas import CohortStatsRead, NullImported
 from app.nulls.shipped import weights
@@ -110,7 +109,6 @@ def export_null(audit_id: str, session: SessionDep, settings: SettingsDep, _: Ad
 async def import_null(
     request: Request,
     response: Response,
-    session: SessionDep,
     settings: SettingsDep,
     _: Admin,
     model: Annotated[
@@ -119,10 +117,13 @@ async def import_null(
 ) -> NullImported:
     """Import a null artifact (what GET /nulls/{id}/artifact or `memaudit nulls export` wrote): a succeeded null
     audit the calibration uses like one computed here. Idempotent (the same file again: 200 and its null audit).
-    The whole file is checked before anything is written (422 naming the field: format, statistic, generator,
-    model.fingerprint, a distribution's key, columns or rows); admins only; at most max_null_artifact_bytes."""
+    The file's start is checked first and its inflated size counted (at most 16 x max_null_artifact_bytes and 32
+    MiB: a real null is 3-4 MB); it is then parsed, validated and stored by a process of its own (app/nulls/intake.py),
+    so the API keeps answering. The whole file is checked before anything is written (422 naming the field: format,
+    statistic, generator, model.fingerprint, a distribution's key, columns or rows); admins only; at most
+    max_null_artifact_bytes."""
     data = await request.body()
-    audit_id, created = await run_in_threadpool(artifact.import_bytes, session, data, model, settings)
+    audit_id, created = await intake.import_file(data, model, settings)
     if not created:
         response.status_code = status.HTTP_200_OK
     return NullImported(null_audit_id=audit_id, created=created)

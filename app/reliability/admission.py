@@ -10,21 +10,91 @@ request able to finish; the queue in front of it is a cheap asyncio wait.
 
 What waits here has already been authenticated and has its whole body read (app.middleware.RequestGuard, the
 layer outside this one): a slot is never held by a client still sending, nor taken by one without a key.
-``GET /health`` never waits here: it has threads and connections of its own (app/meta/router.py)."""
+``GET /health`` never waits here: it has threads and connections of its own (app/meta/router.py), and reports
+the slots' saturation (``saturation()``).
+
+Fair per key: one API key or subject token holds at most ``max_concurrent_requests_per_key`` slots at once; its
+other requests wait for one of its own slots (on its own semaphore) before they queue for a shared one. Twelve
+dataset uploads by one key used to hold every slot while another key's `GET /audits` waited 46 s behind them; now
+they hold three and the other key finds a slot free. A request without a principal at this point (the dashboard's
+cookie-signed forms, a public route) takes a shared slot only."""
 
 from __future__ import annotations
 
 import asyncio
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 UNCOUNTED = frozenset({"/health"})
 
 
+@dataclass
+class Slots:
+    """The shared slots and each principal's own (made in the server's event loop, on first use)."""
+
+    limit: int
+    per_key: int
+    shared: asyncio.Semaphore = field(init=False)
+    in_use: int = 0
+    waiting: int = 0
+    # principal id -> [its semaphore, its requests inside or waiting]: only principals with a request are kept
+    keys: dict[str, list[Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.shared = asyncio.Semaphore(self.limit)
+
+    async def enter(self, stack: AsyncExitStack, principal_id: str | None) -> None:
+        """Wait for this principal's own slot (if it has a cap), then for a shared one; ``stack`` gives both back."""
+        if principal_id is not None and self.per_key > 0:
+            entry = self.keys.setdefault(principal_id, [asyncio.Semaphore(self.per_key), 0])
+            entry[1] += 1
+            stack.callback(self._leave_key, principal_id)
+            await stack.enter_async_context(entry[0])
+        self.waiting += 1
+        try:
+            await self.shared.acquire()
+        finally:
+            self.waiting -= 1
+        self.in_use += 1
+        stack.callback(self._leave_shared)
+
+    def _leave_shared(self) -> None:
+        self.in_use -= 1
+        self.shared.release()
+
+    def _leave_key(self, principal_id: str) -> None:
+        entry = self.keys[principal_id]
+        entry[1] -= 1
+        if entry[1] == 0:
+            del self.keys[principal_id]
+
+    def saturation(self) -> dict[str, Any]:
+        at_cap = sum(1 for sem, _ in self.keys.values() if sem.locked())
+        return {
+            "limit": self.limit,
+            "per_key": self.per_key,
+            "in_use": self.in_use,
+            "waiting": self.waiting,
+            "keys_at_their_cap": at_cap,
+            "saturated": self.in_use >= self.limit,
+        }
+
+
+_latest: Slots | None = None  # the slots of the app this process serves (the last made)
+
+
+def saturation() -> dict[str, Any] | None:
+    """The admission slots now (for GET /health); None before the first admitted request or with no limit."""
+    return _latest.saturation() if _latest is not None else None
+
+
 class Admission:
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit = app, limit
-        self._semaphore: asyncio.Semaphore | None = None  # made in the server's event loop, on first use
+    def __init__(self, app: ASGIApp, limit: int, per_key: int = 0) -> None:
+        self.app, self.limit, self.per_key = app, limit, per_key
+        self._slots: Slots | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Event streams (GET /audits/{id}/events) stay open for minutes holding no connection: not counted (they
@@ -37,7 +107,10 @@ class Admission:
         ):
             await self.app(scope, receive, send)
             return
-        if self._semaphore is None:
-            self._semaphore = asyncio.Semaphore(self.limit)
-        async with self._semaphore:
+        global _latest
+        if self._slots is None:  # made in the server's event loop, on first use
+            self._slots = _latest = Slots(self.limit, self.per_key)
+        principal = scope.get("state", {}).get("principal")  # set by app.middleware.RequestGuard
+        async with AsyncExitStack() as stack:
+            await self._slots.enter(stack, getattr(principal, "id", None))
             await self.app(scope, receive, send)

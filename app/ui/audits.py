@@ -148,9 +148,13 @@ def candidates_page(
 @router.get("/audits/{audit_id}/events")
 async def audit_events(audit_id: str, request: Request, ui: Signed) -> StreamingResponse:
     """The same stream as GET /audits/{id}/events, for the signed-in browser (EventSource sends the cookie)."""
-    await run_in_threadpool(polling.check_visible, ui.principal, audit_id)
+    account = await run_in_threadpool(polling.check_visible, ui.principal, audit_id)
     events = polling.open_stream(
-        ui.principal, audit_id, request, busy="too many event streams are open; reload the page later"
+        ui.principal,
+        audit_id,
+        request,
+        busy="too many event streams are open; reload the page later",
+        account=account,
     )
     return StreamingResponse(events, media_type="text/event-stream", headers=polling.SSE_HEADERS)
 

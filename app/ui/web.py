@@ -15,7 +15,7 @@ from fastapi.routing import APIRoute
 from fastapi.templating import Jinja2Templates
 from jinja2 import ChoiceLoader, Environment, FileSystemLoader, StrictUndefined
 
-from app.deps import BATCH_READERS, SUBMITTERS
+from app.deps import BATCH_READERS, REQUEST_READERS, SUBMITTERS
 from app.errors import DomainError, TooManyRequests
 from app.limits import check_rate
 from app.settings import get_settings

@@ -26,10 +26,16 @@ BODY = {
 }
 
 
+def _open(principal: Principal, audit_id: str) -> object:
+    return polling.open_stream(
+        principal, audit_id, None, busy="busy", account=polling.check_visible(principal, audit_id)
+    )
+
+
 def test_one_token_cannot_take_every_event_stream_and_admins_keep_a_share(sqlite_env, api_factory):
     """The probe: one data subject's token opened 200 streams, then even an admin's stream answered 503. Now one
-    token gets MAX_STREAMS_PER_PRINCIPAL of 210 tries; other principals filling the process leave the admins'
-    reserved share; an admin still gets a stream, through the route too."""
+    token gets MAX_STREAMS_PER_PRINCIPAL of 210 tries; other principals filling the process leave the admins' and
+    the regulators' reserved shares; an admin and a regulator still get a stream, through the route too."""
     auditor = api_factory("auditor")
     audit_id = queued_audit(auditor)
     with session_scope() as s:
@@ -39,29 +45,65 @@ def test_one_token_cannot_take_every_event_stream_and_admins_keep_a_share(sqlite
     held, refused = [], 0
     for _ in range(210):
         try:
-            held.append(polling.open_stream(token_principal, audit_id, None, busy="busy"))
+            held.append(_open(token_principal, audit_id))
         except ServiceUnavailable as exc:
             refused += 1
             assert "already has" in exc.message
     assert len(held) == polling.MAX_STREAMS_PER_PRINCIPAL and refused == 210 - polling.MAX_STREAMS_PER_PRINCIPAL
-    # many other keys fill what is left to non-admins
+    # many other keys fill what is left to auditors
+    reserved = polling.ADMIN_RESERVED_STREAMS + polling.REGULATOR_RESERVED_STREAMS
     i = 0
-    while polling.open_streams() < polling.MAX_STREAMS - polling.ADMIN_RESERVED_STREAMS:
+    while polling.open_streams() < polling.MAX_STREAMS - reserved:
         i += 1
-        held.append(
-            polling.open_stream(
-                Principal(id=f"key:{10**6 + i}", role="auditor", key_id=10**6 + i), audit_id, None, busy="busy"
-            )
-        )
+        other = Principal(id=f"key:{10**6 + i}", role="auditor", key_id=10**6 + i)
+        held.append(polling.open_stream(other, audit_id, None, busy="busy", account=other.id))
     with pytest.raises(ServiceUnavailable):
-        polling.open_stream(Principal(id="key:999999", role="auditor", key_id=999999), audit_id, None, busy="busy")
-    admin = api_factory("admin")
-    with admin.client.stream("GET", f"/audits/{audit_id}/events", headers=admin.headers) as r:
-        assert r.status_code == 200
-        assert next(r.iter_lines()).startswith("retry:")
+        other = Principal(id="key:999999", role="auditor", key_id=999999)
+        polling.open_stream(other, audit_id, None, busy="busy", account=other.id)
+    for role in ("regulator", "admin"):
+        api = api_factory(role)
+        with api.client.stream("GET", f"/audits/{audit_id}/events", headers=api.headers) as r:
+            assert r.status_code == 200, role
+            assert next(r.iter_lines()).startswith("retry:")
     del held
     gc.collect()
-    assert polling.open_streams() == base and not polling._open_by_principal
+    assert polling.open_streams() == base and not polling._open_by_principal and not polling._open_by_account
+
+
+def test_one_auditors_subject_tokens_cannot_take_every_event_stream(sqlite_env, api_factory):
+    """The probe (issue 44, item 2): one auditor minted 9 subject tokens and opened 20 streams with each, all 180
+    streams not reserved for admins; then other auditors, their tokens and the regulator got 503. A subject
+    token's streams now count for the key that owns its audit: the auditor's tokens share one account's cap, and
+    another auditor, its token and the regulator still get a stream (through the route)."""
+    auditor = api_factory("auditor")
+    base = polling.open_streams()
+    held, refused = [], 0
+    for _ in range(9):
+        audit_id = queued_audit(auditor)
+        with session_scope() as s:
+            token = authenticate(s, get_settings(), subject_token(audit_id, get_settings()))
+        for _ in range(20):
+            try:
+                held.append(_open(token, audit_id))
+            except ServiceUnavailable as exc:
+                refused += 1
+                assert "its subject tokens already have" in exc.message
+    assert len(held) == polling.MAX_STREAMS_PER_ACCOUNT and refused == 180 - polling.MAX_STREAMS_PER_ACCOUNT
+    other = api_factory("auditor")
+    other_audit = queued_audit(other)
+    token_headers = {"Authorization": f"Bearer {subject_token(other_audit, get_settings())}"}
+    regulator = api_factory("regulator")
+    for headers in (other.headers, token_headers, regulator.headers):
+        with other.client.stream("GET", f"/audits/{other_audit}/events", headers=headers) as r:
+            assert r.status_code == 200, r.read()
+            assert next(r.iter_lines()).startswith("retry:")
+    print(
+        f"\n9 tokens x 20 streams of one auditor: {len(held)} opened, {refused} refused; another auditor,"
+        " its token and the regulator each got a stream"
+    )
+    del held
+    gc.collect()
+    assert polling.open_streams() == base and not polling._open_by_account
 
 
 def test_an_idempotency_key_is_stored_as_its_hash_only(pg_env, api_factory):

@@ -176,7 +176,12 @@ def test_hung_wikidata_lookups_do_not_hold_up_health(live_api):
     fake = FakeWikidata().start()
     fake.delay = 8.0  # hung, as far as /health is concerned (the API gives up on Wikidata after 5 s a call)
     try:
-        api = live_api(MEMAUDIT_WIKIDATA_API_URL=fake.url, MEMAUDIT_SUBMIT_RATE_PER_MINUTE="0")
+        # one key's lookups fill every slot (the per-key cap, tests/app/test_hardening_admission.py, aside)
+        api = live_api(
+            MEMAUDIT_WIKIDATA_API_URL=fake.url,
+            MEMAUDIT_SUBMIT_RATE_PER_MINUTE="0",
+            MEMAUDIT_MAX_CONCURRENT_REQUESTS_PER_KEY="0",
+        )
         key = make_key("auditor")
         body = {"kind": "subject", "model": "groundtruth-tiny", "subject": {"wikidata_id": "Q42"}}
 

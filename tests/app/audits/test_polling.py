@@ -158,14 +158,17 @@ def test_the_stream_cap_counts_a_stream_when_it_is_opened_and_gives_it_back_once
     monkeypatch.setattr(polling, "EVENTS_POLL_SECONDS", 0.05)
     monkeypatch.setattr(polling, "MAX_STREAMS", polling.open_streams() + 2)
     monkeypatch.setattr(polling, "ADMIN_RESERVED_STREAMS", 0)  # this cap, not the admins' share, is under test
+    monkeypatch.setattr(polling, "REGULATOR_RESERVED_STREAMS", 0)
     api = api_factory("auditor")
     audit_id = queued_audit(api)
     with session_scope() as s:
         principal = authenticate(s, get_settings(), api.headers["Authorization"].removeprefix("Bearer "))
     base = polling.open_streams()
-    opened = [polling.open_stream(principal, audit_id, None, busy="busy") for _ in range(2)]  # not started yet
+    opened = [
+        polling.open_stream(principal, audit_id, None, busy="busy", account=principal.id) for _ in range(2)
+    ]  # not started yet
     with pytest.raises(ServiceUnavailable):
-        polling.open_stream(principal, audit_id, None, busy="busy")
+        polling.open_stream(principal, audit_id, None, busy="busy", account=principal.id)
     assert api.get(f"/audits/{audit_id}/events").status_code == 503  # the route says so too
     assert polling.open_streams() == base + 2
     del opened
