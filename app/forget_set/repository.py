@@ -92,9 +92,9 @@ def count_in_scope(session: Session, principal: Principal, f: ForgetFilters) -> 
 
 def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Iterator[tuple]:
     """Yields (FactResult, Audit, Subject, [Fact], [retrieving Canary]) without loading the whole table.
-    Every policy prefilters on what the model retrieves (its ``prefilter``, at least lenient: some template ranks a
-    true value first): a fact no template ranks first yields nothing to forget, whatever its p-value (the verdict's
-    statistic uses every rank)."""
+    Every policy prefilters in SQL (its ``prefilter``): WikiMem's readings on what the model retrieves (at least
+    lenient: some template ranks a true value first); the p-value policies on every fact with a verdict statistic,
+    since the statistic uses every rank and a flagged fact no template ranks first is still flagged."""
     stmt = (
         select(FactResult, Audit, Subject)
         .join(Audit, Audit.id == FactResult.audit_id)
