@@ -1,4 +1,4 @@
-"""The forget set's policies: which retrieved facts an export holds, and what each record says of why.
+"""The forget set's policies: which facts an export holds, and what each record says of why.
 
 One :class:`Policy` per policy, listed in :data:`POLICIES`, the one place a policy is added. Everything else reads
 the registry: GET /forget-set (its ``policy`` enum and description, and which parameters a policy needs), the

@@ -265,29 +265,29 @@ def bh_adjusted(pvalues: Sequence[float]) -> list[float]:
 
 
 TAIL_MIN_NULL = 40  # a null smaller than this gets no fitted tail (too few points above any threshold)
-TAIL_SHARE = 8  # the tail is fitted to the null's top 1/TAIL_SHARE (at least TAIL_EXCEEDANCES, at most 250 values)
+TAIL_SHARE = 8  # the tail is fitted to the null's top 1/TAIL_SHARE (at most 250 values) ...
+TAIL_FIT_MIN = 25  # ... and to at least this many (a null of N < 100: its top quarter, at least TAIL_EXCEEDANCES)
 
 
-def tail_p_value(null_values: Sequence[float], observed: float) -> float | None:
+def tail_p_value(null_values: Sequence[float], observed: float, share: int = TAIL_SHARE) -> float | None:
     """P(T ≥ observed) from a generalized Pareto distribution fitted to the null's upper tail (Knijnenburg et al.
     2009): the threshold u is the value just below the top eighth of the null (at most 250 exceedances, at least
-    TAIL_EXCEEDANCES), the exceedances y = T − u are fitted by the method of moments, and
+    TAIL_FIT_MIN; a null of fewer than 100 facts: its top quarter, at least TAIL_EXCEEDANCES), the exceedances y = T − u are fitted by the method of moments, and
 
         p = (N_exc / N) · (1 + ξ (observed − u) / σ)^(−1/ξ)        (ξ = 0: exp(−(observed − u)/σ))
 
     The shape ξ is clamped at 0 from below (an exponential tail): a bounded tail (ξ < 0) would give p = 0 beyond
-    its end point. Clamping is conservative where the null's tail is lighter than exponential (a knowledge-free
-    model's statistic is near normal), the more so the lower u: u is the null's top eighth (``TAIL_SHARE``), not
-    its top quarter, which measured on 2,000 knowledge-free facts per shape took the rate at p ≤ 0.01 from 0.5 %
-    to 0.9 %, and on the shipped nulls' own statistics (fitted on 200, tested on the rest) from 1.0 % to 1.1 %
-    (1.0 % to 1.2 % ‰ at p ≤ 0.001): docs/measures.md, "The fitted tail". None where no tail can be fitted
-    (fewer than TAIL_MIN_NULL null values, the observed value not above u, or no spread among the exceedances):
-    use the empirical p-value."""
+    its end point. Clamping errs towards larger p where the null's tail is lighter than exponential (a
+    knowledge-free model's statistic is near normal), the more so the lower u: fitted to the top quarter, the
+    knowledge-free model was flagged at 0.35 % at p ≤ 0.01; to the top eighth (``TAIL_SHARE``; ``share``), at its
+    nominal rate, while real models' nulls stay at theirs (benchmarks/fitted_tail.py, docs/measures.md). None where
+    no tail can be fitted (fewer than TAIL_MIN_NULL null values, the observed value not above u, or no spread among
+    the exceedances): use the empirical p-value."""
     ordered = sorted(null_values)
     n = len(ordered)
     if n < TAIL_MIN_NULL:
         return None
-    n_exc = min(250, max(TAIL_EXCEEDANCES, n // TAIL_SHARE))
+    n_exc = min(250, max(TAIL_EXCEEDANCES, n // share, min(TAIL_FIT_MIN, n // 4)))
     u = ordered[n - n_exc - 1]
     y = [v - u for v in ordered[n - n_exc :] if v > u]
     if observed <= u or len(y) < TAIL_EXCEEDANCES:
