@@ -140,6 +140,24 @@ def _judgments(found: Resolved, stat: FactStat, pool: tuple[float, int] | None) 
     return out
 
 
+def _judge(judgments: list[tuple[EmpiricalNull, FactStat]]) -> tuple[float, EmpiricalNull, FactStat]:
+    """The p-value of a fact judged once, or twice (its pool values alone, then the whole fact: the weighted
+    Bonferroni of the two), with the judgment that gave it."""
+    ps = [null.p_value(st) for null, st in judgments]
+    if len(ps) == 1:
+        return ps[0], *judgments[0]
+    p, by_pool = either_p_value(ps[0], ps[1])
+    return p, *judgments[0 if by_pool else 1]
+
+
+def _share_rate(found: Resolved, stat: FactStat, legacy: bool) -> RateRead:
+    """The share policy's rate at this fact's own share (before truth z: at its share-then-z̄* key)."""
+    assert found.null is not None
+    if legacy:
+        return rate_read(found.null.rate(lambda f: f.key[0] >= stat.key[0]))
+    return rate_read(found.null.rate(lambda f: round(f.share, 9) >= round(stat.share, 9)))
+
+
 def _why_not(found: Resolved, stat: FactStat) -> str:
     """Why no null judges a fact (no judgment found: :func:`_judgments`)."""
     shape_null = found.shapes.get((stat.n_values, stat.in_pool))
@@ -281,9 +299,8 @@ class Calibrator:
     ) -> FactCalibration:
         """The verdict of one fact: its p-value against the null facts of its own shape (m true values, in the pool
         or not), or why there is none (``uncalibrated``: the caller's reason, e.g. :func:`uncalibrated_reason`).
-        ``pool``: a fact with values in and out of the pool, its pool values' statistic and number k
-        (:func:`pool_judgment`), judged against the in-pool null facts of shape k too (weighted Bonferroni:
-        core.measures.null.either_p_value)."""
+        ``pool``: a fact in and out of the pool, its pool values' statistic and number k (:func:`pool_judgment`),
+        judged against in-pool null facts of shape k too (core.measures.null.either_p_value)."""
         found = self.resolve(audit, pid)
         if found.null is None:
             return FactCalibration(
@@ -297,18 +314,8 @@ class Calibrator:
             return FactCalibration(
                 status="uncalibrated", null_audit_id=found.row.audit_id, message=uncalibrated, statistic=stat.statistic
             )
-        ps = [null.p_value(st) for null, st in judgments]
-        p, pick = ps[0], 0
-        if len(ps) == 2:  # the pool values alone, then the whole fact
-            p, by_pool = either_p_value(ps[0], ps[1])
-            pick = 0 if by_pool else 1
-        judge, judged_stat = judgments[pick]
-        share = (
-            found.null.rate(lambda f: f.key[0] >= stat.key[0])
-            if legacy
-            else found.null.rate(lambda f: round(f.share, 9) >= round(stat.share, 9))
-        )
-        fpr = {name: rate_read(r) for name, r in found.rates.items()} | {"share": rate_read(share)}
+        p, judge, judged_stat = _judge(judgments)
+        fpr = {name: rate_read(r) for name, r in found.rates.items()} | {"share": _share_rate(found, stat, legacy)}
         values = [f.statistic for f in judge.facts if f.statistic is not None]
         return FactCalibration(
             status="ready",

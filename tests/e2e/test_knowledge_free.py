@@ -31,7 +31,8 @@ SUBJECTS = 300  # x 7 properties: 2,100 facts, enough to tell 1 % from the 0.35 
 @pytest.fixture
 def nulls_of_300(sqlite_env, monkeypatch):
     monkeypatch.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", "300")
-    monkeypatch.setenv("MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY", str(SUBJECTS + 1))  # every subject queued at once
+    monkeypatch.setenv("MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY", "0")  # every subject queued at once (0: no quota)
+    monkeypatch.setenv("MEMAUDIT_SUBMIT_RATE_PER_MINUTE", "0")
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
