@@ -28,7 +28,7 @@ from app.nulls.config import (
 )
 from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, NullShape, RateRead
 from app.settings import Settings, get_settings
-from core.catalog import load_catalog
+from core.catalog import Property, load_catalog
 from core.measures.null import (
     MAX_TRUE_VALUES,
     STATISTIC,
@@ -115,15 +115,21 @@ def pool_judgment(session: Session, audit: Audit, result: FactResult) -> tuple[f
     prop = load_catalog().get(result.property_id)
     prop = replace(prop, pool=tuple(effective_pool(session, result.property_id, audit.options or {})))
 
-    def role(c: CandidateScore) -> str:
-        if not c.is_ground_truth:
-            return "counterfactual"
-        return "pool" if prop.holds([(c.extra or {}).get("near_duplicate_of") or c.value]) else "outside"
+    def owner(c: CandidateScore) -> str | None:
+        return ((c.extra or {}).get("near_duplicate_of") or c.value) if c.is_ground_truth else None
 
+    canaries = [canary for canary in result.canaries if canary.kind != "context"]
     templates = [
-        [(c.score, role(c)) for c in canary.candidates] for canary in result.canaries if canary.kind != "context"
+        list(zip([c.score for c in k.candidates], pool_roles(prop, [owner(c) for c in k.candidates]), strict=True))
+        for k in canaries
     ]
     return pool_statistic(templates) if templates else None
+
+
+def pool_roles(prop: Property, owners: Sequence[str | None]) -> list[str]:
+    """Each candidate's role for core.measures.null.pool_statistic, from the true value it is or is merged into
+    (None: a counterfactual): ``pool`` where that value is a pool value of ``prop``, else ``outside``."""
+    return ["counterfactual" if o is None else "pool" if prop.holds([o]) else "outside" for o in owners]
 
 
 def _judgments(found: Resolved, stat: FactStat, pool: tuple[float, int] | None) -> list[tuple[EmpiricalNull, FactStat]]:

@@ -26,14 +26,14 @@ from app.db.models import Audit, FactResult, Subject
 from app.db.models.verification import VerificationFact, VerificationPerson
 from app.evidence import repository as evidence
 from app.evidence.schemas import EntryKind
-from app.nulls.calibrate import Calibrator, uncalibrated_reason
+from app.nulls.calibrate import Calibrator, pool_roles, uncalibrated_reason
 from app.nulls.config import subject_lookalikes, subject_reader
 from app.settings import get_settings
 from app.subjects import repository as subjects
 from app.subjects.schemas import SubjectAuditOptions
 from app.verification import repository
 from app.verification.schemas import FactStatus, PersonRole, VerificationStored
-from core.measures.null import FactStat, Rate, fact_stat
+from core.measures.null import FactStat, Rate, fact_stat, pool_statistic
 from core.measures.paired import discordant_pairs, mcnemar_exact
 from core.measures.wikimem import generic_subject
 from workers.jobs.common import JobContext, NextStep, run_audit_job
@@ -149,8 +149,18 @@ def _pairs(plans: list[PropertyPlan], canaries: dict[str, list[CanaryPlan]], nam
 
 
 def _stat(plan: PropertyPlan, outcomes: list) -> dict[str, Any]:
+    """The fact's statistics, and where it has values in and out of the pool its pool values' own (``pool``), as the
+    calibrator judges a stored result (app.nulls.calibrate.pool_judgment)."""
     stat = fact_stat(outcomes, sum(plan.truth_mask))
-    return asdict(stat) | {"in_pool": plan.prop.holds(plan.ground_truths)}
+    in_pool, pool = plan.prop.holds(plan.ground_truths), None
+    if not in_pool and stat.n_values > 1:
+        n = len(plan.ground_truths)
+        owners = [
+            v if i < n else plan.merged[v][0] if v in plan.merged else None for i, v in enumerate(plan.candidates)
+        ]
+        roles = pool_roles(plan.prop, owners)
+        pool = pool_statistic([list(zip(o.scores, roles, strict=True)) for o in outcomes])
+    return asdict(stat) | {"in_pool": in_pool, "pool": pool}
 
 
 def _score_person(ctx: JobContext[VerificationStored], person_id: int, after: Scorer, before: Scorer | None) -> None:
@@ -312,11 +322,13 @@ def _after_audit(audit: Audit, before: Audit, fingerprint: str | None) -> Any:
 def _after_calibration(  # noqa: ANN202
     calibrator: Calibrator, audit: Audit, before: Audit, fingerprint: str | None, pid: str, stat: dict[str, Any]
 ):
+    pool = stat.pop("pool", None)  # a fact in and out of the pool: its pool values' statistic and number
     fact = FactStat(**stat)  # its shape (m true values, in the pool or not) picks the null facts that judge it
     reason = uncalibrated_reason(
         SimpleNamespace(statistic=fact.statistic, in_pool=fact.in_pool, n_values=fact.n_values)
     )
-    return calibrator.calibrate(_after_audit(audit, before, fingerprint), pid, fact, reason)
+    after = _after_audit(audit, before, fingerprint)
+    return calibrator.calibrate(after, pid, fact, reason, (pool[0], pool[1]) if pool else None)  # type: ignore[arg-type]
 
 
 def _facts(s, audit_id: str) -> list[tuple[VerificationPerson, VerificationFact, Audit | None, Any]]:  # noqa: ANN001
