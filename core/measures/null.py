@@ -272,7 +272,8 @@ TAIL_FIT_MIN = 25  # ... and to at least this many (a null of N < 100: its top q
 def tail_p_value(null_values: Sequence[float], observed: float, share: int = TAIL_SHARE) -> float | None:
     """P(T ≥ observed) from a generalized Pareto distribution fitted to the null's upper tail (Knijnenburg et al.
     2009): the threshold u is the value just below the top eighth of the null (at most 250 exceedances, at least
-    TAIL_FIT_MIN; a null of fewer than 100 facts: its top quarter, at least TAIL_EXCEEDANCES), the exceedances y = T − u are fitted by the method of moments, and
+    TAIL_FIT_MIN; a null of fewer than 100 facts: its top quarter, at least TAIL_EXCEEDANCES), the exceedances
+    y = T − u are fitted by the method of moments, and
 
         p = (N_exc / N) · (1 + ξ (observed − u) / σ)^(−1/ξ)        (ξ = 0: exp(−(observed − u)/σ))
 
@@ -312,7 +313,8 @@ def pool_statistic(templates: Sequence[Sequence[tuple[float, str]]]) -> tuple[fl
     has a pool value."""
     zs, k = [], 0
     for candidates in templates:
-        kept = [(score, role == "pool") for score, role in candidates if role != "outside"]
+        # sorted: the same number whatever order the candidates come in (a stored audit's are by rank)
+        kept = sorted((score, role == "pool") for score, role in candidates if role != "outside")
         k = max(k, sum(pool for _, pool in kept))
         if any(pool for _, pool in kept):
             zs.append(truth_z([sc for sc, _ in kept], [pool for _, pool in kept]))

@@ -138,6 +138,9 @@ def test_pool_values_are_judged_alone_with_the_outside_values_set_aside():
     assert pool_statistic([t1, t2]) == (pytest.approx(0.0), 1)
     assert pool_statistic([[(0.5, "pool"), *t1]]) == (pytest.approx(z), 2)  # the best of the two pool values
     assert pool_statistic([[(9.0, "outside"), (0.0, "counterfactual"), (1.0, "counterfactual")]]) is None
+    rng = random.Random(2)  # exactly the same number in any order (a stored audit's candidates come by rank)
+    many = [(rng.gauss(0, 1), "counterfactual") for _ in range(20)] + [(0.3, "pool"), (2.0, "outside")]
+    assert len({pool_statistic([rng.sample(many, len(many))]) for _ in range(20)}) == 1
 
 
 def test_a_fact_in_and_out_of_the_pool_gets_the_weighted_bonferroni_of_its_two_judgments():
