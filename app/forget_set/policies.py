@@ -1,4 +1,4 @@
-"""The forget set's policies: which retrieved facts an export holds, and what each record says of why.
+"""The forget set's policies: which facts an export holds, and what each record says of why.
 
 One :class:`Policy` per policy, listed in :data:`POLICIES`, the one place a policy is added. Everything else reads
 the registry: GET /forget-set (its ``policy`` enum and description, and which parameters a policy needs), the
@@ -38,8 +38,7 @@ Label = Callable[["ForgetFilters", float], str]
 
 
 def retrieved(result: Any, _: ForgetFilters) -> Any:
-    """Every policy's floor: some template ranks a true value first (WikiMem's lenient). A fact no template ranks first
-    yields nothing to forget, whatever its p-value."""
+    """WikiMem's readings' floor: some template ranks a true value first (lenient)."""
     return result.lenient.is_(True)
 
 
@@ -129,6 +128,13 @@ class PolicyRegistry(Mapping[str, Policy]):
             del self._policies[policy.name]
 
 
+def judged(result: Any, _: ForgetFilters) -> Any:
+    """The p-value policies' floor: every fact with a verdict statistic (the statistic uses every rank, so a fact no
+    template ranks first may still be flagged, and a flagged fact is exported), and results from before it that
+    some template ranks first (their p-value is the share's)."""
+    return result.statistic.is_not(None) | result.lenient.is_(True)
+
+
 def _pvalue_rate(null: EmpiricalNull, _: ForgetFilters, threshold: float) -> Rate:
     return null.pvalue_rate(threshold)
 
@@ -157,6 +163,7 @@ PVALUE = Policy(
     description="p <= max_p against the matching null (fictitious people audited alike)",
     control="a per-fact error rate (a person's entry never depends on who else is exported)",
     rate=_pvalue_rate,
+    prefilter=judged,
     threshold=lambda f, _: f.max_p,
     label=lambda f, _: f"pvalue<={f.max_p:g}",
 )
@@ -165,6 +172,7 @@ BH = Policy(
     description="Benjamini-Hochberg at false discovery rate q across this export",
     control="an error rate across the export",
     rate=_pvalue_rate,
+    prefilter=judged,
     threshold=_bh_threshold,
     label=lambda f, threshold: f"bh(q={f.q:g}): p<={threshold:.4g}",
     export_wide=True,

@@ -102,9 +102,9 @@ def count_in_scope(session: Session, principal: Principal, f: ForgetFilters) -> 
 
 def memorized(session: Session, principal: Principal, f: ForgetFilters) -> Iterator[tuple]:
     """Yields (FactResult, Audit, Subject, [Fact], [retrieving Canary]) without loading the whole table.
-    Every policy prefilters on what the model retrieves (its ``prefilter``, at least lenient: some template ranks a
-    true value first): a fact no template ranks first yields nothing to forget, whatever its p-value (the verdict's
-    statistic uses every rank)."""
+    Every policy prefilters in SQL (its ``prefilter``): WikiMem's readings on what the model retrieves (at least
+    rank1_any: some template ranks a true value first); the p-value policies on every fact with a verdict statistic,
+    since the statistic uses every rank and a flagged fact no template ranks first is still flagged."""
     stmt = _in_scope(principal, f, FactResult, Audit, Subject).where(POLICIES.named(f.policy).prefilter(FactResult, f))
     if f.min_z is not None:  # z̄* over rank-1 templates; null (no rank-1 template) never passes
         stmt = stmt.where(FactResult.z_star.is_not(None), FactResult.z_star >= f.min_z)

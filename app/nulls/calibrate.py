@@ -11,22 +11,33 @@ depends on who else is in an export (Benjamini–Hochberg across an export is th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy.orm import Session
 
 from app.db.base import utcnow
-from app.db.models import Audit, Canary, FactResult, NullDistribution
+from app.db.models import Audit, Canary, CandidateScore, FactResult, NullDistribution
 from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
 from app.forget_set.policies import fact_rates
 from app.nulls import repository
-from app.nulls.config import subject_fingerprint, subject_lookalikes, subject_null_key, subject_reader
+from app.nulls.config import effective_pool, subject_fingerprint, subject_lookalikes, subject_null_key, subject_reader
 from app.nulls.measured import TYPICAL_NAMES as NAME_HINTED
 from app.nulls.measured import load as load_measured
 from app.nulls.measured import typical_names_caveat
 from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, NullShape, RateRead
 from app.settings import Settings, get_settings
-from core.measures.null import MAX_TRUE_VALUES, STATISTIC, EmpiricalNull, FactStat, Rate, null_eta_seconds
+from core.catalog import load_catalog
+from core.measures.null import (
+    MAX_TRUE_VALUES,
+    STATISTIC,
+    EmpiricalNull,
+    FactStat,
+    Rate,
+    either_p_value,
+    null_eta_seconds,
+    pool_roles,
+    pool_statistic,
+)
 from core.names.lookalikes import READER
 
 DEFAULT_POLICY = "pvalue"
@@ -86,6 +97,66 @@ def uncalibrated_reason(result: FactResult) -> str | None:
     if (result.n_values or 1) > MAX_TRUE_VALUES:
         return TOO_MANY
     return None
+
+
+def pool_judgment(session: Session, audit: Audit, result: FactResult) -> tuple[float, int] | None:
+    """A stored fact with values in and out of the pool: the statistic of its pool values alone, ranked against the
+    counterfactuals with the outside values set aside, and their number (core.measures.null.pool_statistic); None
+    for any other fact. A near-duplicate merged into a true value goes with that value."""
+    if result.in_pool is not False or result.statistic is None or (result.n_values or 1) < 2:
+        return None
+    prop = load_catalog().get(result.property_id)
+    prop = replace(prop, pool=tuple(effective_pool(session, result.property_id, audit.options or {})))
+
+    def owner(c: CandidateScore) -> str | None:
+        return ((c.extra or {}).get("near_duplicate_of") or c.value) if c.is_ground_truth else None
+
+    canaries = [canary for canary in result.canaries if canary.kind != "context"]
+    templates = [
+        list(zip([c.score for c in k.candidates], pool_roles(prop, [owner(c) for c in k.candidates]), strict=True))
+        for k in canaries
+    ]
+    return pool_statistic(templates) if templates else None
+
+
+def _judgments(found: Resolved, stat: FactStat, pool: tuple[float, int] | None) -> list[tuple[EmpiricalNull, FactStat]]:
+    """The (null, statistic) pairs a fact is judged by: its pool values alone against in-pool null facts of their
+    number, where it has values in and out of the pool; the whole fact against null facts of its own shape."""
+    out = []
+    if pool is not None:
+        null = found.shapes.get((pool[1], True))
+        if null is not None and null.facts[0].statistic is not None:
+            out.append((null, replace(stat, statistic=pool[0], n_values=pool[1], in_pool=True)))
+    whole = found.shapes.get((stat.n_values, stat.in_pool))
+    if whole is not None and whole.facts[0].statistic is not None:
+        out.append((whole, stat))
+    return out
+
+
+def _judge(judgments: list[tuple[EmpiricalNull, FactStat]]) -> tuple[float, EmpiricalNull, FactStat]:
+    """The p-value of a fact judged once, or twice (its pool values alone, then the whole fact: the weighted
+    Bonferroni of the two), with the judgment that gave it."""
+    ps = [null.p_value(st) for null, st in judgments]
+    if len(ps) == 1:
+        return ps[0], *judgments[0]
+    p, by_pool = either_p_value(ps[0], ps[1])
+    return p, *judgments[0 if by_pool else 1]
+
+
+def _share_rate(found: Resolved, stat: FactStat, legacy: bool) -> RateRead:
+    """The share policy's rate at this fact's own share (before truth z: at its share-then-z̄* key)."""
+    assert found.null is not None
+    if legacy:
+        return rate_read(found.null.rate(lambda f: f.key[0] >= stat.key[0]))
+    return rate_read(found.null.rate(lambda f: round(f.share, 9) >= round(stat.share, 9)))
+
+
+def _why_not(found: Resolved, stat: FactStat) -> str:
+    """Why no null judges a fact (no judgment found: :func:`_judgments`)."""
+    shape_null = found.shapes.get((stat.n_values, stat.in_pool))
+    if not stat.in_pool and shape_null is None:
+        return OUT_OF_POOL
+    return OLD_NULL if shape_null is not None or stat.n_values == 1 else TOO_MANY
 
 
 def rate_read(rate: Rate) -> RateRead:
@@ -216,54 +287,59 @@ class Calibrator:
         rates = fact_rates(null, self.max_p)
         return Resolved(pid, "ready", row, null, people, rates, shapes=nulls)
 
-    def calibrate(self, audit: Audit, pid: str, stat: FactStat, uncalibrated: str | None = None) -> FactCalibration:
+    def calibrate(
+        self,
+        audit: Audit,
+        pid: str,
+        stat: FactStat,
+        uncalibrated: str | None = None,
+        pool: tuple[float, int] | None = None,
+    ) -> FactCalibration:
         """The verdict of one fact: its p-value against the null facts of its own shape (m true values, in the pool
-        or not), or why there is none (``uncalibrated``: the caller's reason, e.g. :func:`uncalibrated_reason`)."""
+        or not), or why there is none (``uncalibrated``: the caller's reason, e.g. :func:`uncalibrated_reason`).
+        ``pool``: a fact in and out of the pool, its pool values' statistic and number k (:func:`pool_judgment`),
+        judged against in-pool null facts of shape k too (core.measures.null.either_p_value)."""
         found = self.resolve(audit, pid)
         if found.null is None:
             return FactCalibration(
                 status=found.status, null_audit_id=found.row.audit_id if found.row else None, message=found.message
             )
-        shape_null = found.shapes.get((stat.n_values, stat.in_pool))
         legacy = stat.statistic is None and found.null.facts[0].statistic is None  # both from before truth z
-        if not legacy and uncalibrated is None and not stat.in_pool and shape_null is None:
-            uncalibrated = OUT_OF_POOL
-        if not legacy and uncalibrated is None and (shape_null is None or shape_null.facts[0].statistic is None):
-            uncalibrated = OLD_NULL if shape_null is not None or stat.n_values == 1 else TOO_MANY
+        judgments = [(found.null, stat)] if legacy else _judgments(found, stat, pool if uncalibrated is None else None)
+        if not judgments and uncalibrated is None:
+            uncalibrated = _why_not(found, stat)
         if uncalibrated is not None and not legacy:
             return FactCalibration(
                 status="uncalibrated", null_audit_id=found.row.audit_id, message=uncalibrated, statistic=stat.statistic
             )
-        judge = found.null if legacy else shape_null
-        p = judge.p_value(stat)
-        share = (
-            found.null.rate(lambda f: f.key[0] >= stat.key[0])
-            if legacy
-            else found.null.rate(lambda f: round(f.share, 9) >= round(stat.share, 9))
-        )
-        fpr = {name: rate_read(r) for name, r in found.rates.items()} | {"share": rate_read(share)}
+        p, judge, judged_stat = _judge(judgments)
+        fpr = {name: rate_read(r) for name, r in found.rates.items()} | {"share": _share_rate(found, stat, legacy)}
         values = [f.statistic for f in judge.facts if f.statistic is not None]
         return FactCalibration(
             status="ready",
             null_audit_id=found.row.audit_id,
             p_value=p,
-            p_method=judge.p_method(stat),
+            p_method=judge.p_method(judged_stat),
             fpr=fpr,
             memorized=p <= self.max_p,
             caveat=TYPICAL_NAMES_CAVEAT if pid in TYPICAL_NAMES else None,
-            statistic=stat.statistic,
+            statistic=judged_stat.statistic,
             null_mean=sum(values) / len(values) if values else None,
             null_shape=NullShape(
-                n_values=stat.n_values,
-                in_pool=stat.in_pool,
+                n_values=judged_stat.n_values,
+                in_pool=judged_stat.in_pool,
                 statistic=STATISTIC if not legacy else "share-then-z-star",
                 null_facts=len(judge),
+                judgments=len(judgments),
             ),
         )
 
     def calibrate_result(self, audit: Audit, result: FactResult, canaries: Iterable[Canary]) -> FactCalibration:
-        """:meth:`calibrate` of a stored result, with the reason its shape has no null where it has none."""
-        return self.calibrate(audit, result.property_id, result_stat(result, canaries), uncalibrated_reason(result))
+        """:meth:`calibrate` of a stored result, with the reason its shape has no null where it has none, and its
+        pool values' own judgment where it has values in and out of the pool."""
+        pool = pool_judgment(self.session, audit, result)
+        stat = result_stat(result, canaries)
+        return self.calibrate(audit, result.property_id, stat, uncalibrated_reason(result), pool)
 
     def info(self, audit: Audit, pids: Sequence[str]) -> CalibrationInfo:
         refs = [self.resolve(audit, pid).ref() for pid in dict.fromkeys(pids)]

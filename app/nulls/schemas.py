@@ -48,6 +48,12 @@ class NullShape(BaseModel):
     in_pool: bool = Field(description="every true value is a value of the counterfactual pool")
     statistic: str = Field(description="the verdict statistic (truth-z-1: mean truth z over templates)")
     null_facts: int | None = Field(default=None, description="null facts of this shape")
+    judgments: int = Field(
+        default=1,
+        description="2 for a fact with values in and out of the pool: its pool values alone were judged against"
+        " in-pool null facts of their number, the whole fact against out-of-pool null facts, and p_value is the"
+        " weighted Bonferroni min(p_pool / 0.9, p_whole / 0.1); this shape is the judgment that gave it",
+    )
 
 
 class FactCalibration(BaseModel):
@@ -61,7 +67,7 @@ class FactCalibration(BaseModel):
         default=None,
         description="(1 + null facts whose statistic is at least this fact's) / (1 + null facts), over the null"
         " facts of this fact's shape; where fewer than 10 reach it, from a generalized Pareto tail fitted to the"
-        " null (p_method)",
+        " null (p_method); a fact with values in and out of the pool is judged twice (null_shape.judgments)",
     )
     p_method: Literal["empirical", "tail"] | None = Field(default=None, description="how the p-value was computed")
     statistic: float | None = Field(

@@ -42,6 +42,7 @@ SHARE_DIGITS = 9  # shares are k/T; rounding makes equal shares compare equal wh
 STATISTIC = "truth-z-1"  # enters the null's configuration key: bump when the statistic changes
 MAX_TRUE_VALUES = 3  # nulls hold facts with 1..3 true values; a fact with more says `uncalibrated`
 TAIL_EXCEEDANCES = 10  # below this many null facts ≥ the observed one, the fitted tail gives the p-value
+POOL_WEIGHT = 0.9  # a fact with values in and out of the pool: the weight of its pool values' judgment (either_p_value)
 
 
 class _Template(Protocol):
@@ -264,23 +265,30 @@ def bh_adjusted(pvalues: Sequence[float]) -> list[float]:
 
 
 TAIL_MIN_NULL = 40  # a null smaller than this gets no fitted tail (too few points above any threshold)
+TAIL_SHARE = 8  # the tail is fitted to the null's top 1/TAIL_SHARE (at most 250 values) ...
+TAIL_FIT_MIN = 25  # ... and to at least this many (a null of N < 100: its top quarter, at least TAIL_EXCEEDANCES)
 
 
-def tail_p_value(null_values: Sequence[float], observed: float) -> float | None:
+def tail_p_value(null_values: Sequence[float], observed: float, share: int = TAIL_SHARE) -> float | None:
     """P(T ≥ observed) from a generalized Pareto distribution fitted to the null's upper tail (Knijnenburg et al.
-    2009): the threshold u is the value just below the top quarter of the null (at most 250 exceedances, at least
-    TAIL_EXCEEDANCES), the exceedances y = T − u are fitted by the method of moments, and
+    2009): the threshold u is the value just below the top eighth of the null (at most 250 exceedances, at least
+    TAIL_FIT_MIN; a null of fewer than 100 facts: its top quarter, at least TAIL_EXCEEDANCES), the exceedances
+    y = T − u are fitted by the method of moments, and
 
         p = (N_exc / N) · (1 + ξ (observed − u) / σ)^(−1/ξ)        (ξ = 0: exp(−(observed − u)/σ))
 
-    The shape ξ is clamped at 0 from below (an exponential tail), which is conservative: a bounded tail (ξ < 0)
-    would give p = 0 beyond its end point. None where no tail can be fitted (fewer than TAIL_MIN_NULL null
-    values, the observed value not above u, or no spread among the exceedances): use the empirical p-value."""
+    The shape ξ is clamped at 0 from below (an exponential tail): a bounded tail (ξ < 0) would give p = 0 beyond
+    its end point. Clamping errs towards larger p where the null's tail is lighter than exponential (a
+    knowledge-free model's statistic is near normal), the more so the lower u: fitted to the top quarter, the
+    knowledge-free model was flagged at 0.35 % at p ≤ 0.01; to the top eighth (``TAIL_SHARE``; ``share``), at its
+    nominal rate, while real models' nulls stay at theirs (benchmarks/fitted_tail.py, docs/measures.md). None where
+    no tail can be fitted (fewer than TAIL_MIN_NULL null values, the observed value not above u, or no spread among
+    the exceedances): use the empirical p-value."""
     ordered = sorted(null_values)
     n = len(ordered)
     if n < TAIL_MIN_NULL:
         return None
-    n_exc = min(250, max(TAIL_EXCEEDANCES, n // 4))
+    n_exc = min(250, max(TAIL_EXCEEDANCES, n // share, min(TAIL_FIT_MIN, n // 4)))
     u = ordered[n - n_exc - 1]
     y = [v - u for v in ordered[n - n_exc :] if v > u]
     if observed <= u or len(y) < TAIL_EXCEEDANCES:
@@ -294,6 +302,49 @@ def tail_p_value(null_values: Sequence[float], observed: float) -> float | None:
     excess = observed - u
     survival = math.exp(-excess / sigma) if xi == 0.0 else (1.0 + xi * excess / sigma) ** (-1.0 / xi)
     return (len(y) / n) * survival
+
+
+def pool_statistic(templates: Sequence[Sequence[tuple[float, str]]]) -> tuple[float, int] | None:
+    """The verdict statistic of a fact's pool values alone, and their number k: per template, the candidates as
+    (calibrated score, role) with role ``pool`` (a true value of the counterfactual pool, or a near-duplicate merged
+    into one), ``outside`` (a true value outside the pool, or merged into one) or ``counterfactual``; the outside
+    values are set aside and the pool values ranked against the counterfactuals alone (:func:`truth_z`), as an audit
+    of the pool values alone would rank them. Its null is the in-pool null facts of shape k. None where no template
+    has a pool value."""
+    zs, k = [], 0
+    for candidates in templates:
+        # sorted: the same number whatever order the candidates come in (a stored audit's are by rank)
+        kept = sorted((score, role == "pool") for score, role in candidates if role != "outside")
+        k = max(k, sum(pool for _, pool in kept))
+        if any(pool for _, pool in kept):
+            zs.append(truth_z([sc for sc, _ in kept], [pool for _, pool in kept]))
+    if not zs or len(zs) != len(templates):
+        return None
+    return sum(zs) / len(zs), k
+
+
+class PoolOf(Protocol):
+    """A property's counterfactual pool, as :func:`pool_roles` asks it (core.catalog.Property is one)."""
+
+    def holds(self, values: Sequence[str]) -> bool: ...
+
+
+def pool_roles(prop: PoolOf, owners: Sequence[str | None]) -> list[str]:
+    """Each candidate's role for :func:`pool_statistic`, from the true value it is or is merged into (None: a
+    counterfactual): ``pool`` where that value is a pool value of ``prop``, else ``outside``."""
+    return ["counterfactual" if o is None else "pool" if prop.holds([o]) else "outside" for o in owners]
+
+
+def either_p_value(p_pool: float, p_whole: float, weight: float = POOL_WEIGHT) -> tuple[float, bool]:
+    """A fact with values in and out of the pool is judged twice — its pool values alone against in-pool null facts
+    (:func:`pool_statistic`), the whole fact against out-of-pool null facts — and its p-value is the weighted
+    Bonferroni min(p_pool / w, p_whole / (1 − w)) (valid whatever the two statistics' dependence), with whether the
+    pool values' judgment gave it. Most weight goes to the pool values: an extra out-of-pool value then costs a pool
+    value the model knows a factor 1/w on its p (measured on groundtruth-tiny: 20/20 trained occupations and
+    birthplaces found with one out-of-pool value added, as alone; 0/20 when judged as a whole), while an outside
+    value the model knows can still carry the fact at p_whole ≤ (1 − w) · max_p."""
+    pool, whole = p_pool / weight, p_whole / (1.0 - weight)
+    return min(1.0, pool, whole), pool <= whole
 
 
 @dataclass(frozen=True)

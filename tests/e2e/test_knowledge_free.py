@@ -1,8 +1,11 @@
 """The negative control through the service: the registered model `knowledge-free` (NLLs from a seeded hash of the
 sentence) is audited like any model. Its facts — one, two and three true values; items, dates, quantities, strings;
-in and out of the pool (out-of-pool values: real towns and occupations no reservoir of the null lists) — are judged
-by a null of their own shape, and the default verdict (p <= 0.01) flags them at chance. Also: a fact outside a pool
-whose kind has no out-of-pool reservoir (a pseudonym) and one with four values say `uncalibrated`, with the reason."""
+in and out of the pool (out-of-pool values: real towns, occupations and languages no reservoir of the null lists),
+and facts with values both in and out of the pool (judged on their pool values alone too) — are judged by a null of
+their own shape, and the default verdict (p <= 0.01) flags them at its nominal rate: 1 % is inside the rate's 95 %
+interval over 2,100 facts (the fitted tail fitted to the null's top quarter flagged 0.35 %: valid, but power thrown
+away), and no shape is flagged above its interval at p <= 0.01 or p <= 0.001. Also: a fact outside a pool whose
+kind has no out-of-pool reservoir (a pseudonym) and one with four values say `uncalibrated`, with the reason."""
 
 from __future__ import annotations
 
@@ -20,13 +23,16 @@ from tests.conftest import wait_for
 PIDS = ("P106", "P27", "P569", "P2048", "P742", "P1412", "P19")  # item (pseudo / name-hinted), time, quantity, string
 TOWNS = ("Kleinwelsbach", "Ober-Ramstadt", "Villanueva de la Serena", "Castelnaudary", "Bad Aussee", "Tomaszów")
 TRADES = ("lighthouse keeper", "glassblower", "luthier", "falconer", "chimney sweep", "bookbinder", "cooper")
+TONGUES = ("Old English", "Low German", "Middle High German", "Old Norse", "Classical Chinese", "Scots", "Ladino")
 OPTIONS = {"paraphrases": 2, "counterfactuals": 20, "lookalikes": "same_origin"}
-SUBJECTS = 40
+SUBJECTS = 300  # x 7 properties: 2,100 facts, enough to tell 1 % from the 0.35 % of a conservative tail
 
 
 @pytest.fixture
 def nulls_of_300(sqlite_env, monkeypatch):
     monkeypatch.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", "300")
+    monkeypatch.setenv("MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY", "0")  # every subject queued at once (0: no quota)
+    monkeypatch.setenv("MEMAUDIT_SUBMIT_RATE_PER_MINUTE", "0")
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
@@ -34,7 +40,8 @@ def nulls_of_300(sqlite_env, monkeypatch):
 
 def roster(n: int) -> list[dict]:
     """Fictitious people (a seed the null does not use) with 1-3 values per fact, from the catalog's pools; every
-    other person's birthplace is a town outside the pool, and every fourth person's first occupation is outside it."""
+    other person's birthplace is a town outside the pool, and every fourth person's first occupation (another fourth's
+    first language) is outside it, so that some facts hold values in and out of the pool."""
     catalog, rng = load_catalog(), random.Random(11)
     people = []
     for person in cohort(n, PIDS, catalog, seed=977):
@@ -46,6 +53,8 @@ def roster(n: int) -> list[dict]:
                 own = TOWNS[person.index % len(TOWNS)]
             if pid == "P106" and person.index % 4 == 3:
                 own = TRADES[person.index % len(TRADES)]
+            if pid == "P1412" and person.index % 4 == 1:
+                own = TONGUES[person.index % len(TONGUES)]
             values = [own, *rng.sample(catalog.get(pid).pool, 4)]
             facts += [{"property": pid, "value": v} for v in list(dict.fromkeys(values))[:m]]
         people.append({"name": person.name, "facts": facts})
@@ -88,16 +97,31 @@ def test_the_knowledge_free_model_is_flagged_at_chance_for_every_shape(nulls_of_
             assert cal["status"] == "ready", cal
             values = [f["value"] for f in person["facts"] if f["property"] == fact["property"]]
             in_pool = load_catalog().get(fact["property"]).holds(values)
-            assert cal["null_shape"]["n_values"] == len(values) and cal["null_shape"]["in_pool"] == in_pool, cal
+            shape = (cal["null_shape"]["n_values"], cal["null_shape"]["in_pool"])
+            if cal["null_shape"]["judgments"] == 2:  # values in and out of the pool: judged on its pool values too
+                assert not in_pool and shape[0] <= len(values) and shape in {(len(values), False), (shape[0], True)}
+            else:
+                assert shape == (len(values), in_pool), cal
             calibrations.append((fact["property"], len(values), cal))
-    by_shape = {m: [c for _, mm, c in calibrations if mm == m] for m in (1, 2, 3)}
-    assert all(by_shape.values()), {m: len(v) for m, v in by_shape.items()}
-    outside = [c for _, _, c in calibrations if not c["null_shape"]["in_pool"]]
-    assert len(outside) >= SUBJECTS // 2 + SUBJECTS // 4, len(outside)  # the towns, the trades
-    flagged = sum(c["p_value"] <= 0.01 for _, _, c in calibrations)
-    rate = Rate.of(flagged, len(calibrations))
-    detail = {m: sum(c["p_value"] <= 0.01 for c in v) for m, v in by_shape.items()}
-    assert rate.low <= 0.01 and flagged <= 4, f"{flagged}/{len(calibrations)} flagged at p <= 0.01 ({detail} by m)"
+    by_shape: dict[tuple[int, str], list[dict]] = {}
+    for _, m, cal in calibrations:
+        where = "mixed" if cal["null_shape"]["judgments"] == 2 else "in" if cal["null_shape"]["in_pool"] else "out"
+        by_shape.setdefault((m, where), []).append(cal)
+    assert {(1, "in"), (2, "in"), (3, "in"), (1, "out"), (2, "mixed"), (3, "mixed")} <= set(by_shape), set(by_shape)
+    assert len(by_shape[2, "mixed"]) + len(by_shape[3, "mixed"]) >= 60, {k: len(v) for k, v in by_shape.items()}
+    rates = {
+        level: {shape: Rate.of(sum(c["p_value"] <= level for c in v), len(v)) for shape, v in by_shape.items()}
+        for level in (0.01, 0.001)
+    }
+    said = {level: {f"{m}{w}": f"{r.k}/{r.n}" for (m, w), r in shapes.items()} for level, shapes in rates.items()}
+    overall = Rate.of(sum(c["p_value"] <= 0.01 for _, _, c in calibrations), len(calibrations))
+    print(
+        f"\nknowledge-free: {overall.k}/{overall.n} flagged at p <= 0.01 ({overall.low:.4f}-{overall.high:.4f}); {said}"
+    )
+    assert overall.n >= 2000 and overall.low <= 0.01 <= overall.high, said  # nominal: neither above nor below
+    for level, shapes in rates.items():
+        assert all(r.low <= level for r in shapes.values()), (level, said)  # valid for every shape
+    assert Rate.of(sum(r.k for r in rates[0.001].values()), overall.n).low <= 0.001, said
 
     odd_facts = {f["property"]: f["calibration"] for f in api.get(f"/audits/{odd}/facts").json()["facts"]}
     assert odd_facts["P742"]["status"] == "uncalibrated" and "pool" in odd_facts["P742"]["message"]

@@ -31,8 +31,10 @@ def audited(sqlite_env, api_factory, monkeypatch):  # noqa: ANN001, ANN201
     api = api_factory("auditor")
     people = json.loads(MANIFEST.read_text())["trained"][:2]
     audits = []
-    for person in people:
+    for i, person in enumerate(people):
         facts = [{"property": pid, "value": v} for pid, values in person["facts"].items() for v in values]
+        if i == 0:  # an occupation in and out of the pool: judged on its pool value too, before and after alike
+            facts.append({"property": "P106", "value": "lighthouse keeper"})
         body = {"kind": "subject", "model": "groundtruth-tiny", "subject": {"name": person["name"], "facts": facts}}
         audits.append(api.post("/audits", json=body).json())
     for audit in audits:

@@ -84,11 +84,13 @@ def _after_audit(audit: Audit, before: Audit, fingerprint: str | None) -> Any:
 def _after_calibration(
     calibrator: Calibrator, audit: Audit, before: Audit, fingerprint: str | None, pid: str, stat: dict[str, Any]
 ):
+    pool = stat.pop("pool", None)  # a fact in and out of the pool: its pool values' statistic and number
     fact = FactStat(**stat)  # its shape (m true values, in the pool or not) picks the null facts that judge it
     reason = uncalibrated_reason(
         SimpleNamespace(statistic=fact.statistic, in_pool=fact.in_pool, n_values=fact.n_values)
     )
-    return calibrator.calibrate(_after_audit(audit, before, fingerprint), pid, fact, reason)
+    after = _after_audit(audit, before, fingerprint)
+    return calibrator.calibrate(after, pid, fact, reason, (pool[0], pool[1]) if pool else None)  # type: ignore[arg-type]
 
 
 def _facts(s, audit_id: str) -> list[tuple[VerificationPerson, VerificationFact, Audit | None, Any]]:

@@ -14,7 +14,7 @@ from app.subjects import repository as subjects
 from app.subjects.schemas import SubjectAuditOptions
 from app.verification import repository
 from app.verification.schemas import FactStatus, PersonRole, VerificationStored
-from core.measures.null import fact_stat
+from core.measures.null import fact_stat, pool_roles, pool_statistic
 from core.measures.wikimem import generic_subject
 from workers.jobs.common import JobContext
 from workers.jobs.scoring import (
@@ -86,8 +86,18 @@ def probe_pairs(plans: list[PropertyPlan], canaries: dict[str, list[CanaryPlan]]
 
 
 def stat_of(plan: PropertyPlan, outcomes: list) -> dict[str, Any]:
+    """The fact's statistics, and where it has values in and out of the pool its pool values' own (``pool``), as the
+    calibrator judges a stored result (app.nulls.calibrate)."""
     stat = fact_stat(outcomes, sum(plan.truth_mask))
-    return asdict(stat) | {"in_pool": plan.prop.holds(plan.ground_truths)}
+    in_pool, pool = plan.prop.holds(plan.ground_truths), None
+    if not in_pool and stat.n_values > 1:
+        n = len(plan.ground_truths)
+        owners = [
+            v if i < n else plan.merged[v][0] if v in plan.merged else None for i, v in enumerate(plan.candidates)
+        ]
+        roles = pool_roles(plan.prop, owners)
+        pool = pool_statistic([list(zip(o.scores, roles, strict=True)) for o in outcomes])
+    return asdict(stat) | {"in_pool": in_pool, "pool": pool}
 
 
 def score_person(ctx: JobContext[VerificationStored], person_id: int, after: Scorer, before: Scorer | None) -> None:

@@ -68,6 +68,7 @@ def create_result(
     )
     result.canaries = [canary]
     s.add(result)
+    return result
 
 
 @pytest.fixture(params=["sqlite_env", "pg_env"])
@@ -345,3 +346,49 @@ def test_a_subject_audited_twice_is_exported_once_unless_all_audits_are_asked_fo
     # (create_result stores the subject's fact once per run: the newest audit's fact is exported, once)
     assert set(audits_of()) == {ids[1]}, "the older run's facts are in the forget set too"
     assert set(audits_of(audits="all")) == set(ids)
+
+
+def test_every_memorized_fact_is_exported_by_the_p_value_policies_even_one_no_template_ranks_first(
+    sqlite_env, api_factory
+):
+    """The verdict statistic uses every rank: a truth second under every template, far above its counterfactuals'
+    mean, is flagged (p <= 0.01) though no template ranks it first. Every fact whose verdict says `memorized: true`
+    is in the `pvalue` forget set (and under `bh`, which selects it too); the lenient reading still leaves it out.
+    (Before, both p-value policies kept only facts some template ranks first: this one was silently dropped.)"""
+    import random
+
+    from sqlalchemy import select
+
+    from app.auth.keys import authenticate
+    from app.db.engine import session_scope
+    from app.db.models import NullFact
+    from app.settings import get_settings
+
+    api = api_factory("auditor")
+    with session_scope() as s:
+        key_id = authenticate(s, get_settings(), api.headers["Authorization"].split()[1]).key_id
+        summary = {"scoring": {"fingerprint": FINGERPRINT}, "lookalikes": "reversed"}
+        subject, audit = stored_subject_audit(s, key_id, "Ada Lovelace", {"P21", "P27"}, summary=summary)
+        s.flush()
+        second = create_result(s, audit, subject, "P21", ["female"], ["male", "female"], share=0.0, strict=False, z=0)
+        first = create_result(
+            s, audit, subject, "P27", ["United Kingdom"], ["United Kingdom", "France"], share=1.0, strict=True, z=2.0
+        )
+        for result, statistic in ((second, 6.0), (first, 5.0)):
+            result.statistic, result.n_values, result.in_pool = statistic, 1, True
+        create_null(s, audit, ["P21", "P27"])
+        s.flush()
+        rng = random.Random(3)
+        for fact in s.scalars(select(NullFact)):  # knowledge-free null statistics: none near 5
+            fact.statistic, fact.n_values, fact.in_pool = rng.gauss(0.0, 1.0), 1, True
+        aid = audit.id
+    facts = {f["property"]: f for f in api.get(f"/audits/{aid}/facts").json()["facts"]}
+    assert facts["P21"]["lenient"] is False and facts["P21"]["calibration"]["memorized"] is True, facts["P21"]
+    flagged = {pid for pid, f in facts.items() if f["calibration"]["memorized"]}
+    assert flagged == {"P21", "P27"}
+    for params in ({}, {"policy": "bh", "q": 0.05}):
+        assert {r["property"] for r in jsonl_records(export(api, aid, **params).text)} == flagged, params
+    exported = jsonl_records(export(api, aid).text)
+    gender = next(r for r in exported if r["property"] == "P21")
+    assert gender["value"] == "female" and gender["canaries"] == [] and gender["p_value"] <= 0.01
+    assert {r["property"] for r in jsonl_records(export(api, aid, policy="lenient").text)} == {"P27"}

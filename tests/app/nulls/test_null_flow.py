@@ -118,7 +118,7 @@ def test_facts_are_pending_then_calibrated_and_the_null_is_reused(small_nulls, a
     assert page["calibration"]["policy"] == "pvalue" and page["calibration"]["max_p"] == 0.01
     for fact in page["facts"]:
         cal = fact["calibration"]
-        shape = {"n_values": 1, "in_pool": True, "statistic": "truth-z-1"}
+        shape = {"n_values": 1, "in_pool": True, "statistic": "truth-z-1", "judgments": 1}
         assert cal["null_shape"] == shape | {"null_facts": len(dists[fact["property"]]["facts"])}
         assert cal["statistic"] == pytest.approx(by_hand_statistic(detailed[fact["property"]]))
         expected = by_hand_p(cal["statistic"], dists[fact["property"]]["facts"])
