@@ -27,6 +27,7 @@ from typing import Any
 
 from app.errors import InvalidInput
 from app.settings import Settings
+from app.subjects.schemas import Person
 from app.subjects.service import normalize_fact, normalize_name
 from core.catalog import Catalog, load_catalog
 
@@ -47,14 +48,6 @@ class RosterTooLarge(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(limit)
         self.limit = limit
-
-
-@dataclass(frozen=True)
-class Person:
-    row: int
-    name: str
-    wikidata_id: str | None
-    facts: tuple[tuple[str, str], ...]  # (property id, value in the catalog's spelling)
 
 
 @dataclass(frozen=True)

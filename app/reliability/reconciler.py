@@ -32,10 +32,10 @@ from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Audit
 from app.db.models.audit import AuditStatus
-from app.privacy.retention import purge
 from app.queue import Dispatcher
 from app.reliability import leases, waits
 from app.settings import Settings, get_settings
+from app.subjects.retention import purge
 
 log = logging.getLogger("memaudit.reconciler")
 BATCH = 500  # audits looked at per query: a backlog of any size is worked through in bounded steps

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep, Submitter
-from app.privacy import access_log, erasure
-from app.subjects import service
+from app.privacy import access_log
+from app.subjects import erasure, service
 from app.subjects.schemas import Detail, FactsPage
 from app.validation import Id
 

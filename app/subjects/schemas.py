@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, computed_field, field_validator
@@ -69,6 +70,16 @@ class SubjectIn(RequestModel):
         if not facts and info.data.get("wikidata_id") is None:
             raise ValueError("give the subject's facts, or a wikidata_id to fetch them from Wikidata")
         return facts
+
+
+@dataclass(frozen=True)
+class Person:
+    """One person of a batch's roster, validated (app/batches/roster.py): what add_subject_audits stores."""
+
+    row: int
+    name: str
+    wikidata_id: str | None
+    facts: tuple[tuple[str, str], ...]  # (property id, value in the catalog's spelling)
 
 
 class SubjectAuditOptions(RequestModel):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session
 
@@ -21,24 +20,22 @@ from app.nulls.calibrate import calibrate_results
 from app.nulls.service import ensure_nulls
 from app.settings import Settings
 from app.subjects import repository
+from app.subjects.held_out import held_out_sentences
 from app.subjects.schemas import (
     CanaryRead,
     CandidateRead,
     Detail,
     FactResultRead,
     FactsPage,
+    Person,
     SubjectAuditCreate,
     SubjectAuditOptions,
 )
 from app.subjects.wikidata_source import fetch_facts
-from app.verification.erasure import held_out_sentences
 from core.catalog import Catalog, UnknownProperty, ValueProblem, load_catalog, split_template
 from core.names.lookalikes import lookalikes_for
 
 LOOKALIKE_SAMPLE = 100  # a batch's names whose look-alike scheme is checked for a same_origin fallback (8 ms each)
-
-if TYPE_CHECKING:  # a roster validates its people with this module's functions: the import runs one way
-    from app.batches.roster import Person
 
 
 def normalize_name(raw: str, settings: Settings, field: str = "subject.name") -> str:

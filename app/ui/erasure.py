@@ -20,7 +20,7 @@ from app.coverage import repository as datasets
 from app.coverage import service as coverage
 from app.deps import SUBMITTERS, SessionDep, SettingsDep, require_roles
 from app.errors import NotFound
-from app.privacy import erasure
+from app.subjects import erasure
 from app.subjects import repository as subjects
 from app.ui.session import UiSession, check_csrf
 from app.ui.web import Signed, UiRoute, render, url

@@ -24,8 +24,8 @@ from app.db.base import utcnow
 from app.db.engine import session_scope
 from app.db.models import Fact, PoolValue, Subject, WikidataImport, WikidataProperty
 from app.db.models.wikidata import ImportStatus
-from app.subjects.repository import ensure_properties
 from app.wikidata.dump import MIN_HUMANS_FOR_POOL, DumpHuman, DumpReader, resolve
+from app.wikidata.repository import ensure_properties
 from app.wikidata.snaks import ItemRef, Value
 from core.catalog import Catalog, ValueProblem, load_catalog
 

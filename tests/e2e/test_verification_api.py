@@ -84,8 +84,8 @@ def test_same_weights_remove_nothing_and_erasure_forgets_what_was_scored(audited
     from app.db.models import NllCache, Subject
     from app.db.models.verification import VerificationPerson
     from app.nll_cache import repository as cache
+    from app.subjects.held_out import held_out_sentences
     from app.subjects.service import _sentence_hashes
-    from app.verification.erasure import held_out_sentences
 
     api, person = audited["api"], audited["people"][0]
     forgotten = audited["audits"][0]["subject_id"]

@@ -14,7 +14,7 @@ def stored_subject_audit(
     """(Subject, Audit): a subject of key ``key_id`` and a succeeded groundtruth-tiny subject audit of it, added to
     ``s`` (the catalog properties ``pids`` mirrored first); ``audit`` sets or overrides the audit's columns."""
     from app.db.models import Audit, Subject
-    from app.subjects.repository import ensure_properties
+    from app.wikidata.repository import ensure_properties
 
     ensure_properties(s, pids)
     subject = Subject(name=name, wikidata_id=wikidata_id, owner_key_id=key_id)

@@ -271,7 +271,7 @@ def test_facts_without_a_null_are_left_out_said_in_the_end_marker_and_nothing_is
     from app.db.engine import session_scope
     from app.db.models import Audit, Subject
     from app.nulls.calibrate import MISSING
-    from app.subjects.repository import ensure_properties
+    from app.wikidata.repository import ensure_properties
 
     with session_scope() as s:
         ensure_properties(s, {"P27"})
@@ -310,7 +310,7 @@ def test_a_subject_audited_twice_is_exported_once_unless_all_audits_are_asked_fo
     from app.db.base import utcnow
     from app.db.engine import session_scope
     from app.db.models import Audit, Subject
-    from app.subjects.repository import ensure_properties
+    from app.wikidata.repository import ensure_properties
 
     ids = []
     with session_scope() as s:

@@ -96,9 +96,9 @@ def test_a_revoked_subject_token_no_longer_authenticates(pg_env, api_factory):
 
 
 def test_retention_purges_old_audits_with_their_subjects(pg_env, api_factory):
-    from app.privacy.retention import purge
     from app.queue import get_dispatcher
     from app.settings import get_settings
+    from app.subjects.retention import purge
 
     api = api_factory("auditor")
     old, young = submit(api, 1), submit(api, 2)

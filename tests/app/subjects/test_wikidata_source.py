@@ -88,7 +88,7 @@ def test_unreachable_wikidata_is_a_503(sqlite_env, monkeypatch, api_factory):
 def test_an_imported_dump_subject_is_used_without_calling_the_api(wikidata, api_factory):
     from app.db.engine import session_scope
     from app.db.models import Fact, Subject
-    from app.subjects.repository import ensure_properties
+    from app.wikidata.repository import ensure_properties
 
     with session_scope() as s:
         ensure_properties(s, {"P106", "P27"})

@@ -23,8 +23,8 @@ def db(tmp_path, monkeypatch):
 def plan_for(facts: list[tuple[str, str]], options: dict):
     from app.db.engine import session_scope
     from app.db.models import Fact, Subject
-    from app.subjects.repository import ensure_properties
     from app.subjects.schemas import SubjectAuditOptions
+    from app.wikidata.repository import ensure_properties
     from workers.jobs.scoring import subject_plans as _plan
 
     with session_scope() as s:

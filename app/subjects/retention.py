@@ -1,5 +1,5 @@
 """Retention (``retention_days``): finished audits older than N days are purged with everything derived from
-them — a subject audit by erasing its subject (app/privacy/erasure.py: facts, results, cached scores,
+them — a subject audit by erasing its subject (app/subjects/erasure.py: facts, results, cached scores,
 idempotency keys, job records), any other audit by deleting it (its results cascade). Run by the reconciler's
 maintenance pass; bounded per pass. Subjects imported from a Wikidata dump (public reference data, not tied to
 an audit) are not purged: re-import or delete the dump to drop them."""
@@ -18,9 +18,9 @@ from app.db.models import Audit
 from app.db.models.audit import FINAL_STATUSES
 from app.db.models.auth import Role
 from app.errors import NotFound
-from app.privacy import erasure
 from app.queue import Dispatcher
 from app.settings import Settings
+from app.subjects import erasure
 
 log = logging.getLogger("memaudit.retention")
 RETENTION = Principal(id="retention", role=Role.ADMIN)
