@@ -118,7 +118,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     for router in kinds.routers():
         app.include_router(router)
     # Routers of features that are not audit kinds are included here, one line each.
-    app.include_router(forget_set_router())  # its policy enum: the policies registered now (app/forget_set/policies.py)
+    app.include_router(forget_set_router())  # its policy enum: the policies registered now (app/policies.py)
     app.include_router(privacy_router)
     app.include_router(evidence_router)
     app.include_router(batches_router)

@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 from app.batches import repository
 from app.batches.schemas import BatchReport, ModelComparison
 from app.db.models.batch import Batch
-from app.forget_set.policies import LENIENT
 from app.nulls.cohort import MAX_COHORT, cohort_of
+from app.policies import LENIENT
 
 
 def read_report(session: Session, batch: Batch) -> BatchReport:

@@ -14,7 +14,7 @@ from app.cli.client import add_client_arguments, make_client
 from app.cli.output import NULL_WAIT_SECONDS, duration, failure_line, null_source_line, wait, wait_for_nulls
 from app.db.vocabulary import AuditStatus
 from app.errors import DomainError, InvalidInput
-from app.forget_set.policies import DEFAULT, NO_NULL, POLICIES
+from app.policies import DEFAULT, NO_NULL, POLICIES
 from app.settings import get_settings
 from app.streaming import END_KEY
 from app.subjects import detection

@@ -26,7 +26,7 @@ from app.cli.audit import (
 from app.cli.client import Client, add_client_arguments, make_client
 from app.cli.output import duration, failure_line, null_source_line, wait, wait_for_nulls
 from app.db.vocabulary import AuditStatus
-from app.forget_set.policies import DEFAULT, NO_NULL
+from app.policies import DEFAULT, NO_NULL
 from app.settings import get_settings
 from app.streaming import END_KEY
 

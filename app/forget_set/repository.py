@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from sqlalchemy import Select, and_, exists, false, func, or_, select
 from sqlalchemy.orm import Session, aliased
@@ -12,23 +11,7 @@ from app.auth.keys import Principal
 from app.db.models import Audit, Canary, CandidateScore, Fact, FactResult, Subject
 from app.db.models.audit import AuditStatus
 from app.db.vocabulary import Role
-from app.forget_set.policies import DEFAULT, POLICIES
-
-
-@dataclass(frozen=True)
-class ForgetFilters:
-    model: str | None = None
-    subject_id: int | None = None
-    audit_id: str | None = None
-    property: str | None = None
-    policy: str = DEFAULT  # a name in app.forget_set.policies.POLICIES
-    min_share: float | None = None
-    min_z: float | None = None
-    max_p: float = 0.01  # policy pvalue: p <= max_p against the matching null
-    q: float = 0.05  # policy bh: Benjamini–Hochberg false discovery rate across the export
-    batch_id: str | None = None  # the audits of one batch (app/batches)
-    all_audits: bool = False  # every audit's facts; else the newest audit's per (subject, model, property)
-
+from app.policies import POLICIES, ForgetFilters
 
 READ_ALL = (
     Role.ADMIN,

@@ -10,8 +10,7 @@ from fastapi.responses import StreamingResponse
 from app.auth.keys import Principal
 from app.deps import require_roles
 from app.forget_set import service
-from app.forget_set.policies import DEFAULT, POLICIES
-from app.forget_set.repository import ForgetFilters
+from app.policies import DEFAULT, POLICIES, ForgetFilters
 from app.streaming import MEDIA_TYPES, download
 from app.validation import IdFilter
 from core import defaults
@@ -22,7 +21,7 @@ EXPORTERS = ("admin", "auditor", "pipeline")  # who may export a forget set (a r
 
 
 def make_router() -> APIRouter:
-    """GET /forget-set over the policies registered now (app.forget_set.policies.POLICIES): its ``policy`` parameter
+    """GET /forget-set over the policies registered now (app.policies.POLICIES): its ``policy`` parameter
     is their enum, described by them (create_app builds it, so a policy registered before is in the API)."""
     router = APIRouter(tags=["forget-set"])
     names = tuple(POLICIES)

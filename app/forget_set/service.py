@@ -14,9 +14,10 @@ from app.db.engine import session_factory, session_scope
 from app.db.models import Audit
 from app.errors import InvalidInput
 from app.evidence.service import ExportWitness
-from app.forget_set.repository import ForgetFilters, memorized, model_audited, retrieved_values, top_counterfactuals
+from app.forget_set.repository import memorized, model_audited, retrieved_values, top_counterfactuals
 from app.forget_set.verdicts import Verdicts
 from app.nulls.config import subject_fingerprint
+from app.policies import ForgetFilters
 from app.privacy.access_log import logged_export
 from app.settings import Settings, get_settings
 from app.streaming import END_KEY, csv_lines, jsonl_lines, with_end_marker

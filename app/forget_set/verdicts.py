@@ -2,7 +2,7 @@
 the false-positive rate of the policy for its property, and which null (audit id, K people, look-alikes) it came
 from.
 
-The policies themselves are app/forget_set/policies.py's (``POLICIES``): `pvalue` (default) selects a fact when
+The policies themselves are app/policies.py's (``POLICIES``): `pvalue` (default) selects a fact when
 p <= max_p (0.01): a per-fact error rate, so a person's entry never depends on who else is exported. `bh` selects by
 Benjamini–Hochberg at false discovery rate q across the export (m = every fact the filters cover; a fact whose null
 is still pending counts with p = 1). `lenient`, `strict` and `share` are WikiMem's readings, unchanged, now with
@@ -19,9 +19,9 @@ from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
 from app.db.models import Audit, Canary, FactResult
-from app.forget_set.policies import POLICIES
-from app.forget_set.repository import ForgetFilters, count_in_scope, memorized
+from app.forget_set.repository import count_in_scope, memorized
 from app.nulls.calibrate import Calibrator, Resolved, rate_read
+from app.policies import POLICIES, ForgetFilters
 from core.measures.null import Rate
 
 

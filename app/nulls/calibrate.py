@@ -18,13 +18,13 @@ from sqlalchemy.orm import Session
 from app.db.base import utcnow
 from app.db.models import Audit, Canary, CandidateScore, FactResult, NullDistribution
 from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
-from app.forget_set.policies import fact_rates
 from app.nulls import repository
 from app.nulls.config import effective_pool, subject_fingerprint, subject_lookalikes, subject_null_key, subject_reader
 from app.nulls.measured import TYPICAL_NAMES as NAME_HINTED
 from app.nulls.measured import load as load_measured
 from app.nulls.measured import typical_names_caveat
 from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, NullShape, RateRead
+from app.policies import fact_rates
 from app.settings import Settings, get_settings
 from core.catalog import load_catalog
 from core.measures.null import (

@@ -14,9 +14,9 @@ from app.auth.keys import Principal
 from app.db.models import Audit
 from app.db.models.audit import AuditStatus
 from app.errors import InvalidInput, NotFound
-from app.forget_set.policies import DEFAULT
 from app.nulls.calibrate import Calibrator, Resolved, null_people, result_stat
 from app.nulls.schemas import CalibrationInfo, CohortNumbers, CohortStatsRead
+from app.policies import DEFAULT
 from app.subjects.repository import results_for_audit
 from core.measures.cohort import CohortStats, cohort_stats, null_cohort_stats
 from core.measures.null import FactStat

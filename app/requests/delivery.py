@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.auth.keys import Principal
-from app.forget_set.repository import ForgetFilters
 from app.forget_set.service import records
+from app.policies import ForgetFilters
 from app.privacy.access_log import logged_export
 from app.streaming import jsonl_lines, with_end_marker
 

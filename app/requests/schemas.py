@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.db.vocabulary import IdentityCheck, RecipientKind, RequestState, Right
-from app.forget_set.policies import DEFAULT, POLICIES
+from app.policies import DEFAULT, POLICIES
 from app.subjects.schemas import FactIn, SubjectAuditOptions
 from app.validation import RequestModel
 

@@ -20,10 +20,9 @@ from app.deps import SUBMITTERS, SessionDep, SettingsDep, require_roles
 from app.errors import InvalidInput
 from app.evidence import repository as evidence
 from app.forget_set import service as forget_set
-from app.forget_set.policies import DEFAULT, NO_NULL, POLICIES
-from app.forget_set.repository import ForgetFilters
 from app.forget_set.router import EXPORTERS, MEDIA, SUFFIX
 from app.limits import check_rate
+from app.policies import DEFAULT, NO_NULL, POLICIES, ForgetFilters
 from app.privacy.access_log import logged_export
 from app.settings import get_settings
 from app.streaming import download

@@ -1,4 +1,4 @@
-"""Forget-set policies describe themselves (app/forget_set/policies.py): a new policy (tests/support/toy_policy.py,
+"""Forget-set policies describe themselves (app/policies.py): a new policy (tests/support/toy_policy.py,
 Bonferroni across the export) registered in a test by one edit is in GET /forget-set's enum and description, selects
 and labels records in the export (jsonl and csv), is offered by the dashboard's form and by `memaudit export`; once
 unregistered it is refused everywhere again. Every registered policy is offered by each of them."""
@@ -12,7 +12,7 @@ import json
 import pytest
 from markupsafe import escape
 
-from app.forget_set.policies import POLICIES, Policy
+from app.policies import POLICIES, Policy
 from tests.app.forget_set.test_export import create_null, create_result, jsonl_records
 from tests.conftest import Api, make_key
 from tests.support.stored import stored_subject_audit

@@ -3,7 +3,7 @@ the dashboard or the CLI: Bonferroni across the export, p <= max_p / m over the 
 family-wise error rate; stricter than Benjamini–Hochberg's false discovery rate).
 
 Registered by one edit (``with POLICIES.registered(TOY): ...`` in a test; a real one is listed in
-app/forget_set/policies.py's ``POLICIES``), it is in GET /forget-set's enum and description, the dashboard's form,
+app/policies.py's ``POLICIES``), it is in GET /forget-set's enum and description, the dashboard's form,
 ``memaudit export --policy``'s choices and help, and every record it selects says its label and its rate on the
 null."""
 
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.forget_set.policies import Policy
-from app.forget_set.repository import ForgetFilters
+from app.policies import ForgetFilters, Policy
 from core.measures.null import EmpiricalNull, Rate
 
 NAME = "bonferroni"

@@ -26,8 +26,8 @@ from sqlalchemy import delete, insert, select
 
 from app.db.engine import session_scope
 from app.db.models import Audit, NullDistribution, NullFact
-from app.forget_set.policies import fact_rates
 from app.nulls.config import effective_pool, out_of_pool_per_person, pool_hash, sentences_per_person
+from app.policies import fact_rates
 from app.settings import get_settings
 from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import counterfactuals, load_catalog

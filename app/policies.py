@@ -7,11 +7,14 @@ dashboard's forget-set form, ``memaudit export --policy`` (choices and help), th
 and the places that name the default (``DEFAULT``) or the policy that needs no null (``NO_NULL``).
 
 Adding a policy: write its ``Policy(...)`` here and list it in ``POLICIES``. A policy that reads a new query
-parameter also adds that parameter to ``ForgetFilters`` and the route. tests/support/toy_policy.py is a whole
+parameter also adds that parameter to ``ForgetFilters`` (below) and the route. tests/support/toy_policy.py is a whole
 policy written outside this file and registered in a test (``with POLICIES.registered(TOY): ...``).
 
 This module imports no web, database or numeric library (``memaudit export --help`` reads it): SQL conditions are
 built on the ``FactResult`` class the repository hands in, p-value helpers are imported when a policy runs.
+It is a shared layer at the top of app/ (like app/queue.py), not part of the forget-set package: the
+calibration (app/nulls/calibrate.py, each fact's ``calibration.fpr``) and the null job read it too, and it imports
+no feature package.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from app.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from app.forget_set.repository import ForgetFilters
     from core.measures.null import EmpiricalNull, Rate
 
 # (the FactResult class, the filters) -> a SQL condition on the fact's stored result
@@ -209,8 +211,6 @@ def fact_rates(null: EmpiricalNull, max_p: float) -> dict[str, Rate]:
     reports (``calibration.fpr``) and a null's summary stores. A policy registered here gets its entry with no
     other edit; ``bh`` (its threshold is the export's) and ``share`` (its ``min_share``; a fact reports the rate
     at its own share) are left out."""
-    from app.forget_set.repository import ForgetFilters
-
     filters = ForgetFilters(max_p=max_p)
     rates = {}
     for policy in POLICIES.values():
@@ -222,3 +222,21 @@ def fact_rates(null: EmpiricalNull, max_p: float) -> dict[str, Rate]:
 
 DEFAULT = PVALUE.name  # the API's default, and the demo's forget set where every fact has its p-value
 NO_NULL = LENIENT.name  # exports facts whose null is not ready (uncalibrated): what a pending export points to
+
+
+@dataclass(frozen=True)
+class ForgetFilters:
+    """What an export asks for (GET /forget-set's query, the CLI's and the dashboard's): its scope, and the
+    parameters its policy reads."""
+
+    model: str | None = None
+    subject_id: int | None = None
+    audit_id: str | None = None
+    property: str | None = None
+    policy: str = DEFAULT  # a name in POLICIES
+    min_share: float | None = None
+    min_z: float | None = None
+    max_p: float = 0.01  # policy pvalue: p <= max_p against the matching null
+    q: float = 0.05  # policy bh: Benjamini–Hochberg false discovery rate across the export
+    batch_id: str | None = None  # the audits of one batch (app/batches)
+    all_audits: bool = False  # every audit's facts; else the newest audit's per (subject, model, property)
