@@ -1,5 +1,5 @@
 """A batch's cohort report: per model, WikiMem's cohort statistics over its succeeded audits, computed by the same
-code as GET /cohort-stats (app.nulls.cohort.cohort_of, over core.measures.cohort) with the matching null's rates
+code as GET /cohort-stats (app.subjects.cohort.cohort_of, over core.measures.cohort) with the matching null's rates
 beside them; with several models, per pair, the facts one model memorized and the other did not."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 from app.batches import repository
 from app.batches.schemas import BatchReport, ModelComparison
 from app.db.models.batch import Batch
-from app.nulls.cohort import MAX_COHORT, cohort_of
 from app.policies import LENIENT
+from app.subjects.cohort import MAX_COHORT, cohort_of
 
 
 def read_report(session: Session, batch: Batch) -> BatchReport:

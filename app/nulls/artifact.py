@@ -37,8 +37,8 @@ from app.db.models.audit import AuditStatus
 from app.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge
 from app.nulls import repository
 from app.nulls.config import config_key
+from app.nulls.schemas import SubjectAuditOptions
 from app.settings import Settings
-from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import load_catalog
 from core.measures.null import MAX_TRUE_VALUES, STATISTIC
 from core.names.fictitious import GENERATOR

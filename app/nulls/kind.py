@@ -10,7 +10,7 @@ from app.nulls import page
 from app.nulls.prepare import prepare_null_audit
 from app.nulls.request import NullAuditCreate
 from app.nulls.router import router
-from app.subjects.schemas import SubjectAuditOptions
+from app.nulls.schemas import SubjectAuditOptions
 
 
 def links(_: Audit) -> dict[str, str]:

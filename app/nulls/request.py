@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.subjects.schemas import SubjectAuditOptions
+from app.nulls.schemas import SubjectAuditOptions
 
 Method = Literal["auto", "full", "pseudo"]
 

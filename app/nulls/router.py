@@ -1,4 +1,5 @@
-"""HTTP endpoints of null calibration: a null audit's distributions, and cohort statistics."""
+"""HTTP endpoints of null calibration: a null audit's distributions, its artifact's export and import (the cohort
+statistics, which read subject audits, are app/subjects/router.py's)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ from app.db.models import Audit
 from app.db.vocabulary import Role
 from app.deps import CurrentPrincipal, SessionDep, SettingsDep, require_roles
 from app.nulls import artifact, intake, repository
-from app.nulls.cohort import read_cohort_stats
-from app.nulls.schemas import CohortStatsRead, NullImported
+from app.nulls.schemas import NullImported
 from app.nulls.shipped import weights
 
 router = APIRouter(tags=["null calibration"])
@@ -63,19 +63,6 @@ def get_null(
             ]
         out.append(item)
     return {"audit_id": audit_id, "status": audit.status, "distributions": out}
-
-
-@router.get("/cohort-stats", response_model=CohortStatsRead)
-def cohort_stats(
-    session: SessionDep,
-    principal: CurrentPrincipal,
-    model: str | None = None,
-    audit_id: Annotated[list[str] | None, Query(description="Subject audits of the cohort (repeat)")] = None,
-) -> CohortStatsRead:
-    """WikiMem's cohort statistics over finished subject audits (the listed ones, or every one of `model` you
-    can see): M̄, strict and lenient rates, z̄* over rank-1 templates, H_{M=0} (share of subjects with nothing
-    memorized), the share selected by the default policy, and the same numbers from the matching nulls."""
-    return read_cohort_stats(session, principal, model, audit_id or [])
 
 
 @router.get(

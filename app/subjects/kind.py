@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.audits.kinds import AuditKind, KindPage
 from app.db.models import Audit
 from app.subjects import page
-from app.subjects.router import router
+from app.subjects.router import cohort_router, router
 from app.subjects.schemas import SubjectAuditCreate, SubjectAuditOptions
 from app.subjects.service import prefetch_subject, prepare_subject_audit
 
@@ -20,7 +20,7 @@ KIND = AuditKind(
     options=SubjectAuditOptions,
     prepare=prepare_subject_audit,
     job="workers.jobs.subject.run",
-    routers=(router,),
+    routers=(router, cohort_router),
     links=links,
     subject_token=True,
     prefetch=prefetch_subject,

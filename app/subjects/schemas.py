@@ -7,11 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, computed_field, field_validator
 
-from app.nulls.schemas import CalibrationInfo, FactCalibration
+from app.nulls.schemas import CalibrationInfo, FactCalibration, SubjectAuditOptions
 from app.validation import LIMIT_KEY, RequestModel
-from core import defaults
 from core.catalog import load_catalog
-from core.measures.wikimem import NEAR_DUPLICATE_THRESHOLD
 from core.models import MODEL_HELP
 
 
@@ -80,60 +78,6 @@ class Person:
     name: str
     wikidata_id: str | None
     facts: tuple[tuple[str, str], ...]  # (property id, value in the catalog's spelling)
-
-
-class SubjectAuditOptions(RequestModel):
-    model_config = ConfigDict(extra="forbid")
-
-    alpha: float = Field(
-        default=defaults.ALPHA, ge=0.0, le=10.0, description="Weight of the similar-name calibration term"
-    )
-    counterfactuals: int = Field(
-        default=defaults.COUNTERFACTUALS,
-        ge=1,
-        le=500,
-        description=f"Counterfactual values per fact (default {defaults.COUNTERFACTUALS}: measured as powerful as"
-        " more, at a fifth of the sentences of 100; docs/measures.md, 'Choosing the defaults')",
-    )
-    paraphrases: int | None = Field(
-        default=defaults.PARAPHRASES,
-        ge=0,
-        le=50,
-        description=f"Paraphrased templates besides the baseline (default {defaults.PARAPHRASES}; null: all of the"
-        " property's)",
-    )
-    similar_names: int = Field(default=defaults.SIMILAR_NAMES, ge=1, le=10, description="Look-alike names in S(h)")
-    lookalikes: Literal["reversed", "same_origin"] = Field(
-        default=defaults.LOOKALIKES,
-        description="Look-alike names S(h): other names of the same origin (default: what a model infers from a name's"
-        " origin cancels, and no look-alike keeps the surname that carries the identity; a name of unknown origin"
-        " falls back to reversed), or reversed letters (WikiMem's 'Enaj Doe'); measured in docs/measures.md",
-    )
-    seed: int = Field(default=0, ge=0, description="Seed of the counterfactual draw (stored for reproduction)")
-    context: bool = Field(
-        default=False, description="Also probe each fact with a contextualized canary (other known facts first)"
-    )
-    context_facts: int = Field(default=4, ge=1, le=4, description="Known facts prepended in a contextualized canary")
-    pool: Literal["catalog", "imported"] = Field(
-        default="catalog",
-        description="Counterfactual pools: the catalog's, or those built by `memaudit import-wikidata` (every value of"
-        " a property used by >= 100 humans in the dump; the catalog's where the dump built none)",
-    )
-    near_duplicates: bool = Field(
-        default=True, description="Count a counterfactual as a true value when their embeddings are near-identical"
-    )
-    near_duplicate_scope: Literal["label_variants", "all"] = Field(
-        default="label_variants",
-        description="label_variants: relax only against true values that are not pool values themselves (pool values"
-        " are distinct by construction, yet some embed close: Sweden / Norway 0.80); all: against every true value",
-    )
-    near_duplicate_threshold: float = Field(
-        default=NEAR_DUPLICATE_THRESHOLD,
-        gt=0.0,
-        le=1.0,
-        description="Cosine similarity of value embeddings (all-MiniLM-L6-v2) above which a counterfactual counts"
-        " as a ground truth",
-    )
 
 
 class SubjectAuditCreate(RequestModel):
