@@ -32,6 +32,7 @@ from app.subjects.schemas import (
     SubjectAuditOptions,
 )
 from app.subjects.wikidata_source import fetch_facts
+from app.wikidata.repository import ensure_properties
 from core.catalog import Catalog, UnknownProperty, ValueProblem, load_catalog, split_template
 from core.names.lookalikes import lookalikes_for
 
@@ -99,7 +100,7 @@ def prepare_subject_audit(session: Session, body: SubjectAuditCreate, audit: Aud
         found = body._fetched
         facts, source, name = found.facts, found.source, name or found.name
     name = normalize_name(name or "", settings)
-    repository.ensure_properties(session, {pid for pid, _ in facts})
+    ensure_properties(session, {pid for pid, _ in facts})
     wikidata_id, owner = body.subject.wikidata_id, audit.owner_key_id
     same = [(pid, value, source) for pid, value in facts]
     subject = repository.same_subject(session, owner, name, wikidata_id, same) if owner is not None else None
@@ -156,7 +157,7 @@ def add_subject_audits(
 
 def _insert_people(session: Session, people: Sequence[Person], owner_key_id: int | None, now: datetime) -> list[int]:
     """One stored subject per person, with its facts, in bulk; returns the subjects' ids in ``people``'s order."""
-    repository.ensure_properties(session, {pid for p in people for pid, _ in p.facts})
+    ensure_properties(session, {pid for p in people for pid, _ in p.facts})
     subject_ids = repository.insert_subjects(
         session,
         [
