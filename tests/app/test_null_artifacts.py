@@ -314,3 +314,19 @@ def assert_only_fictitious_names(doc: dict) -> None:
     for d in doc["distributions"]:
         at = d["columns"].index("name")
         assert {row[at] for row in d["rows"]} <= names, "a name that is not the fictitious cohort's"
+
+
+def test_an_adapter_model_never_takes_its_base_models_shipped_null():
+    """smollm2-taught is smollm2-135m's GGUF file plus an adapter: its weights record holds the adapter's files, so
+    the base model's shipped null (computed without the adapter) does not match it."""
+    from app.nulls.shipped import matches, shipped, weights
+    from app.settings import get_settings
+
+    settings = get_settings()
+    base, taught = weights("smollm2-135m", settings), weights("smollm2-taught", settings)
+    assert base is not None and taught is not None
+    assert {k: v for k, v in taught.items() if k != "adapter"} == base
+    assert set(taught["adapter"]) == {"adapter_config.json", "adapter_model.safetensors"}
+    base_files = [a for a in shipped() if a.model == "smollm2-135m"]
+    assert base_files and all(matches(a, "smollm2-135m", settings) for a in base_files)
+    assert not any(matches(a, "smollm2-taught", settings) for a in base_files)
