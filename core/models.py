@@ -27,8 +27,12 @@ class ModelNameError(ValueError):
 class ModelName:
     name: str  # as given
     hf_target: str | None = None  # the local path or hub id after ``hf:``; None for a registered name
-    base: str = ""  # the name without its adapter (the name itself when there is none)
     adapter: str | None = None  # the adapter directory after ``+adapter:``
+
+    @property
+    def base(self) -> str:
+        """The name without its adapter (the name itself when there is none)."""
+        return self.name.rpartition(ADAPTER_MARK)[0] if self.adapter is not None else self.name
 
     @property
     def registered(self) -> bool:
@@ -64,7 +68,7 @@ def parse_model_name(name: str, registered: Collection[str], hf_roots: Sequence[
                 "adapters are accepted only as absolute paths under the server's model roots (MEMAUDIT_MODEL_ROOTS)"
             )
         parsed = parse_model_name(base, registered, hf_roots)
-        return ModelName(name, parsed.hf_target, base, adapter)
+        return ModelName(name, parsed.hf_target, adapter)
     known = ", ".join(sorted(registered)) or "none"
     if name.startswith(HF_PREFIX):
         target = name[len(HF_PREFIX) :].strip()
@@ -75,8 +79,8 @@ def parse_model_name(name: str, registered: Collection[str], hf_roots: Sequence[
             if hf_roots:
                 where = "under the server's model roots (MEMAUDIT_MODEL_ROOTS)"
             raise ModelNameError(f"hf: models are accepted only {where}; use one of {known} (GET /models)")
-        return ModelName(name, target, name)
+        return ModelName(name, target)
     if name not in registered:
         hf = "" if hf_roots == [] else " or 'hf:<local path or hub id>'"
         raise ModelNameError(f"unknown model: use one of {known} (GET /models){hf}")
-    return ModelName(name, None, name)
+    return ModelName(name)
