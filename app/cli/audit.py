@@ -23,6 +23,7 @@ from core import defaults
 from core.catalog import load_catalog
 
 DEFAULTS = SubjectAuditOptions()
+CLI_PARAPHRASES = defaults.PARAPHRASES  # the command line's, as the API's (benchmarks/ship_null.py reads it)
 
 
 def template_range() -> str:
