@@ -25,6 +25,7 @@ from core.catalog import load_catalog
 from core.models import with_adapter
 
 DEFAULTS = SubjectAuditOptions()
+CLI_PARAPHRASES = defaults.PARAPHRASES  # the command line's, as the API's (benchmarks/ship_null.py reads it)
 
 
 def template_range() -> str:
