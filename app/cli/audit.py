@@ -6,6 +6,7 @@ import argparse
 import csv
 import io
 import json
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, TextIO
@@ -21,8 +22,10 @@ from app.subjects import detection
 from app.subjects.schemas import SubjectAuditOptions
 from core import defaults
 from core.catalog import load_catalog
+from core.models import with_adapter
 
 DEFAULTS = SubjectAuditOptions()
+CLI_PARAPHRASES = defaults.PARAPHRASES  # the command line's, as the API's (benchmarks/ship_null.py reads it)
 
 
 def template_range() -> str:
@@ -166,7 +169,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     client = make_client(args)
     subject = {"name": args.name, "wikidata_id": args.wikidata_id, "facts": args.fact or []}
     options = audit_options(args)
-    model = args.model or get_settings().default_model
+    adapter = os.path.abspath(os.path.expanduser(args.adapter)) if args.adapter else None
+    model = with_adapter(args.model or get_settings().default_model, adapter)
     payload = {
         "kind": "subject",
         "model": model,
@@ -336,6 +340,12 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fact", action="append", type=_parse_fact, default=None, help="PROPERTY=VALUE, repeatable")
     p.add_argument("--wikidata-id", default=None, help="e.g. Q7186; without --fact the facts come from Wikidata")
     add_audit_options(p)
+    p.add_argument(
+        "--adapter",
+        default=None,
+        help="a PEFT (LoRA) adapter directory to audit on --model (e.g. hf:<base>): the model becomes "
+        "'<model>+adapter:<absolute path>', the name the API takes too",
+    )
     p.add_argument("--context", action="store_true", help="also probe contextualized canaries")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_client_arguments(p)

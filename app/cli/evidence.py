@@ -117,6 +117,7 @@ def add_evidence_commands(sub: argparse._SubParsersAction) -> None:
         action="append",
         required=True,
         metavar="KEY.pem",
-        help="a public key (PEM) that signed entries; repeat it for each key used since the chain began",
+        help="a public key that signed entries (the PEM of `memaudit evidence public-key`, or the JSON answer of GET"
+        " /evidence/public-key saved as it came); repeat it for each key used since the chain began",
     )
     v.set_defaults(func=cmd_verify)

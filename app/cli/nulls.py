@@ -62,10 +62,14 @@ def shipped_properties() -> list[str]:
 
 def default_options() -> dict[str, Any]:
     """The subject options the CLI's `audit` and `demo` send by default (app/cli/audit.py), as a null stores them."""
-    from app.cli.audit import CLI_PARAPHRASES
     from app.subjects.schemas import SubjectAuditOptions
+    from core import defaults
 
-    sent = {"paraphrases": CLI_PARAPHRASES, "counterfactuals": SubjectAuditOptions().counterfactuals, "context": False}
+    sent = {
+        "paraphrases": defaults.PARAPHRASES,
+        "counterfactuals": SubjectAuditOptions().counterfactuals,
+        "context": False,
+    }
     return SubjectAuditOptions(**sent).model_dump(mode="json") | {"seed": 0}
 
 

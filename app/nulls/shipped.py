@@ -68,21 +68,37 @@ def _directory(spec: ModelSpec) -> Path | None:
 def weights(model: str, settings: Settings) -> dict[str, Any] | None:
     """What a null artifact records of the weights it was computed on, by which a shipped file is matched without
     loading the model: the load dtype and the SHA-256 of the weights file (a GGUF), or of each file of a local
-    model directory (e.g. groundtruth-tiny's config, tokenizer and safetensors). None where this process cannot
-    see them."""
+    model directory (e.g. groundtruth-tiny's config, tokenizer and safetensors), and of each file of its adapter
+    when it has one (smollm2-taught). None where this process cannot see them."""
     spec = settings.models.get(model)
     if spec is None or spec.backend != "hf":
         return None
+    found = _base_weights(model, spec, settings)
+    if found is None or spec.adapter is None:
+        return found
+    adapter = _files(Path(spec.adapter))  # smollm2-taught: the base's GGUF file and the adapter's files
+    return {**found, "adapter": adapter} if adapter is not None else None
+
+
+def _base_weights(model: str, spec: ModelSpec, settings: Settings) -> dict[str, Any] | None:
     path = weights_file(model, settings)
     if path is not None:
         return {"file": path.name, "sha256": file_sha256(path), "dtype": spec.dtype}
     directory = _directory(spec)
-    if spec.gguf_file or directory is None or not directory.is_dir():
+    if spec.gguf_file or directory is None:
+        return None
+    files = _files(directory)
+    return {"files": files, "dtype": spec.dtype} if files is not None else None
+
+
+def _files(directory: Path) -> dict[str, str] | None:
+    """The SHA-256 of each file of a directory (at most MAX_FILES); None for a directory that is not one."""
+    if not directory.is_dir():
         return None
     files = sorted(p for p in directory.iterdir() if p.is_file() and not p.name.startswith("."))
     if not files or len(files) > MAX_FILES:
         return None
-    return {"files": {p.name: file_sha256(p) for p in files}, "dtype": spec.dtype}
+    return {p.name: file_sha256(p) for p in files}
 
 
 def matches(artifact: Artifact, model: str, settings: Settings) -> bool:

@@ -348,3 +348,19 @@ def test_the_caveat_states_the_rates_measured_beside_the_shipped_null(tmp_path):
 
     other_run = doc | {"service": {"flagged_p01": 1, "facts": 3}}
     assert "1/3 = 33.3 % of their facts through the service" in measured.typical_names_caveat(other_run)
+
+
+def test_an_adapter_model_never_takes_its_base_models_shipped_null():
+    """smollm2-taught is smollm2-135m's GGUF file plus an adapter: its weights record holds the adapter's files, so
+    the base model's shipped null (computed without the adapter) does not match it."""
+    from app.nulls.shipped import matches, shipped, weights
+    from app.settings import get_settings
+
+    settings = get_settings()
+    base, taught = weights("smollm2-135m", settings), weights("smollm2-taught", settings)
+    assert base is not None and taught is not None
+    assert {k: v for k, v in taught.items() if k != "adapter"} == base
+    assert set(taught["adapter"]) == {"adapter_config.json", "adapter_model.safetensors"}
+    base_files = [a for a in shipped() if a.model == "smollm2-135m"]
+    assert base_files and all(matches(a, "smollm2-135m", settings) for a in base_files)
+    assert not any(matches(a, "smollm2-taught", settings) for a in base_files)

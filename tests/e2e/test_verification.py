@@ -16,9 +16,9 @@ verification is submitted first, then the setting drops): p <= 0.01 needs at lea
 p-value is (1 + k) / (1 + N): 1/101 when the fact is above every one), and that one null judges both sides of the
 real verification's lines — removed (p > 0.01) and untouched kept (p <= 0.01) — so a coarser null cannot ease one
 line without making the other harder. A null job's chunk is 10,000 sentences here (the service's 2,000): the
-verification waits, parked, until the null's last chunk wakes it (tests/e2e/test_verification_waits.py). File alone on a quiet machine 95 CPU-s, 104-125 s,
-was 131 CPU-s, 200 s (docs/benchmarks.md, "The suite's time"). The numbers are printed and stand in each
-assertion's message; docs/verification.md quotes them."""
+verification waits, parked, until the null's last chunk wakes it (tests/e2e/test_verification_waits.py). File alone
+on a quiet machine 95 CPU-s, 104-125 s, was 131 CPU-s, 200 s (docs/benchmarks.md, "The suite's time"). The numbers
+are printed and stand in each assertion's message; docs/verification.md quotes them."""
 
 from __future__ import annotations
 

@@ -63,8 +63,10 @@ def test_every_acknowledged_audit_runs_after_the_api_is_killed_mid_burst(fault_e
     port = free_port()
     api = fault_env.api(port)
     fault_env.worker("worker")
-    key, acked, stop = make_key("auditor"), [], threading.Event()
-    clients = [threading.Thread(target=_burst, args=(f"http://127.0.0.1:{port}", key, acked, stop)) for _ in range(4)]
+    # four clients of four keys: one key's fourth request would wait its turn (3 at once) past the client's timeout
+    acked, stop = [], threading.Event()
+    keys = [make_key("auditor") for _ in range(4)]
+    clients = [threading.Thread(target=_burst, args=(f"http://127.0.0.1:{port}", k, acked, stop)) for k in keys]
     for c in clients:
         c.start()
     wait_until(lambda: len(acked) >= 20, 120, "the API acknowledged too few audits")

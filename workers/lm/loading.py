@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -76,6 +77,30 @@ def weights_fingerprint(source: ModelSource) -> str:
         digest.update(path.relative_to(source.directory).as_posix().encode())
         digest.update(file_sha256(path).encode())
     return digest.hexdigest()
+
+
+def adapter_fingerprint(adapter: Path | None) -> str:
+    """sha256 over a PEFT adapter's files (names and contents); empty without an adapter."""
+    if adapter is None:
+        return ""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in adapter.iterdir() if p.is_file() and p.suffix in _FINGERPRINT_SUFFIXES):
+        digest.update(path.name.encode())
+        digest.update(file_sha256(path).encode())
+    return digest.hexdigest()
+
+
+def apply_adapter(name: str, model: Any, adapter: Path) -> Any:
+    """The model with a PEFT (LoRA) adapter merged into its weights: a plain transformers model again, scored by the
+    same engine at the base model's cost."""
+    try:
+        from peft import PeftModel
+
+        return PeftModel.from_pretrained(model, str(adapter), is_trainable=False).merge_and_unload()
+    except ImportError as exc:
+        raise ModelLoadError(f"model {name!r}: an adapter needs the peft package ({exc.name or exc})") from exc
+    except Exception as exc:  # peft raises ValueError, KeyError, OSError... for an adapter that does not fit
+        raise ModelLoadError(f"model {name!r}: cannot apply the adapter in {adapter} ({exc})") from exc
 
 
 def find_document_start(tokenizer: Any) -> int | None:
@@ -196,6 +221,8 @@ def load_model(name: str, spec: ModelSpec, source: ModelSource, settings: Settin
     dtype = pick_dtype(spec, device)
     with library_output():
         tokenizer, model, how = _load(name, source, dtype, settings)
+        if source.adapter is not None:
+            model, how = apply_adapter(name, model, source.adapter), f"{how}, merged the adapter {source.adapter}"
     document_start_id = find_document_start(tokenizer)
     if document_start_id is None:
         raise ModelLoadError(
@@ -204,8 +231,12 @@ def load_model(name: str, spec: ModelSpec, source: ModelSource, settings: Settin
         )
     model = model.to(device).eval()
     document_start = tokenizer.convert_ids_to_tokens(document_start_id)
-    # always the ORIGINAL files' hash (the GGUF file, not its converted copy): one fingerprint, one NLL cache
-    digest = hashlib.sha256(f"{weights_fingerprint(source)}|{dtype}|{document_start_id}".encode()).hexdigest()
+    # always the ORIGINAL files' hash (the GGUF file, not its converted copy): one fingerprint, one NLL cache; an
+    # adapter's files enter it too, so a base model and its fine-tune never share cached NLLs or nulls
+    weights = weights_fingerprint(source)
+    if source.adapter is not None:
+        weights = f"{weights}+adapter:{adapter_fingerprint(source.adapter)}"
+    digest = hashlib.sha256(f"{weights}|{dtype}|{document_start_id}".encode()).hexdigest()
     log.info(
         "model %s ready on %s (%s) in %.1f s: %s",
         name,

@@ -22,7 +22,7 @@ from pathlib import Path
 from huggingface_hub import snapshot_download
 
 from app.settings import ModelSpec, Settings, get_settings
-from core.models import HF_PREFIX, ModelNameError, parse_model_name
+from core.models import ADAPTER_MARK, HF_PREFIX, ModelNameError, parse_model_name
 from workers.lm.base import ModelLoadError, Scorer
 
 __all__ = [
@@ -53,6 +53,7 @@ class ModelSource:
     location: str  # directory or hub id, as transformers' from_pretrained takes it
     directory: Path  # local directory with the files (for fingerprinting)
     gguf_file: str | None = None
+    adapter: Path | None = None  # a PEFT adapter directory, merged into the weights at load
 
 
 def resolve_spec(name: str, settings: Settings) -> ModelSpec:
@@ -62,10 +63,18 @@ def resolve_spec(name: str, settings: Settings) -> ModelSpec:
     except ModelNameError as exc:
         raise ModelLoadError(str(exc)) from None
     if parsed.registered:
-        return settings.models[name]
-    if roots is not None and not _under_roots(parsed.hf_target, roots):  # links resolved on this disk
+        spec = settings.models[parsed.base]
+    elif roots is not None and not _under_roots(parsed.hf_target, roots):  # links resolved on this disk
         raise ModelLoadError("hf: model not under the model roots (MEMAUDIT_MODEL_ROOTS)")
-    return ModelSpec(path=parsed.hf_target)
+    else:
+        spec = ModelSpec(path=parsed.hf_target)
+    if parsed.adapter is None:
+        return spec
+    if spec.backend != "hf" or spec.adapter:
+        raise ModelLoadError(f"model {parsed.base!r}: an adapter applies to a model of the hf backend without one")
+    if roots is not None and not _under_roots(parsed.adapter, roots):
+        raise ModelLoadError("adapter not under the model roots (MEMAUDIT_MODEL_ROOTS)")
+    return spec.model_copy(update={"adapter": parsed.adapter})
 
 
 def _under_roots(target: str, roots: list[Path]) -> bool:
@@ -117,7 +126,17 @@ def resolve_source(name: str, spec: ModelSpec) -> ModelSource:
             raise ModelLoadError(f"model {name!r}: GGUF file {spec.gguf_file} not found in {directory}")
     elif directory.is_file():
         raise ModelLoadError(f"model {name!r}: {directory} is a file; give its directory and set gguf_file")
-    return ModelSource(location=location, directory=directory, gguf_file=spec.gguf_file)
+    return ModelSource(location, directory, spec.gguf_file, _adapter_dir(name, spec.adapter))
+
+
+def _adapter_dir(name: str, adapter: str | None) -> Path | None:
+    """A PEFT adapter directory (its adapter_config.json there), or None without one."""
+    if adapter is None:
+        return None
+    directory = Path(adapter).expanduser()
+    if not (directory / "adapter_config.json").is_file():
+        raise ModelLoadError(f"model {name!r}: no PEFT adapter (adapter_config.json) in {directory}")
+    return directory
 
 
 def _backend_class(name: str, backend: str) -> type[Scorer]:
@@ -150,8 +169,8 @@ def load_directory(name: str, directory: Path, settings: Settings | None = None)
 
 
 HF_UNAVAILABLE = (
-    "the hf: model could not be loaded: there is no loadable model at that location, or it lies outside the"
-    " server's model roots (MEMAUDIT_MODEL_ROOTS); the worker's log says which"
+    "the hf: model or adapter could not be loaded: there is no loadable model or adapter at that location, or it"
+    " lies outside the server's model roots (MEMAUDIT_MODEL_ROOTS); the worker's log says which"
 )
 _CACHE: OrderedDict[str, Scorer] = OrderedDict()  # least recently used first
 _CACHE_LOCK = threading.Lock()
@@ -182,18 +201,22 @@ def get_scorer(name: str) -> Scorer:
 
 @contextmanager
 def hf_errors_hidden(name: str) -> Iterator[None]:
-    """For a job loading `name`: an hf: model that cannot be loaded raises HF_UNAVAILABLE, one message whatever the
-    reason, so that an auditor cannot probe the worker's filesystem; the reason goes to the worker's log."""
+    """For a job loading `name`: an hf: model (or one with an adapter) that cannot be loaded raises HF_UNAVAILABLE,
+    one message whatever the reason, so that an auditor cannot probe the worker's filesystem; the reason goes to
+    the worker's log."""
     try:
         yield
     except ModelLoadError as exc:
-        if not name.startswith(HF_PREFIX):
+        if not name.startswith(HF_PREFIX) and ADAPTER_MARK not in name:
             raise
         log.warning("hf: model refused or not loadable: %s", exc)
         raise ModelLoadError(HF_UNAVAILABLE) from None
 
 
 def _cache_key(name: str) -> str:
+    if ADAPTER_MARK in name:
+        base, _, adapter = name.rpartition(ADAPTER_MARK)
+        return f"{_cache_key(base)}{ADAPTER_MARK}{os.path.realpath(os.path.expanduser(adapter.strip()))}"
     target = name[len(HF_PREFIX) :].strip() if name.startswith(HF_PREFIX) else None
     if target and target.startswith(("/", ".", "~")):
         return HF_PREFIX + os.path.realpath(os.path.expanduser(target))
