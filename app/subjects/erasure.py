@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import delete, text
+from sqlalchemy import delete, select, text, update
 from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
 from app.db.engine import get_engine
 from app.db.models import IdempotencyKey
+from app.db.models.requests import Delivery, PersonRequest, RequestAudit
 from app.evidence import service as evidence
 from app.privacy import access_log
 from app.queue import get_dispatcher
@@ -39,7 +40,10 @@ TOUCHED_TABLES = (
     "counterfactual_values",
     "nll_cache",
     "revoked_subject_tokens",
+    "requests",
+    "deliveries",
 )
+ERASED_NAME = "(erased)"  # what a person's request says of its subject once the subject is erased
 
 
 def erase(
@@ -50,6 +54,7 @@ def erase(
     audit_ids = [a.id for a in subjects_repository.audits_of_subject(session, subject_id)]
     # Explicitly, not only by cascade, and before erase_subject: if it refuses (403/404), all of this rolls back.
     keys = session.execute(delete(IdempotencyKey).where(IdempotencyKey.audit_id.in_(audit_ids))).rowcount or 0
+    requests = _scrub_requests(session, audit_ids)  # before the audits go: their request links are what find them
     counts = subjects.erase_subject(session, principal, subject_id)
     access_log.record(session, principal, "erase_subject", subject_id=subject_id)
     evidence.record_erasure(session, settings, principal, subject_id, audit_ids, counts | {"idempotency_keys": keys})
@@ -57,7 +62,7 @@ def erase(
     jobs = get_dispatcher().discard(audit_ids) if audit_ids else 0
     if vacuum_after:
         vacuum(settings)
-    return counts | {"idempotency_keys": keys, "job_records": jobs}
+    return counts | {"idempotency_keys": keys, "job_records": jobs, "requests_scrubbed": requests}
 
 
 def vacuum(settings: Settings) -> bool:
@@ -69,3 +74,17 @@ def vacuum(settings: Settings) -> bool:
         conn.execute(text(f"VACUUM {full}{', '.join(TOUCHED_TABLES)}"))  # constant table names only
     log.info("vacuumed %d tables after an erasure (%s)", len(TOUCHED_TABLES), settings.erasure_vacuum)
     return True
+
+
+def _scrub_requests(session: Session, audit_ids: list[str]) -> int:
+    """The person's requests (app/requests) that audited this subject keep their dates, rights, states and
+    delivery hashes, what an authority checks later, but lose the name, the Wikidata id, the facts and the delivered
+    files' contents. A request that never audited the subject is not linked to it and is not found here."""
+    if not audit_ids:
+        return 0
+    ids = list(session.scalars(select(RequestAudit.request_id).where(RequestAudit.audit_id.in_(audit_ids)).distinct()))
+    if ids:
+        values = {"subject_name": ERASED_NAME, "wikidata_id": None, "facts": []}
+        session.execute(update(PersonRequest).where(PersonRequest.id.in_(ids)).values(**values))
+        session.execute(update(Delivery).where(Delivery.request_id.in_(ids)).values(content=""))
+    return len(ids)

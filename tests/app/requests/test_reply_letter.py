@@ -80,3 +80,19 @@ def test_the_letter_says_what_the_api_says(evidence_pg, api_factory) -> None:  #
     assert kinds == ["request_received", "request_identity_checked", "audit_finished", "request_delivered"], kinds
     text = " ".join(r.payload for r in rows)
     assert who["name"] not in text and not any(part in text for part in who["name"].split())
+
+    # The person is erased: the request keeps its dates, states and the delivery's hash (what an authority checks),
+    # and loses the name, the facts and the delivered file's contents.
+    from app.db.models.requests import Delivery, PersonRequest
+
+    subject_id = api.get(f"/audits/{audit['audit_id']}").json()["subject_id"]
+    erased = api.delete(f"/subjects/{subject_id}")
+    assert erased.status_code == 200 and erased.json()["requests_scrubbed"] == 1, erased.text
+    after = api.get(f"/requests/{rid}")
+    assert after.status_code == 200 and who["name"] not in after.text, after.text
+    assert api.get(f"/requests/{rid}/deliveries/{delivery['id']}/file").content == b""
+    with session_scope() as s:
+        stored = [r.subject_name + repr(r.facts) for r in s.scalars(select(PersonRequest))]
+        stored += [d.content + d.sha256 for d in s.scalars(select(Delivery))]
+    assert stored and not any(who["name"] in row or who["name"].split()[-1] in row for row in stored), stored
+    assert delivery["sha256"] in " ".join(stored), "the delivery's hash stays: what was sent can still be checked"
