@@ -13,7 +13,7 @@ from app.requests.schemas import (
     RecipientRead,
     RequestAuditRead,
     RequestRead,
-    RequestSubject,
+    RequestSubjectRead,
     RequestSummary,
     VerificationRead,
 )
@@ -51,7 +51,7 @@ def request(session: Session, req: PersonRequest, now: datetime) -> RequestRead:
         verification = VerificationRead(
             audit_id=req.verification_audit_id, forgotten=req.verified_forgotten, verified_at=utc(req.verified_at)
         )
-    subject = RequestSubject.model_construct(
+    subject = RequestSubjectRead.model_construct(
         name=req.subject_name, wikidata_id=req.wikidata_id, facts=[FactIn.model_construct(**f) for f in req.facts]
     )
     return RequestRead(

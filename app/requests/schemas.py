@@ -20,6 +20,15 @@ AwareTime = datetime  # read with strict=False below: JSON carries it as an ISO 
 REASON = Field(min_length=10, max_length=2000, pattern=r"\S", description="in words the person can read")
 
 
+class RequestSubjectRead(RequestModel):
+    """The person as a request holds them; after the person's erasure the name reads "(erased)" and no fact is
+    left (app/subjects/erasure.py)."""
+
+    name: str = Field(description="the person's name, as they gave it")
+    wikidata_id: str | None = None
+    facts: list[FactIn] = Field(default_factory=list)
+
+
 class RequestSubject(RequestModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -129,7 +138,7 @@ class VerificationRead(BaseModel):
 class RequestRead(BaseModel):
     id: str
     state: RequestState
-    subject: RequestSubject
+    subject: RequestSubjectRead
     rights: list[str]
     models: list[str]
     identity_check: str

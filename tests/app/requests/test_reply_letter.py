@@ -96,3 +96,5 @@ def test_the_letter_says_what_the_api_says(evidence_pg, api_factory) -> None:  #
         stored += [d.content + d.sha256 for d in s.scalars(select(Delivery))]
     assert stored and not any(who["name"] in row or who["name"].split()[-1] in row for row in stored), stored
     assert delivery["sha256"] in " ".join(stored), "the delivery's hash stays: what was sent can still be checked"
+    letter = api.client.get(f"/ui/requests/{rid}/reply")
+    assert letter.status_code == 200 and who["name"] not in letter.text, "the letter after the erasure names no one"
