@@ -62,6 +62,18 @@ def test_no_get_route_writes_a_row(pg_env):
     audit_id, subject_id = unknown_null_audit(key_id)
     tokens["subject"] = subject_token(audit_id, get_settings())
     ids = {"audit_id": audit_id, "subject_id": str(subject_id), "batch_id": "b" * 32, "dataset_id": "1"}
+    person = {"name": "Read Only", "facts": [{"property": "P27", "value": "Ghana"}]}
+    made = Api(tokens["auditor"]).post(
+        "/requests",
+        json={
+            "subject": person,
+            "rights": ["access"],
+            "models": ["groundtruth-tiny"],
+            "received_at": "2026-04-01T09:00Z",
+        },
+    )
+    assert made.status_code == 201, made.text  # a person's request (app/requests), read below; no delivery: a 404
+    ids |= {"request_id": made.json()["id"], "delivery_id": "d" * 32}
     spec = json.loads((REPO / "openapi" / "openapi.json").read_text())
     paths = [p for p, ops in spec["paths"].items() if "get" in ops]
     assert "/audits/{audit_id}/facts" in paths and "/forget-set" in paths
@@ -79,6 +91,7 @@ def test_no_get_route_writes_a_row(pg_env):
     changed = {t: (before[t], after[t]) for t in before if before[t] != after[t] and not ACCOUNTABILITY.match(t)}
     assert not changed, f"GET routes wrote rows: {changed}"
     assert 200 in answered["/audits/{audit_id}/facts"] and 200 in answered["/forget-set"], answered
+    assert 200 in answered["/requests/{request_id}"] and 200 in answered["/requests"], answered
     facts = Api(tokens["auditor"]).get(f"/audits/{audit_id}/facts").json()
     [fact] = facts["facts"]
     assert fact["calibration"]["status"] == "missing" and "POST a null audit" in fact["calibration"]["message"]
