@@ -84,7 +84,8 @@ def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
             bar.n = sum(p[status] for status in FINAL_STATUSES)
             eta = f", {duration(batch['eta_seconds'])} left" if batch.get("eta_seconds") else ""
             bar.set_postfix_str(f"{p['running']} running, {p['failed']} failed{eta}", refresh=True)
-            if not tty and time.monotonic() - last_plain >= PLAIN_EVERY_SECONDS:
+            done = batch["status"] in ("finished", "cancelled")
+            if not tty and (done or time.monotonic() - last_plain >= PLAIN_EVERY_SECONDS):  # and the last state
                 last_plain = time.monotonic()
                 print(
                     f"batch {batch_id[:8]}: {bar.n}/{p['total']} audits, {p['running']} running, {p['failed']} failed"
@@ -92,7 +93,7 @@ def wait_batch(client: Client, batch_id: str) -> dict[str, Any]:
                     file=sys.stderr,
                     flush=True,
                 )
-            if batch["status"] in ("finished", "cancelled"):
+            if done:
                 return batch
             time.sleep(POLL_SECONDS)
             batch = client.batch(batch_id)

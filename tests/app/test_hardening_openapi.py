@@ -61,7 +61,7 @@ def test_limits_and_models_follow_the_settings(monkeypatch, tmp_path):
     assert page_size["schema"]["maximum"] == 77
     assert doc["components"]["schemas"]["SubjectIn"]["properties"]["facts"]["maxItems"] == 9
     model = doc["components"]["schemas"]["SubjectAuditCreate"]["properties"]["model"]
-    assert model["anyOf"][0]["enum"] == ["groundtruth-tiny", "knowledge-free", "smollm2-135m"]
+    assert model["anyOf"][0]["enum"] == ["groundtruth-tiny", "knowledge-free", "smollm2-135m", "smollm2-taught"]
     assert model["anyOf"][1]["pattern"] == "^hf:.+", "development: any hf: location"
     capacity = doc["components"]["schemas"]["CapacityAuditCreate"]["properties"]["model"]
     assert "scratch" in capacity["anyOf"][0]["enum"]
@@ -74,9 +74,12 @@ def test_limits_and_models_follow_the_settings(monkeypatch, tmp_path):
         monkeypatch, env="production", key_pepper="a-long-random-production-secret", model_roots="null"
     )
     model = production["components"]["schemas"]["SubjectAuditCreate"]["properties"]["model"]
-    assert "anyOf" not in model and model["enum"] == ["groundtruth-tiny", "knowledge-free", "smollm2-135m"], (
-        "no hf: in production"
-    )
+    assert "anyOf" not in model and model["enum"] == [
+        "groundtruth-tiny",
+        "knowledge-free",
+        "smollm2-135m",
+        "smollm2-taught",
+    ], "no hf: in production"
 
 
 def test_integers_are_bounded_in_the_document():
