@@ -36,6 +36,7 @@ def test_batch_submit_shows_progress_and_prints_the_report(cli_env, tmp_path):
         "--counterfactuals",
         "10",
         "--report",
+        "--json",  # the report's JSON (without it: its tables)
     )
     assert done.returncode == 0, done.stderr
     assert "3 people x 1 models" in done.stderr and "3/3 audits" in done.stderr
