@@ -355,7 +355,10 @@ def add_audit_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the list as JSON (GET /properties)")
     add_client_arguments(p)
     p.set_defaults(func=cmd_properties)
+    _add_export_command(sub)
 
+
+def _add_export_command(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export")
     p.add_argument(
         "--format",

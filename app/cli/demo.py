@@ -103,6 +103,16 @@ def _merge_end(into: dict[str, Any], end: Mapping[str, Any]) -> None:
             into[key] = into.get(key, 0) + value
 
 
+def _totals(facts: list[dict[str, Any]], lenient: int, scored: int, cached: int) -> str:
+    """The demo's closing count: facts memorized, facts a template ranks first, sentences scored and cached."""
+    memorized, total = sum(bool((f.get("calibration") or {}).get("memorized")) for f in facts), len(facts)
+    return (
+        f"{memorized}/{total} facts memorized (p <= 0.01 against the model's null); {lenient}/{total} have a true"
+        " value ranked first under at least one template (what chance alone also gives, see the null's rates).\n"
+        f"Scored {scored:,} new sentences, {cached:,} read from the NLL cache."
+    )
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     n_people = QUICK_PEOPLE if args.quick else args.people
@@ -117,7 +127,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         (p["name"], client.submit({"kind": "subject", "model": model, "subject": p, "options": options}))
         for p in people
     ]
-    lenient = total = scored = cached = 0
+    lenient = scored = cached = 0
     all_facts: list[dict[str, Any]] = []
     calibration: Counter[str] = Counter()  # facts by calibration status: ready | pending | failed
     sources: dict[str, None] = {}  # where the nulls came from, when not computed here (shipped, imported)
@@ -133,7 +143,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
         sources.setdefault(null_source_line(facts) or "")
         all_facts += facts["facts"]
         lenient += sum(f["lenient"] for f in facts["facts"])
-        total += len(facts["facts"])
         calibration.update((f.get("calibration") or {}).get("status", "none") for f in facts["facts"])
         stats = (audit.get("summary") or {}).get("scoring") or {}
         scored, cached = scored + stats.get("scored", 0), cached + stats.get("cached", 0)
@@ -145,12 +154,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(note)
     if caveat := typical_names_line(all_facts):
         print(caveat)
-    memorized = sum(bool((f.get("calibration") or {}).get("memorized")) for f in all_facts)
-    print(
-        f"{memorized}/{total} facts memorized (p <= 0.01 against the model's null); {lenient}/{total} have a true"
-        " value ranked first under at least one template (what chance alone also gives, see the null's rates)."
-    )
-    print(f"Scored {scored:,} new sentences, {cached:,} read from the NLL cache.")
+    print(_totals(all_facts, lenient, scored, cached))
     for note in [*calibration_notes(calibration), *filter(None, sources)]:
         print(note)
     records = f"{n} record{'' if n == 1 else 's'}"
