@@ -4,8 +4,8 @@ measurement (today the recall on well-known people; later the limit of detection
 at known doses) replaces it everywhere.
 
 Today's numbers: the famous cohorts (74 people, 5 facts each) audited through the service at the default options,
-judged by the shipped null at p <= 0.01 (docs/measures.md, "Measured through the service: 338 people at the
-defaults"; benchmarks' results_calibration_cohorts_service.json, which tests/test_repository_artifacts.py compares
+judged by the shipped null at p <= 0.01 (docs/measures.md, "Measured now": through the service, 338 people at the
+defaults; benchmarks/results/results_calibration_cohorts_service.json, which tests/test_repository_artifacts.py compares
 with this table). A famous person's fact is one the model most likely saw in training, so the share found is an
 upper bound of what it finds for a less-known person."""
 
@@ -38,7 +38,7 @@ MEASURED: dict[str, dict[str, Recall]] = {
     # (30 trained vs 30 held-out people"; results_verdict_power_roster.json)
     "groundtruth-tiny": {"": Recall(147, 150, "people it was trained on", "facts the model has read")},
 }
-SOURCE = "docs/measures.md, 'Measured through the service'"
+SOURCE = "docs/measures.md, 'Measured now'"
 
 # Beside the null's mean: why a fact about an invented person scores above zero at all.
 NAME_INFERENCE = (
