@@ -90,8 +90,11 @@ def wait(client: Any, ids: Sequence[str], label: str, poll: float) -> None:
         if failed := [s["id"] for s in done if s["status"] != "succeeded"]:
             raise SystemExit(f"{label}: audits {failed} did not succeed")
         work = sum(s["progress"]["done"] for s in states), sum(s["progress"]["total"] for s in states)
-        print(f"  {label}: {len(done)}/{len(ids)} done, sentences {work[0]}/{work[1]}, "
-              f"{time.monotonic() - started:.0f} s", flush=True)  # fmt: skip
+        print(
+            f"  {label}: {len(done)}/{len(ids)} done, sentences {work[0]}/{work[1]}, "
+            f"{time.monotonic() - started:.0f} s",
+            flush=True,
+        )
         if len(done) == len(ids):
             return
         time.sleep(poll)
@@ -116,12 +119,18 @@ def outcomes(people: Sequence[dict[str, Any]], pages: Sequence[dict[str, Any]]) 
         for fact in page["facts"]:
             pid = fact["property"]
             cal = fact.get("calibration") or {}
-            rows.append({
-                "person": person["name"], "property": pid, "dose": person["doses"][pid],
-                "phrasing": person["phrasing"], "unseen": person["unseen"],
-                "memorized": bool(cal.get("memorized")), "p_value": cal.get("p_value"),
-                "lenient": bool(fact["lenient"]),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "person": person["name"],
+                    "property": pid,
+                    "dose": person["doses"][pid],
+                    "phrasing": person["phrasing"],
+                    "unseen": person["unseen"],
+                    "memorized": bool(cal.get("memorized")),
+                    "p_value": cal.get("p_value"),
+                    "lenient": bool(fact["lenient"]),
+                }
+            )
     return rows
 
 
@@ -182,9 +191,11 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         out["detection"][phrasing] = {
             "all": {str(d): v for d, v in by_dose.items()},
             "lenient": {str(d): cell((r for r in sel if r["dose"] == d), "lenient") for d in doses},
-            **{pid: {str(d): cell(r for r in sel if r["dose"] == d and r["property"] == pid) for d in doses}
-               for pid in PIDS},
-        }  # fmt: skip
+            **{
+                pid: {str(d): cell(r for r in sel if r["dose"] == d and r["property"] == pid) for d in doses}
+                for pid in PIDS
+            },
+        }
         out["lod"][phrasing] = {
             "logistic": logistic_lod(sel),
             **{f"empirical_lod{round(q * 100)}": empirical_lod(by_dose, q) for q in LEVELS},
@@ -193,11 +204,12 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     taught_zero = [r for r in rows if not r["unseen"] and r["dose"] == 0]
     out["false_positives"] = {
         "never_seen_people": {
-            "all": cell(unseen), **{pid: cell(r for r in unseen if r["property"] == pid) for pid in PIDS}
+            "all": cell(unseen),
+            **{pid: cell(r for r in unseen if r["property"] == pid) for pid in PIDS},
         },
         "dose0_facts_of_taught_people": cell(taught_zero),
         "all_dose0": cell(unseen + taught_zero),
-    }  # fmt: skip
+    }
     return out
 
 
@@ -257,7 +269,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "audits_cpu": round(audits_s[1]),
             "total_wall": round(time.monotonic() - started),
             "total_cpu": round(time.process_time() - cpu),
-        },  # fmt: skip
+        },
         "null_fpr": null_rates(pages),
         **summarize(rows),
         "facts": rows,

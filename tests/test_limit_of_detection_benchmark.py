@@ -13,8 +13,14 @@ from workers.taught.people import DOSES, PIDS, documents, make_people, taken_nam
 
 
 def row(dose: int, detected: bool, *, pid: str = "P106", phrasing: str = "repeated", unseen: bool = False) -> dict:
-    return {"dose": dose, "memorized": detected, "lenient": detected, "property": pid, "phrasing": phrasing,
-            "unseen": unseen}  # fmt: skip
+    return {
+        "dose": dose,
+        "memorized": detected,
+        "lenient": detected,
+        "property": pid,
+        "phrasing": phrasing,
+        "unseen": unseen,
+    }
 
 
 def test_logistic_lod_finds_the_dose_of_a_known_curve() -> None:
