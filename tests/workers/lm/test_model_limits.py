@@ -3,7 +3,10 @@ and at most `max_loaded_models` loaded, least recently used unloaded first."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,16 +68,30 @@ def test_production_without_roots_loads_no_hf_model(tiny_dir: Path, settings_env
     assert refusal(f"hf:{tiny_dir}") == HF_UNAVAILABLE
 
 
-def test_loaded_models_are_bounded_least_recently_used_first(tmp_path: Path, tiny_dir: Path, settings_env):
-    settings_env(max_loaded_models="2")
+# Run in a fresh interpreter: the cache is process-wide, and an embedded runner's thread left by an earlier test in
+# this worker process may load a model of its own meanwhile (CI once saw groundtruth-tiny evict m0 mid-test).
+_LRU_CHECK = """
+import sys
+from workers.lm.registry import _CACHE, get_scorer
+dirs = sys.argv[1:4]
+first = get_scorer(f"hf:{dirs[0]}")
+get_scorer(f"hf:{dirs[1]}")
+assert get_scorer(f"hf:{dirs[0]}/./") is first, "spellings of one path share one loaded model"
+get_scorer(f"hf:{dirs[2]}")  # evicts m1, the least recently used
+assert len(_CACHE) == 2, list(_CACHE)
+assert get_scorer(f"hf:{dirs[0]}") is first
+assert sorted(_CACHE) == sorted(f"hf:{d}" for d in (dirs[0], dirs[2])), list(_CACHE)
+print("lru ok")
+"""
+
+
+def test_loaded_models_are_bounded_least_recently_used_first(tmp_path: Path, tiny_dir: Path):
     dirs = []
     for i in range(3):
         shutil.copytree(tiny_dir, tmp_path / f"m{i}")
-        dirs.append(tmp_path / f"m{i}")
-    first = get_scorer(f"hf:{dirs[0]}")
-    get_scorer(f"hf:{dirs[1]}")
-    assert get_scorer(f"hf:{dirs[0]}/./") is first, "spellings of one path share one loaded model"
-    get_scorer(f"hf:{dirs[2]}")  # evicts m1, the least recently used
-    assert len(_CACHE) == 2
-    assert get_scorer(f"hf:{dirs[0]}") is first
-    assert sorted(_CACHE) == sorted(f"hf:{d}" for d in (dirs[0], dirs[2]))
+        dirs.append(str(tmp_path / f"m{i}"))
+    env = {**os.environ, "MEMAUDIT_MAX_LOADED_MODELS": "2"}
+    done = subprocess.run(
+        [sys.executable, "-c", _LRU_CHECK, *dirs], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0 and "lru ok" in done.stdout, done.stderr[-3000:]
