@@ -108,7 +108,10 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
     # and is entered only once RequestGuard has authenticated the request and read its whole body (in time).
     settings = get_settings()
     app.add_middleware(
-        Admission, limit=settings.max_concurrent_requests, per_key=settings.max_concurrent_requests_per_key
+        Admission,
+        limit=settings.max_concurrent_requests,
+        per_key=settings.max_concurrent_requests_per_key,
+        heavy_per_key=settings.max_heavy_requests_per_key,
     )
     app.add_middleware(RequestGuard)  # limits, authentication and rate limits before the body is read
     app.add_middleware(ErrorScrubber)  # outermost: no exception message (maybe personal data) reaches the log

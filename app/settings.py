@@ -301,6 +301,12 @@ class Settings(BaseSettings):
         description="of those, one API key's or subject token's at once (0: no cap of its own); its others wait their"
         " turn without holding a slot another key could use",
     )
+    max_heavy_requests_per_key: int = Field(
+        default=1,
+        ge=0,
+        description="dataset uploads, batches and null imports one key runs at once (0: no cap of its own); its"
+        " others wait in one of its own slots",
+    )
     body_timeout_seconds: float = Field(
         default=30.0,
         gt=0,

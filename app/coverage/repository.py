@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, false, func, insert, select, update
+from sqlalchemy import Select, bindparam, delete, false, func, insert, select, text, update
 from sqlalchemy.orm import Session
 
 from app.auth.keys import Principal
@@ -67,15 +67,45 @@ def insert_records(session: Session, rows: Iterable[dict[str, Any]]) -> int:
     return count
 
 
+POPULARITY_CHUNK = 50_000  # ids per UPDATE: a few statements even for a million distinct users
+
+
 def set_popularity(session: Session, dataset_id: str, target: str, column: str, counts: Mapping[str, int]) -> None:
-    """popularity = counts[record.<column>] for the target's records (0 stays for ids never counted)."""
+    """popularity = counts[record.<column>] for the target's records (0 stays for ids never counted).
+
+    Postgres: one set-based UPDATE per POPULARITY_CHUNK ids (the counts as two arrays, joined by hash): one
+    UPDATE per id took 35 s for a 3.8 MB upload's 200 items, as the just-inserted rows have no statistics yet and
+    the planner scanned the dataset's rows once per id; nested loops are off for these statements for the same
+    reason (a join planned on a 1-row estimate rescanned them once per id, minutes)."""
+    items = list(counts.items())
+    if session.get_bind().dialect.name != "postgresql":
+        _set_popularity_each(session, dataset_id, target, column, items)
+        return
+    conn = session.connection()
+    table = DatasetRecord.__table__
+    stmt = text(
+        f"UPDATE {table.name} AS r SET popularity = v.n"
+        " FROM unnest(CAST(:ids AS text[]), CAST(:ns AS integer[])) AS v(id, n)"
+        f" WHERE r.dataset_id = :dataset_id AND r.target = :target AND r.{table.c[column].name} = v.id"
+    )
+    previous = conn.execute(text("SELECT current_setting('enable_nestloop')")).scalar_one()
+    conn.execute(text("SELECT set_config('enable_nestloop', 'off', true)"))
+    for start in range(0, len(items), POPULARITY_CHUNK):
+        chunk = items[start : start + POPULARITY_CHUNK]
+        ids, ns = [k for k, _ in chunk], [n for _, n in chunk]
+        conn.execute(stmt, {"ids": ids, "ns": ns, "dataset_id": dataset_id, "target": target})
+    conn.execute(text("SELECT set_config('enable_nestloop', :previous, true)"), {"previous": previous})
+
+
+def _set_popularity_each(session: Session, dataset_id: str, target: str, column: str, items: list) -> None:
+    """SQLite (the embedded mode's one user): one UPDATE per id, by its index."""
     table = DatasetRecord.__table__
     stmt = (
         update(table)
         .where(table.c.dataset_id == dataset_id, table.c.target == target, table.c[column] == bindparam("b_id"))
         .values(popularity=bindparam("b_pop"))
     )
-    params = [{"b_id": key, "b_pop": n} for key, n in counts.items()]
+    params = [{"b_id": key, "b_pop": n} for key, n in items]
     for start in range(0, len(params), INSERT_BATCH):
         session.connection().execute(stmt, params[start : start + INSERT_BATCH])
 

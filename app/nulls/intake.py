@@ -6,7 +6,8 @@ Why a process: ``json.loads`` and the canonical dump that hashes a document hold
 A thread does not help there; a process does, and its memory is returned when it exits. The checks in the API
 cost little: inflating releases the GIL, and only ``PREFIX_BYTES`` of the inflated text are kept and read.
 
-The child is ``python -m app.nulls.intake [MODEL]``: the file on stdin, one JSON line on stdout, either
+The child is ``python -c BOOT [MODEL]`` (``child_command``: at a lower CPU priority from its first line, then this
+module as ``python -m app.nulls.intake [MODEL]``): the file on stdin, one JSON line on stdout, either
 ``{"audit_id": ..., "created": ...}`` or ``{"error": {"status", "message", "field"}}`` (a ``DomainError``)."""
 
 from __future__ import annotations
@@ -144,10 +145,21 @@ async def import_file(data: bytes, model: str | None, settings: Settings) -> tup
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     async with _limiter:
         with anyio.fail_after(CHILD_SECONDS):
-            done = await anyio.run_process(
-                [sys.executable, "-m", "app.nulls.intake", model or ""], input=data, env=env, check=False
-            )
+            done = await anyio.run_process(child_command(model), input=data, env=env, check=False)
     return _answer(done.returncode, done.stdout)
+
+
+def child_command(model: str | None, module: str = "app.nulls.intake") -> list[str]:
+    """``python -c BOOT``: the child lowers its CPU priority (CHILD_NICENESS) before it imports anything, then runs
+    ``module`` as ``python -m`` would. Its imports (the web stack, SQLAlchemy: about 2 CPU-s) ran at the API's
+    priority before, on a 2-core machine beside the API's own answers."""
+    boot = (
+        "import os, runpy, sys\n"
+        f"hasattr(os, 'nice') and os.nice({CHILD_NICENESS})\n"
+        f"sys.argv[0] = {module!r}\n"
+        f"runpy.run_module({module!r}, run_name='__main__', alter_sys=True)\n"
+    )
+    return [sys.executable, "-c", boot, model or ""]
 
 
 def _answer(returncode: int, stdout: bytes) -> tuple[str, bool]:
@@ -168,8 +180,6 @@ def main() -> int:
     from app.nulls.artifact import import_bytes
     from app.settings import get_settings
 
-    if hasattr(os, "nice"):
-        os.nice(CHILD_NICENESS)  # the API's own requests come first on a busy machine
     data = sys.stdin.buffer.read()
     model = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else None
     try:

@@ -17,7 +17,13 @@ Fair per key: one API key or subject token holds at most ``max_concurrent_reques
 other requests wait for one of its own slots (on its own semaphore) before they queue for a shared one. Twelve
 dataset uploads by one key used to hold every slot while another key's `GET /audits` waited 46 s behind them; now
 they hold three and the other key finds a slot free. A request without a principal at this point (the dashboard's
-cookie-signed forms, a public route) takes a shared slot only."""
+cookie-signed forms, a public route) takes a shared slot only.
+
+Heavy requests (``HEAVY``: a dataset upload, a batch, a null import) parse and write megabytes in this process, and
+its threads share one GIL: three of one key's 3.8 MB uploads at once made another key's `GET /audits` wait up to
+2.9 s for its turns of the GIL (a 2,000-person batch, 3.6 s). So one key runs at most
+``max_heavy_requests_per_key`` (1) of them at once; the others wait, in one of the key's own slots, not in a
+shared one."""
 
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 UNCOUNTED = frozenset({"/health"})
+HEAVY = frozenset({("POST", "/datasets"), ("POST", "/batches"), ("POST", "/nulls/import")})
 
 
 @dataclass
@@ -37,22 +44,32 @@ class Slots:
 
     limit: int
     per_key: int
+    heavy_per_key: int = 1
     shared: asyncio.Semaphore = field(init=False)
     in_use: int = 0
     waiting: int = 0
     # principal id -> [its semaphore, its requests inside or waiting]: only principals with a request are kept
     keys: dict[str, list[Any]] = field(default_factory=dict)
+    heavy: dict[str, list[Any]] = field(default_factory=dict)  # the same for heavy requests' turns
+    heavy_running: int = 0
+    heavy_waiting: int = 0
 
     def __post_init__(self) -> None:
         self.shared = asyncio.Semaphore(self.limit)
 
-    async def enter(self, stack: AsyncExitStack, principal_id: str | None) -> None:
-        """Wait for this principal's own slot (if it has a cap), then for a shared one; ``stack`` gives both back."""
+    async def enter(self, stack: AsyncExitStack, principal_id: str | None, heavy: bool = False) -> None:
+        """Wait for this principal's own slot (if it has a cap), for its heavy turn (a heavy request), then for a
+        shared slot; ``stack`` gives them back."""
         if principal_id is not None and self.per_key > 0:
-            entry = self.keys.setdefault(principal_id, [asyncio.Semaphore(self.per_key), 0])
-            entry[1] += 1
-            stack.callback(self._leave_key, principal_id)
-            await stack.enter_async_context(entry[0])
+            await self._enter_own(stack, self.keys, principal_id, self.per_key)
+        if principal_id is not None and heavy and self.heavy_per_key > 0:
+            self.heavy_waiting += 1
+            try:
+                await self._enter_own(stack, self.heavy, principal_id, self.heavy_per_key)
+            finally:
+                self.heavy_waiting -= 1
+            self.heavy_running += 1
+            stack.callback(self._leave_heavy)
         self.waiting += 1
         try:
             await self.shared.acquire()
@@ -61,15 +78,25 @@ class Slots:
         self.in_use += 1
         stack.callback(self._leave_shared)
 
+    async def _enter_own(self, stack: AsyncExitStack, own: dict, principal_id: str, cap: int) -> None:
+        entry = own.setdefault(principal_id, [asyncio.Semaphore(cap), 0])
+        entry[1] += 1
+        stack.callback(self._leave_own, own, principal_id)
+        await stack.enter_async_context(entry[0])
+
+    def _leave_heavy(self) -> None:
+        self.heavy_running -= 1
+
     def _leave_shared(self) -> None:
         self.in_use -= 1
         self.shared.release()
 
-    def _leave_key(self, principal_id: str) -> None:
-        entry = self.keys[principal_id]
+    @staticmethod
+    def _leave_own(own: dict, principal_id: str) -> None:
+        entry = own[principal_id]
         entry[1] -= 1
         if entry[1] == 0:
-            del self.keys[principal_id]
+            del own[principal_id]
 
     def saturation(self) -> dict[str, Any]:
         at_cap = sum(1 for sem, _ in self.keys.values() if sem.locked())
@@ -80,6 +107,9 @@ class Slots:
             "waiting": self.waiting,
             "keys_at_their_cap": at_cap,
             "saturated": self.in_use >= self.limit,
+            "heavy_per_key": self.heavy_per_key,
+            "heavy_running": self.heavy_running,
+            "heavy_waiting": self.heavy_waiting,
         }
 
 
@@ -92,8 +122,8 @@ def saturation() -> dict[str, Any] | None:
 
 
 class Admission:
-    def __init__(self, app: ASGIApp, limit: int, per_key: int = 0) -> None:
-        self.app, self.limit, self.per_key = app, limit, per_key
+    def __init__(self, app: ASGIApp, limit: int, per_key: int = 0, heavy_per_key: int = 1) -> None:
+        self.app, self.limit, self.per_key, self.heavy_per_key = app, limit, per_key, heavy_per_key
         self._slots: Slots | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -109,8 +139,9 @@ class Admission:
             return
         global _latest
         if self._slots is None:  # made in the server's event loop, on first use
-            self._slots = _latest = Slots(self.limit, self.per_key)
+            self._slots = _latest = Slots(self.limit, self.per_key, self.heavy_per_key)
         principal = scope.get("state", {}).get("principal")  # set by app.middleware.RequestGuard
+        heavy = (scope["method"], scope["path"].rstrip("/")) in HEAVY
         async with AsyncExitStack() as stack:
-            await self._slots.enter(stack, getattr(principal, "id", None))
+            await self._slots.enter(stack, getattr(principal, "id", None), heavy)
             await self.app(scope, receive, send)

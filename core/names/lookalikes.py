@@ -22,7 +22,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -175,14 +175,22 @@ def _pools(origin: NameOrigin) -> tuple[list[str], list[str]]:
     return list(first), list(last)
 
 
+@lru_cache(maxsize=256)
+def _folded_pools(origin: NameOrigin) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """Each pool name with its fold, in ``_pools``'s order: folded once per origin, not once per name looked up (a
+    batch's 100 sampled people folded about 4,700 pool names each: 16 s of a 2,000-person batch's request)."""
+    firsts, lasts = _pools(origin)
+    return tuple((f, fold(f)) for f in firsts), tuple((x, fold(x)) for x in lasts)
+
+
 def same_origin_names(name: str, n: int, origin: NameOrigin) -> list[str]:
     """n distinct names of the given origin, sharing no part with ``name``; deterministic given the name.
     Fewer than n when the origin's lists are too small."""
     parts = name.split()
-    firsts, lasts = _pools(origin)
+    first_pool, last_pool = _folded_pools(origin)
     folded = {fold(p) for p in parts}
-    firsts = [f for f in firsts if fold(f) not in folded]
-    lasts = [x for x in lasts if fold(x) not in folded]
+    firsts = [f for f, key in first_pool if key not in folded]
+    lasts = [x for x, key in last_pool if key not in folded]
     if not firsts or (len(parts) > 1 and not lasts):
         return []
     rng = random.Random(int.from_bytes(hashlib.sha256(f"same_origin:{name}".encode()).digest()[:8], "big"))

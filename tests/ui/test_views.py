@@ -143,7 +143,10 @@ def test_the_batch_page_reports_the_cohort_and_each_persons_verdict(stack: Stack
     assert "3 / 3 audits: 3 succeeded" in page.inner_text("#batch-progress")
     report = admin.get(f"/batches/{cohort['batch']}/report").json()["cohorts"][MODEL]
     table = page.locator("table.cohort-table")
-    lenient = table.locator("tr", has_text="rank1_any").locator("td").all_inner_texts()
+    row = table.locator("tr", has_text="Some template ranks the truth first")  # plain words first (issue 45)
+    assert row.locator("th abbr").inner_text() == "rank1_any"  # the term second
+    assert not any(h.startswith(("M̄", "z̄", "HM=0", "rank1")) for h in table.locator("th[scope=row]").all_inner_texts())
+    lenient = row.locator("td").all_inner_texts()
     assert (
         lenient[0] == f"{100 * report['cohort']['rank1_any']:.0f}%"
         and lenient[1] == f"{100 * report['null']['rank1_any']:.0f}%"
@@ -205,9 +208,12 @@ def test_a_null_explains_itself_and_pending_verdicts_link_to_it(stack: Stack, br
     page = sign_in(browser, stack, stack.keys["regulator"], f"/ui/audits/{null_id}")
     about = page.inner_text("#about")
     assert "fictitious people" in about and about.count(". ") + about.endswith(".") == 2  # two sentences
+    assert "Facts about fictitious people measured" in page.inner_text("table.kv")  # not the raw key first
     shoot(page, stack, "null")
     page.goto(f"/ui/audits/{audit_id}")
     assert page.locator("td.verdict").first.inner_text().strip().startswith(("memorized", "not found"))
+    headers = page.locator("table.verdicts thead th").all_inner_texts()  # plain words, then the term (issue 45)
+    assert any(h.startswith("main wording") and h.endswith("base") for h in headers), headers
     lead = " ".join(page.inner_text("p.lead").split())  # a "not found" says what it is worth: the miss rate
     assert "not found is not found to be absent" in lead and "false-alarm rate" in lead, lead
     # citizenship, birthplace, languages: the p-value says it is optimistic for ordinary names (docs/measures.md)
