@@ -10,8 +10,9 @@ number of them is retried like a 5xx (workers.lm.served_client), then the call f
 endpoint and the defect. Every request sent, retries included, counts in ``usage.queries`` (and a spent ``budget``
 stops it before it is sent); tokens come from the replies' ``usage``.
 
-``seeded`` is measured at load: the same request twice with one seed and once with another, at temperature 1: the
-server honours seeds when the first two agree and the third differs. The load's requests are not counted.
+``seeded`` is measured at load (at temperature 1: two repeats with one seed agree, another seed differs); the load's
+requests are not counted. A server that honours seeds may still answer a prompt differently the first time it sees
+it (llama-cpp-python: its prompt cache), so "reproducible" means: the same requests in the same order.
 
 Messages and logs name the endpoint (its public URL), the prompt's index and the defect: never a prompt, an answer
 or the API key (which lives only in the HTTP client's headers).
@@ -233,9 +234,12 @@ def load_generator(name: str, spec: ModelSpec, settings: Settings) -> ServedGene
 
 
 def _honours_seed(generator: ServedGenerator) -> bool:
+    """The probe request with seed 1 three times, then with seed 2: the last two with seed 1 must agree and the one
+    with seed 2 differ. The first is not compared: llama-cpp-python's first answer to a prompt it has not just
+    evaluated can differ from its repeats (measured: its prompt cache re-evaluates only the last token)."""
     params = Params(temperature=1.0, max_tokens=SEED_PROBE_TOKENS, top_logprobs=0, stop=())
     body = generator._body(0, SEED_PROBE, params)
-    first, again, other = (generator._request(body, 1, seed, params)[0].text for seed in (1, 1, 2))
+    _, first, again, other = (generator._request(body, 1, seed, params)[0].text for seed in (1, 1, 1, 2))
     return first == again != other
 
 
