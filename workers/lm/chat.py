@@ -39,6 +39,10 @@ SEED_PROBE = Prompt(messages=({"role": "user", "content": "Write one random word
 SEED_PROBE_TOKENS = 12
 
 
+class _Skipped(Exception):  # noqa: N818
+    """A prompt not asked because another one of the call failed first."""
+
+
 @dataclass(frozen=True)
 class Params:
     """One call's sampling settings (the same for every prompt of the call)."""
@@ -99,13 +103,23 @@ class ServedGenerator:
             raise ValueError("n and max_tokens must be at least 1")
         params = Params(temperature, max_tokens, top_logprobs, tuple(stop))
         bodies = [self._body(index, prompt, params) for index, prompt in enumerate(prompts)]
+        failures: list[BaseException] = []  # the first failure stops the prompts not yet asked
 
         def ask(job: tuple[int, dict[str, Any]]) -> list[Sample]:
-            samples = self._ask(job[0], job[1], n, seed, params)
+            if failures:
+                raise _Skipped
+            try:
+                samples = self._ask(job[0], job[1], n, seed, params)
+            except BaseException as exc:
+                failures.append(exc)
+                raise
             self.usage.add(prompts=1, samples=len(samples))
             return samples
 
-        return self.client.map(ask, enumerate(bodies), on_done=on_progress)
+        try:
+            return self.client.map(ask, enumerate(bodies), on_done=on_progress)
+        except _Skipped:
+            raise failures[0] from None
 
     # -- requests -----------------------------------------------------------------------------------------------
     def _body(self, index: int, prompt: Prompt, params: Params) -> dict[str, Any]:

@@ -141,7 +141,7 @@ def test_faults_within_the_retries_are_retried_and_the_answers_are_right(endpoin
 )
 def test_persistent_faults_fail_after_the_retries_naming_the_endpoint_and_the_error(endpoint, caplog, fault, kind):
     endpoint.retry_after = "0"
-    generator = load(endpoint, retries=2)
+    generator = load(endpoint, retries=2, concurrency=1)  # one prompt at a time: the second is never asked
     endpoint.always = fault
     caplog.set_level(logging.DEBUG)
     with pytest.raises(ServerUnavailable) as failed:
@@ -150,7 +150,7 @@ def test_persistent_faults_fail_after_the_retries_naming_the_endpoint_and_the_er
     assert f"{endpoint.url}" in message and "/chat/completions" in message and kind in message, message
     assert "3 attempt(s)" in message and failed.value.status == kind
     assert SECRET_PROMPT not in message and KEY not in message and "seed 0" not in message
-    assert generator.usage.queries == len(endpoint.requests)
+    assert generator.usage.queries == len(endpoint.requests) == 3 and "(prompt #0)" in message
     assert KEY not in caplog.text and SECRET_PROMPT not in caplog.text
 
 
@@ -225,3 +225,22 @@ def test_a_chat_endpoint_is_registered_as_a_generation_only_model(endpoint):
     assert KEY not in repr(same) and KEY not in same.fingerprint
     with pytest.raises(ModelLoadError, match="needs base_url"):
         load_generator("remote", model.model_copy(update={"base_url": None}), settings)
+
+
+def test_the_key_and_the_prompts_stay_out_of_logs_and_messages(endpoint, caplog):
+    """Load, answers, retries and failures logged at DEBUG (httpx's and httpcore's lines included): the key and the
+    prompt appear nowhere (logs, Redis and the database through the service: tests/e2e/test_chat_generation.py)."""
+    caplog.set_level(logging.DEBUG)
+    generator = load(endpoint)
+    endpoint.faults = ["429", "500", "garbage", "timeout"]
+    generator.sample([chat(SECRET_PROMPT)], 2, temperature=1.0, max_tokens=3, seed=0)
+    endpoint.always = "401"
+    with pytest.raises(ServerUnavailable) as refused:
+        generator.sample([chat(SECRET_PROMPT)], 1, temperature=1.0, max_tokens=3, seed=0)
+    with pytest.raises(ModelLoadError) as unloadable:
+        load(endpoint)
+    assert "model remote: served at" in caplog.text and "failed (HTTP 429)" in caplog.text  # the log was captured
+    texts = [caplog.text, str(refused.value), str(unloadable.value), repr(generator), repr(generator.client)]
+    for text in texts:
+        assert KEY not in text and SECRET_PROMPT not in text and "Ada" not in text
+    assert all(r["authorization"] == f"Bearer {KEY}" for r in endpoint.requests)  # the key was sent, all along
