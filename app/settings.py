@@ -89,14 +89,23 @@ class ModelSpec(BaseModel):
     )
     timeout: float = Field(default=120.0, gt=0, description="served models: seconds per request")
     retries: int = Field(
-        default=4, ge=0, le=20, description="served models: retries with backoff on 429, 5xx and connection errors"
+        default=4,
+        ge=0,
+        le=20,
+        description=(
+            "served models: retries with backoff on 429 (its `Retry-After` honoured), 5xx, timeouts, connection "
+            "errors and replies that are not JSON (in generation mode also replies without the answers asked)"
+        ),
     )
     concurrency: int = Field(default=4, ge=1, le=256, description="served models: requests in flight")
     batch_size: int = Field(default=32, ge=1, le=4096, description="served models: prompts per request")
     requests_per_second: float | None = Field(
         default=None,
         gt=0,
-        description="served models: at most this many requests started per second, retries included (unset: no limit)",
+        description=(
+            "served models: at most this many requests started per second by one worker process, retries included "
+            "(unset: no limit)"
+        ),
     )
     max_queries_per_audit: int | None = Field(
         default=None,
