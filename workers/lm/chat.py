@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 PATHS = {"openai-chat": "/chat/completions", "openai": "/completions"}
 SEED_PROBE = Prompt(messages=({"role": "user", "content": "Write one random word."},), text="A random word:")
 SEED_PROBE_TOKENS = 12
+SEED_RANGE = 2**31  # seeds sent modulo this: servers take 32-bit seeds (llama.cpp's are unsigned 32-bit)
 
 
 class _Skipped(Exception):  # noqa: N818
@@ -165,7 +166,8 @@ class ServedGenerator:
         def read(answer: Any) -> tuple[list[Sample], dict[str, Any]]:
             return self._read(answer, n, params), answer.get("usage") or {}
 
-        samples, usage = self.client.post(self.path, {**body, "n": n, "seed": seed}, read=read)
+        request = {**body, "n": n, "seed": seed % SEED_RANGE}
+        samples, usage = self.client.post(self.path, request, read=read)
         tokens = {k: usage.get(k) for k in ("completion_tokens", "prompt_tokens")} if isinstance(usage, dict) else {}
         self.usage.add(**{k: v for k, v in tokens.items() if isinstance(v, int) and v >= 0})
         return samples

@@ -98,9 +98,9 @@ def test_completions_send_text_without_echo_and_read_the_generated_tokens_logpro
 
 def test_a_chat_endpoint_given_only_text_gets_it_as_one_user_message(endpoint):
     generator = load(endpoint)
-    [[answer]] = generator.sample([Prompt(text="plain text")], 1, temperature=0, max_tokens=3, seed=0)
+    [[answer]] = generator.sample([Prompt(text="plain text")], 1, temperature=0, max_tokens=3, seed=2**62 + 3)
     assert endpoint.requests[0]["body"]["messages"] == [{"role": "user", "content": "plain text"}]
-    assert answer.text == "plain text | seed 0 | answer 0" and answer.top_logprobs is None
+    assert answer.text == "plain text | seed 3 | answer 0" and answer.top_logprobs is None  # a 32-bit seed is sent
 
 
 def test_a_server_that_ignores_n_is_asked_once_per_answer_with_its_own_seed(endpoint):
