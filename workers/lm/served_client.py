@@ -55,7 +55,7 @@ class Malformed(Exception):  # noqa: N818 (a reply's defect, not a failure of ou
         super().__init__(kind)
 
 
-class RateLimit:
+class RequestPacer:
     """At most ``per_second`` requests started per second (None: unlimited), shared by the client's threads: each
     request takes the next free slot and sleeps until it comes."""
 
@@ -101,7 +101,7 @@ class ServedClient:
         self.concurrency = concurrency
         self.resume = resume
         self.backoff = 0.5  # seconds before the first retry, doubling (a server's Retry-After overrides it)
-        self._rate = RateLimit(rate)
+        self._rate = RequestPacer(rate)
         self._on_request = on_request
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
