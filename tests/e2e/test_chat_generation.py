@@ -2,7 +2,8 @@
 llama-cpp-python server's `/v1/chat/completions` on loopback (SmolLM2-135M's GGUF, behind an API key), registered as
 docs/models.md shows (backend `openai-chat`, the key in MEMAUDIT_MODELS__<name>__API_KEY), audited in generation mode.
 
-Covers: a scoring audit of it refused (422 naming options.mode); a generation audit that succeeds with its facts; an
+Covers: a scoring audit of it refused (422 naming options.mode); a generation audit that succeeds, its fact read
+from the answers with a p-value from its null of fictitious people (asked through the same endpoint); an
 endpoint that does not answer failing the audit with a reason naming the endpoint; and the key in no worker log line,
 no Redis key or value (RQ's payloads decompressed), no database text and no response body.
 
@@ -12,6 +13,7 @@ generators: until both are merged, the generation audit is refused as an unknown
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -60,6 +62,18 @@ def submit(api, model: str, **options) -> tuple[int, dict]:
     return r.status_code, r.json()
 
 
+def calibrated_fact(api, audit_id: str, timeout: float = 1800) -> tuple[dict, str]:
+    """The audit's fact once its null has been computed (the submission queued it): (fact, the page's text)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        page = api.get(f"/audits/{audit_id}/facts")
+        assert page.status_code == 200 and page.json()["facts"], page.text
+        fact = page.json()["facts"][0]
+        if (fact.get("calibration") or {}).get("status") != "pending" or time.monotonic() > deadline:
+            return fact, page.text
+        time.sleep(1)
+
+
 def test_chat_endpoint_generation_audit_end_to_end(worker, api_factory, llama_server, worker_log, pg_env):
     api = api_factory("auditor")
     assert {m["name"]: m["backend"] for m in api.get("/models").json()}["assistant"] == "openai-chat"
@@ -71,9 +85,10 @@ def test_chat_endpoint_generation_audit_end_to_end(worker, api_factory, llama_se
     assert status == 202, submitted
     done = wait_for(api, submitted["id"], timeout=1800)
     assert done["status"] == "succeeded", done
-    facts = api.get(f"/audits/{done['id']}/facts")
-    assert facts.status_code == 200 and facts.json()["facts"], facts.text
-    bodies += [json.dumps(done), facts.text]
+    fact, facts_text = calibrated_fact(api, done["id"])
+    assert fact["mode"] == "generation" and fact["answers"]["cost"]["queries"] > 0, fact
+    assert fact["calibration"]["status"] == "ready" and 0 < fact["calibration"]["p_value"] <= 1, fact["calibration"]
+    bodies += [json.dumps(done), facts_text]
 
     status, submitted = submit(api, "assistant_down", mode="generation")
     assert status == 202, submitted
