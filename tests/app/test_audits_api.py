@@ -212,4 +212,7 @@ def test_a_chat_endpoint_model_needs_generation_mode(pg_env, api_factory, monkey
     }
     r = auditor.post("/audits", json=coverage)
     assert r.status_code == 422 and fields(r) == ["options.mode"], r.text
+    batch = {"models": ["groundtruth-tiny", "assistant"], "people": [{"name": "Batch Person", "P27": ["Germany"]}]}
+    r = auditor.post("/batches", json=batch)
+    assert r.status_code == 422 and fields(r) == ["options.mode"], r.text
     assert auditor.post("/audits", json=body(model="groundtruth-tiny")).status_code == 202  # other models: as before
