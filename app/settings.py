@@ -19,12 +19,14 @@ class ModelSpec(BaseModel):
     """One entry of the model registry (``MEMAUDIT_MODELS``): where a model's weights are, or where it is served.
     Each field's description says what it holds (docs/configuration.md lists them)."""
 
-    backend: Literal["hf", "vllm", "openai", "knowledge-free"] = Field(
+    backend: Literal["hf", "vllm", "openai", "openai-chat", "knowledge-free"] = Field(
         default="hf",
         description=(
             "`hf` (transformers, CPU/GPU), `vllm` (GPU workers only), `openai` (a model served elsewhere "
-            "behind an OpenAI-compatible `/v1/completions`: vLLM's or llama-cpp-python's server) or "
-            "`knowledge-free` (the negative control: NLLs from a seeded hash of the sentence; `path` is the seed)"
+            "behind an OpenAI-compatible `/v1/completions`: vLLM's or llama-cpp-python's server; generation mode "
+            "samples that endpoint without echo), `openai-chat` (a model behind an OpenAI-compatible "
+            "`/v1/chat/completions`, no prompt log-probs: audited in generation mode only) or `knowledge-free` "
+            "(the negative control: NLLs from a seeded hash of the sentence; `path` is the seed)"
         ),
     )
     path: str | None = Field(
@@ -53,7 +55,7 @@ class ModelSpec(BaseModel):
     dtype: Literal["float32", "bfloat16", "float16", "auto"] = Field(
         default="float32", description="the dtype the weights are loaded in (`auto`: the checkpoint's)"
     )
-    # served models (backend "openai")
+    # served models (backends "openai" and "openai-chat")
     base_url: str | None = Field(default=None, description="served models: the server's base URL, ending in `/v1`")
     served_model: str | None = Field(default=None, description="served models: the request's `model`")
     api_key: SecretStr | None = Field(
@@ -87,10 +89,32 @@ class ModelSpec(BaseModel):
     )
     timeout: float = Field(default=120.0, gt=0, description="served models: seconds per request")
     retries: int = Field(
-        default=4, ge=0, le=20, description="served models: retries with backoff on 429, 5xx and connection errors"
+        default=4,
+        ge=0,
+        le=20,
+        description=(
+            "served models: retries with backoff on 429 (its `Retry-After` honoured), 5xx, timeouts, connection "
+            "errors and replies that are not JSON (in generation mode also replies without the answers asked)"
+        ),
     )
     concurrency: int = Field(default=4, ge=1, le=256, description="served models: requests in flight")
     batch_size: int = Field(default=32, ge=1, le=4096, description="served models: prompts per request")
+    requests_per_second: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "served models: at most this many requests started per second by one worker process, retries included "
+            "(unset: no limit)"
+        ),
+    )
+    max_queries_per_audit: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "served models in generation mode: requests one audit may send, retries included; past it the audit "
+            "stops with a reason naming this budget (unset: no limit)"
+        ),
+    )
 
 
 def default_models() -> dict[str, ModelSpec]:

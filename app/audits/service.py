@@ -37,6 +37,22 @@ def check_model(settings: Settings, model: str, field: str = "model") -> ModelNa
         raise InvalidInput(field, str(exc)) from None
 
 
+GENERATION_ONLY_BACKENDS = frozenset({"openai-chat"})  # no prompt log-probs: they answer questions, never score
+
+
+def check_mode(settings: Settings, model: ModelName, options: Any, field: str = "options.mode") -> None:
+    """A chat endpoint gives no prompt log-probabilities: an audit of it must ask for generation mode (a 422 naming
+    ``options.mode`` otherwise; a kind without that option cannot audit it at all)."""
+    spec = settings.models.get(model.base) if model.registered else None
+    if spec is None or spec.backend not in GENERATION_ONLY_BACKENDS or getattr(options, "mode", None) == "generation":
+        return
+    raise InvalidInput(
+        field,
+        f"model {model.base!r} is a chat endpoint without prompt log-probabilities: it can be audited only by a "
+        'subject audit with options.mode "generation"; set it, or choose a model that scores sentences',
+    )
+
+
 def request_hash(body: BaseModel) -> str:
     canonical = json.dumps(body.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -67,7 +83,7 @@ def create_audit(
             return _replay(session, seen_audit, seen_hash, digest), True
     kind = kinds[body.kind]
     if body.model not in kind.own_models:
-        check_model(settings, body.model)
+        check_mode(settings, check_model(settings, body.model), getattr(body, "options", None))
     if kind.prefetch is not None:
         kind.prefetch(body, settings)  # outbound calls, before this request's transaction takes a connection
     check_active_audits(session, settings, principal.key_id)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from app.audits.service import check_model
+from app.audits.service import check_mode, check_model
 from app.audits.service import to_read as audit_read
 from app.auth.keys import Principal
 from app.batches import repository
@@ -85,7 +85,7 @@ def create_batch(
     if len(spec.models) > MAX_MODELS:  # the JSON schema says so too; a multipart upload reaches here unchecked
         raise InvalidInput("models", f"at most {MAX_MODELS} models in one batch; submit another batch for the rest")
     for i, model in enumerate(spec.models):
-        check_model(settings, model, field=f"models[{i}]")
+        check_mode(settings, check_model(settings, model, field=f"models[{i}]"), spec.options)
     if len(set(spec.models)) != len(spec.models):
         raise InvalidInput("models", "a model is listed twice; list each once")
     try:

@@ -187,3 +187,32 @@ def test_forget_set_roles(pg_env, api_factory):
     r = api_factory("pipeline").get("/forget-set", params={"format": "csv"})
     assert r.status_code == 200 and r.text.startswith("subject_id,")
     assert api_factory("pipeline").get("/forget-set", params={"policy": "share"}).status_code == 422
+
+
+def test_a_chat_endpoint_model_needs_generation_mode(pg_env, api_factory, monkeypatch):
+    """A chat endpoint gives no prompt log-probs: a scoring audit of it is a 422 naming options.mode and the fix."""
+    import json
+
+    from app.settings import get_settings
+
+    chat = {"backend": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "served_model": "assistant"}
+    monkeypatch.setenv("MEMAUDIT_MODELS", json.dumps({"groundtruth-tiny": {"path": "/nowhere"}, "assistant": chat}))
+    get_settings.cache_clear()
+    auditor = api_factory("auditor")
+    r = auditor.post("/audits", json=body(model="assistant"))
+    assert r.status_code == 422 and fields(r) == ["options.mode"], r.text
+    message = r.json()["detail"][0]["message"]
+    assert 'options.mode "generation"' in message and "without prompt log-probabilities" in message
+    coverage = {
+        "kind": "coverage",
+        "model": "assistant",
+        "dataset_id": "no-such-dataset",
+        "target": "items",
+        "options": {},
+    }
+    r = auditor.post("/audits", json=coverage)
+    assert r.status_code == 422 and fields(r) == ["options.mode"], r.text
+    batch = {"models": ["groundtruth-tiny", "assistant"], "people": [{"name": "Batch Person", "P27": ["Germany"]}]}
+    r = auditor.post("/batches", json=batch)
+    assert r.status_code == 422 and fields(r) == ["options.mode"], r.text
+    assert auditor.post("/audits", json=body(model="groundtruth-tiny")).status_code == 202  # other models: as before

@@ -15,13 +15,28 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from workers.lm.base import ModelLoadError, ProgressCallback
+from workers.lm.base import ModelLoadError, ProgressCallback, ScoringError
 
-__all__ = ["GENERATORS", "Generator", "Prompt", "Sample", "Usage", "get_generator"]
+__all__ = [
+    "GENERATORS",
+    "BudgetExhausted",
+    "Generator",
+    "Prompt",
+    "Sample",
+    "Usage",
+    "budget",
+    "get_generator",
+]
+
+
+class BudgetExhausted(ScoringError):
+    """The audit's query budget (``budget``) is spent: the request that would exceed it is not sent. A ScoringError,
+    so a job reports it as a readable failure; the message names the budget, never a prompt."""
 
 
 @dataclass(frozen=True)
@@ -54,9 +69,16 @@ class Usage:
     completion_tokens: int = 0
     prompt_tokens: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _budgets: list[tuple[int, str]] = field(default_factory=list, repr=False, compare=False)  # (query limit, why)
 
     def add(self, **counts: int) -> None:
+        """Add to the totals; raises BudgetExhausted (adding nothing) when ``queries`` would pass a budget's
+        limit. A generator adds a query before sending it, so a spent budget stops the request."""
         with self._lock:
+            queries = self.queries + counts.get("queries", 0)
+            for limit, message in self._budgets:
+                if counts.get("queries", 0) and queries > limit:
+                    raise BudgetExhausted(message)
             for name, value in counts.items():
                 setattr(self, name, getattr(self, name) + value)
 
@@ -91,11 +113,37 @@ class Generator(Protocol):
         ...
 
 
+@contextmanager
+def budget(generator: Generator, max_queries: int | None, *, fix: str | None = None) -> Iterator[Usage]:
+    """Within the block, ``generator.sample`` raises BudgetExhausted once it would send more than ``max_queries``
+    requests (retries included) counted from entry; None: no limit. Thread-safe; budgets nest (each holds). Yields
+    the generator's Usage. The generator is shared by the worker's jobs: run one budgeted audit at a time on it.
+    ``fix``: how the user raises the budget (default: the model's ``max_queries_per_audit`` setting)."""
+    usage = generator.usage
+    if max_queries is None:
+        yield usage
+        return
+    fix = fix or f"raise the model's max_queries_per_audit (MEMAUDIT_MODELS__{generator.name}__MAX_QUERIES_PER_AUDIT)"
+    message = (
+        f"model {generator.name!r}: the audit's query budget of {max_queries} request(s) is spent; {fix} or audit "
+        "fewer facts"
+    )
+    with usage._lock:
+        entry = (usage.queries + max_queries, message)
+        usage._budgets.append(entry)
+    try:
+        yield usage
+    finally:
+        with usage._lock:
+            usage._budgets.remove(entry)
+
+
 # backend -> "module:function(name, spec, settings) -> Generator"; the module is imported only when needed
 GENERATORS: dict[str, str] = {
     "hf": "workers.lm.hf_generation:load_generator",
     "knowledge-free": "workers.lm.knowledge_free_generation:load_generator",
-    "openai": "workers.lm.chat:load_generator",
+    "openai": "workers.lm.chat:load_generator",  # /v1/completions without echo
+    "openai-chat": "workers.lm.chat:load_generator",  # /v1/chat/completions
 }
 _LOADED: dict[str, Generator] = {}
 _LOCK = threading.Lock()

@@ -40,10 +40,11 @@ BACKENDS: dict[str, str] = {
     "hf": "workers.lm.hf:HFScorer",
     "vllm": "workers.lm.vllm:VLLMScorer",
     "openai": "workers.lm.served:ServedScorer",  # a model served elsewhere (OpenAI-compatible /v1/completions)
+    "openai-chat": "workers.lm.chat:ChatOnlyScorer",  # a chat endpoint: no prompt log-probs, generation mode only
     "knowledge-free": "workers.lm.knowledge_free:KnowledgeFreeScorer",  # the negative control: no weights
 }
 log = logging.getLogger("memaudit.models")
-SERVED_BACKENDS = frozenset({"openai", "knowledge-free"})  # no local weights to resolve
+SERVED_BACKENDS = frozenset({"openai", "openai-chat", "knowledge-free"})  # no local weights to resolve
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""HTTP for the served backend: one httpx client per model with bearer auth, timeouts, retries with backoff on
-429/5xx and connection errors, and a bounded number of requests in flight.
+"""HTTP for the served backends (scoring and generation): one httpx client per model with bearer auth, timeouts,
+retries with backoff on 429 (its ``Retry-After`` honoured), 5xx, connection errors and malformed replies, a bounded
+number of requests in flight and an optional rate limit.
 
 The API key lives only in the client's default headers: it is never formatted into a message, a log line or a repr.
 Error messages name the server by scheme, host, port and path only (user info and query stripped), and never quote
@@ -9,6 +10,7 @@ the server's error body (a server may echo the prompt, which can hold personal d
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,16 +45,64 @@ def _retry_after(response: httpx.Response, default: float) -> float:
         return default
 
 
+class Malformed(Exception):  # noqa: N818 (a reply's defect, not a failure of ours)
+    """Raised by a ``read`` function given to ``post``: the server's JSON is not the reply asked for (missing
+    choices, the wrong number of answers). ``kind`` names the defect in words free of the reply's content; the
+    request is retried like a 5xx."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        super().__init__(kind)
+
+
+class RequestPacer:
+    """At most ``per_second`` requests started per second (None: unlimited), shared by the client's threads: each
+    request takes the next free slot and sleeps until it comes."""
+
+    def __init__(self, per_second: float | None) -> None:
+        self.interval = 1.0 / per_second if per_second else 0.0
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next)
+            self._next = slot + self.interval
+        if slot > now:
+            time.sleep(slot - now)
+
+
 class ServedClient:
-    """POSTs JSON to ``base_url`` + path; raises ServerUnavailable with a readable, secret-free message."""
+    """POSTs JSON to ``base_url`` + path; raises ServerUnavailable with a readable, secret-free message.
+
+    ``rate``: requests per second at most (None: no limit); ``on_request``: called before every request sent, retries
+    included (a generator counts its queries with it; it may raise to stop the request, e.g. a spent budget);
+    ``resume``: what the failure message tells the user about work already done."""
 
     def __init__(
-        self, name: str, base_url: str, api_key: str | None, timeout: float, retries: int, concurrency: int
+        self,
+        name: str,
+        base_url: str,
+        api_key: str | None,
+        timeout: float,
+        retries: int,
+        concurrency: int,
+        *,
+        rate: float | None = None,
+        on_request: Callable[[], None] | None = None,
+        resume: str = "sentences already scored are cached",
     ) -> None:
         self.name = name
         self.where = public_url(base_url)
         self.retries = retries
         self.concurrency = concurrency
+        self.resume = resume
+        self.backoff = 0.5  # seconds before the first retry, doubling (a server's Retry-After overrides it)
+        self._rate = RequestPacer(rate)
+        self._on_request = on_request
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
             base_url=base_url.rstrip("/"),
@@ -72,33 +122,37 @@ class ServedClient:
     def get(self, path: str) -> Any:
         return self._send("GET", path, None, retry=True)
 
-    def post(self, path: str, body: dict[str, Any], *, retry: bool = True) -> Any:
-        return self._send("POST", path, body, retry=retry)
+    def post(
+        self, path: str, body: dict[str, Any], *, retry: bool = True, read: Callable[[Any], R] | None = None
+    ) -> Any:
+        """The server's JSON answer, or ``read(answer)`` when given: a reply that is not JSON, or that ``read``
+        finds malformed (it raises Malformed), is retried like a 5xx."""
+        return self._send("POST", path, body, retry=retry, read=read)
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
-        """fn over items with at most ``concurrency`` calls in flight, results in input order."""
+    def map(self, fn: Callable[[T], R], items: Iterable[T], *, on_done: Callable[[int], None] | None = None) -> list[R]:
+        """fn over items with at most ``concurrency`` calls in flight, results in input order. ``on_done``: called
+        in the caller's thread with the number of items done so far (in input order); if it raises, the items not
+        started are cancelled."""
         work: Sequence[T] = list(items)
-        if len(work) <= 1:
-            return [fn(item) for item in work]
-        return list(self._pool.map(fn, work))
+        results = map(fn, work) if len(work) <= 1 else self._pool.map(fn, work)
+        out: list[R] = []
+        for result in results:
+            out.append(result)
+            if on_done is not None:
+                on_done(len(out))
+        return out
 
-    def _send(self, method: str, path: str, body: dict[str, Any] | None, *, retry: bool) -> Any:
+    def _send(
+        self, method: str, path: str, body: dict[str, Any] | None, *, retry: bool, read: Callable | None = None
+    ) -> Any:
         attempts = 1 + (self.retries if retry else 0)
         started = time.monotonic()
         failure = ""
         for attempt in range(attempts):
-            delay = min(MAX_BACKOFF_S, 0.5 * 2**attempt)
-            try:
-                response = self._http.request(method, path, json=body)
-            except httpx.TransportError as exc:  # connection refused/reset, timeouts, protocol errors
-                failure = type(exc).__name__
-            else:
-                if response.status_code < 400:
-                    return self._json(response, path)
-                if response.status_code not in RETRY_STATUS:
-                    raise ServerUnavailable(self._refusal(response.status_code, path), f"HTTP {response.status_code}")
-                failure = f"HTTP {response.status_code}"
-                delay = _retry_after(response, delay)
+            delay = min(MAX_BACKOFF_S, self.backoff * 2**attempt)
+            outcome, failure, delay = self._attempt(method, path, body, read, delay)
+            if not failure:
+                return outcome
             if attempt + 1 < attempts:
                 log.warning(
                     "model %s: %s %s failed (%s); retry %d of %d in %.1f s",
@@ -111,12 +165,40 @@ class ServedClient:
                     delay,
                 )
                 time.sleep(delay)
+        resume = f": {self.resume}" if self.resume else ""
         raise ServerUnavailable(
             f"model {self.name!r}: the server at {self.where} did not answer {path} ({failure}) after "
             f"{attempts} attempt(s) over {time.monotonic() - started:.0f} s; check that it is up (or raise the "
-            "model's timeout/retries), then resubmit the audit: sentences already scored are cached",
+            f"model's timeout/retries), then resubmit the audit{resume}",
             failure,
         )
+
+    def _attempt(
+        self, method: str, path: str, body: dict[str, Any] | None, read: Callable | None, delay: float
+    ) -> tuple[Any, str, float]:
+        """One request: (result, "", delay) on success, (None, what failed, seconds to wait) for a retryable
+        failure; raises ServerUnavailable for a refusal that a retry cannot change."""
+        self._rate.wait()
+        if self._on_request is not None:
+            self._on_request()
+        try:
+            response = self._http.request(method, path, json=body)
+        except httpx.TransportError as exc:  # connection refused/reset, timeouts, protocol errors
+            return None, type(exc).__name__, delay
+        if response.status_code >= 400:
+            if response.status_code not in RETRY_STATUS:
+                raise ServerUnavailable(self._refusal(response.status_code, path), f"HTTP {response.status_code}")
+            return None, f"HTTP {response.status_code}", _retry_after(response, delay)
+        try:
+            answer = response.json()
+        except ValueError:
+            return None, "a reply that is not JSON", delay
+        if read is None:
+            return answer, "", delay
+        try:
+            return read(answer), "", delay
+        except Malformed as exc:
+            return None, exc.kind, delay
 
     def _refusal(self, status: int, path: str) -> str:
         if status in (401, 403):
@@ -127,11 +209,3 @@ class ServedClient:
         if status == 404:
             return f"model {self.name!r}: the server at {self.where} has no {path} (HTTP 404); check base_url"
         return f"model {self.name!r}: the server at {self.where} rejected a request to {path} (HTTP {status})"
-
-    def _json(self, response: httpx.Response, path: str) -> Any:
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise ServerUnavailable(
-                f"model {self.name!r}: the server at {self.where} answered {path} with no JSON"
-            ) from exc
