@@ -42,6 +42,12 @@ def templates_phrase(paraphrases: int | None) -> str:
 
 def plan_line(what: str, model: str, options: dict[str, Any]) -> str:
     """What an audit is about to do, with every default that shapes its cost and its shares."""
+    if options.get("mode") == "generation":
+        gen = options["generation"]
+        return (
+            f"auditing {what} on {model} by generation: {templates_phrase(options.get('paraphrases'))} asked"
+            f" {gen['samples']} times each ({gen['form']} form, temperature {gen['temperature']})"
+        )
     return (
         f"auditing {what} on {model}: {templates_phrase(options.get('paraphrases'))} (of {template_range()} "
         f"templates), {options.get('counterfactuals', DEFAULTS.counterfactuals)} counterfactuals each, "
@@ -153,12 +159,23 @@ def typical_names_line(rows: list[dict[str, Any]]) -> str | None:
 
 
 def audit_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {
+    options = {
         "paraphrases": None if args.all_templates else args.paraphrases,
         "counterfactuals": args.counterfactuals,
         "alpha": args.alpha,
         "context": args.context,
     }
+    if getattr(args, "mode", defaults.MODE) == "generation":
+        options |= {
+            "mode": "generation",
+            "generation": {
+                "samples": args.samples,
+                "temperature": args.temperature,
+                "max_tokens": args.max_tokens,
+                "form": args.prompt_form,
+            },
+        }
+    return options
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -192,6 +209,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(json.dumps({"audit": audit, "facts": facts["facts"]}, indent=2))
     else:
         print_table(label, facts)
+        if usage := ((audit.get("summary") or {}).get("generation") or {}).get("usage"):
+            print(
+                f"\nmode generation: answers read per fact in `share`; the audit cost {usage['queries']} queries,"
+                f" {usage['samples']} answers, {usage['completion_tokens']} generated tokens"
+            )
         for line in ranked_first_lines(facts["facts"]):
             print(line)
         print(f"\n{SHARE_NOTE}.")
@@ -320,6 +342,7 @@ def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = defaults.PA
         help="counterfactual values ranked against each true value",
     )
     p.add_argument("--alpha", type=float, default=DEFAULTS.alpha, help="weight of the similar-name calibration")
+    add_generation_options(p)
     p.add_argument(
         "--null-wait",
         type=float,
@@ -331,6 +354,32 @@ def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = defaults.PA
         "--model",
         default=None,
         help=f"registered model or hf:<path> (default: MEMAUDIT_DEFAULT_MODEL, now {get_settings().default_model})",
+    )
+
+
+def add_generation_options(p: argparse.ArgumentParser) -> None:
+    """--mode and how mode generation asks (the API's options.mode and options.generation)."""
+    p.add_argument(
+        "--mode",
+        choices=["scoring", "generation"],
+        default=defaults.MODE,
+        help="scoring: rank the true value by the log-probability of sentences; generation: ask the model and count"
+        " the answers that give a true value (judged by a null of fictitious people asked the same way)",
+    )
+    p.add_argument(
+        "--samples", type=int, default=defaults.GENERATION_SAMPLES, help="--mode generation: answers per prompt (K)"
+    )
+    p.add_argument(
+        "--temperature", type=float, default=defaults.GENERATION_TEMPERATURE, help="--mode generation: temperature"
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=defaults.GENERATION_MAX_TOKENS, help="--mode generation: tokens per answer"
+    )
+    p.add_argument(
+        "--prompt-form",
+        choices=["completion", "chat"],
+        default=defaults.GENERATION_FORM,
+        help="--mode generation: completion (the templates' text before the value) or chat (the property's question)",
     )
 
 

@@ -31,7 +31,7 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _LEAD = re.compile(r"^(?:(?:is|was|are|were|in|the|a|an|from|of|as|:)\s+)+", re.IGNORECASE)
-_END = re.compile(r"(?<!\d)\.(?!\d)|[,;!?()\[\]\"“”]|\s-\s")
+_END = re.compile(r"\.(?!\d)|[,;!?()\[\]\"“”]|\s-\s")
 
 
 class Valued(Protocol):
@@ -52,35 +52,34 @@ class Reading:
     value: str | None = None
 
 
-def clean(text: str) -> str:
-    """The answer's first clause, without leading link words ('is', 'in', 'a') and trailing punctuation."""
-    head = " ".join(text.split())
-    head = _END.split(head, 1)[0].strip(" '`*_:")
-    return _LEAD.sub("", head).strip()
+def clean(text: str, whole: bool = False) -> str:
+    """The answer's first clause (``whole``: the whole first line), without leading link words ('is', 'in', 'a'),
+    quotes and trailing punctuation."""
+    head = " ".join(text.split()).lstrip(" '\"“`*_:")
+    if not whole:
+        head = _END.split(head, 1)[0]
+    return _LEAD.sub("", head.strip(" '\"”`*_:.!?")).strip()
 
 
 def read_answer(text: str, prop: Valued, vocabulary: Sequence[str]) -> Reading:
-    """Read one answer against ``vocabulary`` (module docstring): the value whose meaning equals the answer's
-    first clause, else the longest value the clause starts with (at a word boundary), else a date or quantity of
+    """Read one answer against ``vocabulary`` (module docstring): the value whose meaning equals the whole answer or
+    its first clause, else the longest value the clause starts with (at a word boundary), else a date or quantity of
     the property's datatype the vocabulary does not list, else a refusal, else unreadable."""
-    clause = clean(text)
-    if not clause:
-        return Reading("refusal" if _REFUSAL.search(text) else "unreadable")
+    texts = [t for t in dict.fromkeys((clean(text, whole=True), clean(text))) if t]
     keys = {prop.value_key(v): v for v in vocabulary}
-    found = keys.get(prop.value_key(clause))
-    if found is not None:
-        return Reading("value", found)
-    folded = clause.casefold()
+    for t in texts:
+        if (found := keys.get(prop.value_key(t))) is not None:
+            return Reading("value", found)
+    folded = texts[-1].casefold() if texts else ""
     starts = [v for v in vocabulary if folded.startswith(v.casefold()) and _boundary(folded, len(v))]
     if starts:
         return Reading("value", max(starts, key=len))
-    if prop.datatype in ("time", "quantity"):
+    for t in texts if prop.datatype in ("time", "quantity") else ():
         try:
-            value = prop.normalize(clause)
+            value = prop.normalize(t)
         except ValueError:
-            value = None
-        if value is not None:
-            return Reading("value", keys.get(prop.value_key(value), value))
+            continue
+        return Reading("value", keys.get(prop.value_key(value), value))
     return Reading("refusal" if _REFUSAL.search(text) else "unreadable")
 
 

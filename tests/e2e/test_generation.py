@@ -127,7 +127,13 @@ def test_the_knowledge_free_generator_is_flagged_at_chance(service):
         by_m.setdefault(len(f["values"]), []).append(f["calibration"]["p_value"])
     overall = Rate.of(sum(p <= MAX_P for ps in by_m.values() for p in ps), len(facts))
     said = {m: f"{sum(p <= MAX_P for p in ps)}/{len(ps)}" for m, ps in sorted(by_m.items())}
-    print(f"\nknowledge-free generation: {interval(overall)} flagged at p <= 0.01; by true values {said}")
+    every = [p for ps in by_m.values() for p in ps]
+    wider = {level: Rate.of(sum(p <= level for p in every), len(every)) for level in (0.05, 0.1, 0.5)}
+    print(
+        f"\nknowledge-free generation: {interval(overall)} flagged at p <= 0.01; by true values {said};"
+        f" at p <= 0.05, 0.1, 0.5: {', '.join(interval(r) for r in wider.values())}"
+    )
+    assert all(r.low <= level <= r.high for level, r in wider.items()), wider  # uniform p-values, not just valid
     assert set(by_m) == {1, 2, 3}, said
     assert overall.low <= MAX_P <= overall.high, said
     assert all(Rate.of(sum(p <= MAX_P for p in ps), len(ps)).low <= MAX_P for ps in by_m.values()), said

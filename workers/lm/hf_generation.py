@@ -108,7 +108,7 @@ class HFGenerator:
             input_ids=ids.to(scorer.device),
             attention_mask=mask.to(scorer.device),
             max_new_tokens=max_tokens,
-            num_return_sequences=n,
+            num_return_sequences=n if temperature > 0 else 1,  # greedy: one answer, given n times
             num_beams=1,
             pad_token_id=pad,
             stop_strings=[STOP],
@@ -123,6 +123,9 @@ class HFGenerator:
         self.usage.add(samples=len(texts), completion_tokens=sum(lengths))
         logprobs = _top_logprobs(scorer, out.scores, lengths, top) if top > 0 else [None] * len(texts)
         samples = [Sample(t.split(STOP, 1)[0], lp) for t, lp in zip(texts, logprobs, strict=True)]
+        if temperature <= 0:
+            self.usage.add(samples=len(texts) * (n - 1))
+            return [[samples[i]] * n for i in range(len(seqs))]
         return [samples[i * n : (i + 1) * n] for i in range(len(seqs))]
 
     @staticmethod
