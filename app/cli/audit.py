@@ -45,7 +45,7 @@ def plan_line(what: str, model: str, options: dict[str, Any]) -> str:
     if options.get("mode") == "generation":
         gen = options["generation"]
         return (
-            f"auditing {what} on {model} by generation: {templates_phrase(options.get('paraphrases'))} asked"
+            f"auditing {what} on {model} by generation: the first {gen['templates']} template(s) per property asked"
             f" {gen['samples']} times each ({gen['form']} form, temperature {gen['temperature']})"
         )
     return (
@@ -170,6 +170,7 @@ def audit_options(args: argparse.Namespace) -> dict[str, Any]:
             "mode": "generation",
             "generation": {
                 "samples": args.samples,
+                "templates": args.templates,
                 "temperature": args.temperature,
                 "max_tokens": args.max_tokens,
                 "form": args.prompt_form,
@@ -368,6 +369,12 @@ def add_generation_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--samples", type=int, default=defaults.GENERATION_SAMPLES, help="--mode generation: answers per prompt (K)"
+    )
+    p.add_argument(
+        "--templates",
+        type=int,
+        default=defaults.GENERATION_TEMPLATES,
+        help="--mode generation: templates asked, the baseline first (--paraphrases is scoring's)",
     )
     p.add_argument(
         "--temperature", type=float, default=defaults.GENERATION_TEMPERATURE, help="--mode generation: temperature"

@@ -94,17 +94,21 @@ def null_config(
         "statistic": STATISTIC,
         "out_of_pool": RESERVOIR if has_reservoir(load_catalog().get(pid)) else None,
     }
-    return config | generation_config(options)
+    return config | generation_config(pid, options)
 
 
-def generation_config(options: Mapping[str, Any]) -> dict[str, Any]:
+def generation_config(pid: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """What a null of mode ``generation`` adds to its key (the mode, how it asks, its statistic): a scoring null never
     judges a generation statistic, nor the reverse. Nothing in mode ``scoring``, so its keys stay as they were."""
     if options.get("mode", "scoring") != "generation":
         return {}
     asked = dict(options.get("generation") or {})
+    n = int(asked.get("templates", defaults.GENERATION_TEMPLATES))
     return {
         "mode": "generation",
+        "templates": template_texts(
+            pid, {"paraphrases": n - 1}
+        ),  # the templates asked (options.paraphrases: scoring's)
         "generation": {
             "samples": int(asked.get("samples", defaults.GENERATION_SAMPLES)),
             "temperature": float(asked.get("temperature", defaults.GENERATION_TEMPERATURE)),

@@ -25,8 +25,8 @@ from tests.conftest import wait_for
 pytestmark = pytest.mark.slow
 
 MANIFEST = Path(__file__).resolve().parents[2] / "workers" / "groundtruth" / "manifest.json"
-GENERATION = {"samples": 10, "temperature": 1.0, "max_tokens": 12, "form": "completion"}
-OPTIONS = {"mode": "generation", "paraphrases": 0, "counterfactuals": 20, "generation": GENERATION}
+GENERATION = {"samples": 10, "templates": 1, "temperature": 1.0, "max_tokens": 12, "form": "completion"}
+OPTIONS = {"mode": "generation", "counterfactuals": 20, "generation": GENERATION}
 TRAINED = 10
 MAX_P = 0.01
 
@@ -137,3 +137,16 @@ def test_the_knowledge_free_generator_is_flagged_at_chance(service):
     assert set(by_m) == {1, 2, 3}, said
     assert overall.low <= MAX_P <= overall.high, said
     assert all(Rate.of(sum(p <= MAX_P for p in ps), len(ps)).low <= MAX_P for ps in by_m.values()), said
+
+
+def test_the_command_line_audits_by_generation(cli_env):
+    from tests.support.cli import memaudit
+
+    args = ("audit", "--model", "knowledge-free", "--mode", "generation", "--samples", "4", "--null-wait", "0")
+    done = memaudit(cli_env, *args, "--name", "Ann Example", "--fact", "P106=chemist", "--json")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["audit"]["options"]["mode"] == "generation" and out["audit"]["options"]["generation"]["samples"] == 4
+    assert out["audit"]["summary"]["generation"]["usage"]["samples"] == 4
+    (fact,) = out["facts"]
+    assert fact["mode"] == "generation" and len(fact["answers"]["prompts"][0]["samples"]) == 4

@@ -36,20 +36,18 @@ class Asked:
     answers: list[str]
 
 
-def prompts_for(plan: PropertyPlan, name: str, form: str) -> list[Asked]:
-    """The fact's prompts: one per probed template whose text before the value names the person (a template that
-    starts with the value has no such text), or in chat form the property's question (its completion fallback: the
-    first of those texts). Contextualized canaries are not asked."""
+def prompts_for(plan: PropertyPlan, name: str, options: GenerationOptions) -> list[Asked]:
+    """The fact's prompts: the text before the value, with the person's name, of each of the property's first
+    ``options.templates`` templates (the baseline first) that has such text (a template that starts with the value
+    has none), or in chat form the property's question (its completion fallback: the first of those texts)."""
     texts = []
-    for canary in plan.canaries:
-        if canary.kind == "context":
-            continue
-        prefix = split_template(canary.template, name, "")[0].rstrip()
+    for index, template in enumerate(plan.prop.templates[: options.templates]):
+        prefix = split_template(template, name, "")[0].rstrip()
         if name in prefix:
-            texts.append((canary.template_index, prefix))
+            texts.append((index, prefix))
     if not texts:
-        raise JobError(f"{plan.prop.pid}: no probed template has text before the value to continue")
-    if form == "chat":
+        raise JobError(f"{plan.prop.pid}: no asked template has text before the value to continue")
+    if options.form == "chat":
         question = plan.prop.question.replace("{subject}", name) + CHAT_SUFFIX
         message = ({"role": "user", "content": question},)
         return [Asked(None, "chat", Prompt(messages=message, text=texts[0][1]), question, [])]

@@ -264,7 +264,7 @@ def _ask_items(ctx: JobContext, progress: _Progress, items: list[NullPlan], seed
     and read the answers into null facts of every shape (:func:`_asked_stats`)."""
     generator = get_generator(ctx.model)
     gen = ctx.options.generation
-    groups = [asking.prompts_for(item.plan, item.person.name, gen.form) for item in items]
+    groups = [asking.prompts_for(item.plan, item.person.name, gen) for item in items]
     before = generator.usage.samples
     asking.ask(generator, groups, gen, seed, progress.progress)
     found = [_asked_stats(item, asked) for item, asked in zip(items, groups, strict=True)]

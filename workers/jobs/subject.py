@@ -154,7 +154,7 @@ def _audit_by_asking(ctx: JobContext[SubjectAuditOptions], plans: list[PropertyP
     generator = get_generator(ctx.model)
     gen = ctx.options.generation
     before = generator.usage.as_dict()
-    groups = [asking.prompts_for(plan, name, gen.form) for plan in plans]
+    groups = [asking.prompts_for(plan, name, gen) for plan in plans]
     ctx.progress(0, sum(map(len, groups)), force=True)
     asking.ask(generator, groups, gen, ctx.options.seed, ctx.progress)
     ctx.check_cancelled()
