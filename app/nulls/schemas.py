@@ -4,9 +4,9 @@ options of a subject audit (``SubjectAuditOptions``), which a null copies to aud
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from app.validation import RequestModel
 from core import defaults
@@ -199,6 +199,16 @@ class SubjectAuditOptions(RequestModel):
     generation: GenerationOptions = Field(
         default_factory=GenerationOptions, description="How mode generation asks (ignored in mode scoring)"
     )
+
+    @model_serializer(mode="wrap")
+    def _scoring_as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A scoring audit's options are dumped (and stored, and shipped in null files) as before generation mode
+        existed: without ``mode`` and ``generation``, so their bytes and hashes do not change."""
+        data = handler(self)
+        if self.mode == "scoring":
+            data.pop("mode", None)
+            data.pop("generation", None)
+        return data
 
     alpha: float = Field(
         default=defaults.ALPHA, ge=0.0, le=10.0, description="Weight of the similar-name calibration term"
