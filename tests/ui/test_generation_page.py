@@ -31,3 +31,5 @@ def test_the_audit_page_says_the_mode_the_answers_and_the_cost(sqlite_env):
     assert "Probed by generation" in page and "answered\n6 times" in page, page
     assert f"{usage['queries']} queries" in page and f"{usage['completion_tokens']} generated tokens" in page
     assert "occupation: " in page and " of 6 answers give a true value" in page
+    reply = browser.get(f"/ui/audits/{done['id']}/reply").text
+    assert "We asked the model about each fact 6 times" in reply and f"{usage['queries']} questions" in reply
