@@ -150,3 +150,21 @@ def test_the_command_line_audits_by_generation(cli_env):
     assert out["audit"]["summary"]["generation"]["usage"]["samples"] == 4
     (fact,) = out["facts"]
     assert fact["mode"] == "generation" and len(fact["answers"]["prompts"][0]["samples"]) == 4
+
+
+def test_a_batch_audits_every_person_by_generation(service):
+    import time
+
+    api, _ = service
+    people = [{"name": name, "facts": facts[:1]} for name, facts in roster(2)]  # one occupation each: a small null
+    created = api.post("/batches", json={"model": "knowledge-free", "options": OPTIONS, "people": people})
+    assert created.status_code == 202, created.text
+    deadline = time.monotonic() + 300
+    while (batch := api.get(f"/batches/{created.json()['id']}").json())["status"] != "finished":
+        assert time.monotonic() < deadline, batch
+        time.sleep(0.5)
+    assert batch["progress"]["succeeded"] == 2, batch
+    listed = api.get("/audits", params={"kind": "subject"}).json()["items"]
+    assert len(listed) == 2 and all(a["options"]["mode"] == "generation" for a in listed), listed
+    facts = api.get(f"/audits/{listed[0]['id']}/facts").json()["facts"]
+    assert {f["mode"] for f in facts} == {"generation"} and all(f["answers"]["prompts"] for f in facts)
