@@ -63,20 +63,28 @@ def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> N
     width = max([len("property")] + [len(f["label"]) for f in rows])
     value_width = max([len("value")] + [len(", ".join(f["values"])) for f in rows])
     print(f"\n{name}", file=out)
+    asked = any(f.get("mode") == "generation" for f in rows)  # an audit has one mode
+    first, statistic = ("true answers", "share (null)") if asked else ("ranked 1st", "z (null mean)")
     print(
-        f"  {'property':<{width}} {'value':<{value_width}} {'memorized':>10} {'p':>8} {'ranked 1st':>14}"
-        f" {'z (null mean)':>14}",
+        f"  {'property':<{width}} {'value':<{value_width}} {'memorized':>10} {'p':>8} {first:>14} {statistic:>14}",
         file=out,
     )
     for f in rows:
         cal = f.get("calibration") or {}
-        hits = round(f["share"] * f["n_templates"])
-        share = f"{hits}/{f['n_templates']} templates"
+        share = _share_cell(f)
         print(
             f"  {f['label']:<{width}} {', '.join(f['values']):<{value_width}} {_verdict_cell(f):>10}"
             f" {_p_cell(cal):>8} {share:>14} {_z_cell(cal):>14}",
             file=out,
         )
+
+
+def _share_cell(fact: dict) -> str:
+    """How often the truth came first: templates that rank it first (scoring), answers that give it (generation)."""
+    if fact.get("mode") == "generation" and fact.get("answers"):
+        counts = fact["answers"]["counts"]
+        return f"{counts['true']}/{sum(counts.values())} answers"
+    return f"{round(fact['share'] * fact['n_templates'])}/{fact['n_templates']} templates"
 
 
 def _verdict_cell(fact: dict) -> str:
@@ -87,7 +95,7 @@ def _verdict_cell(fact: dict) -> str:
         return calibration.get("status") or "-"
     if calibration.get("memorized"):
         return "yes"
-    return "not found*" if fact.get("share") else "not found"
+    return "not found*" if fact.get("share") and fact.get("mode") != "generation" else "not found"
 
 
 def ranked_first_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -96,7 +104,7 @@ def ranked_first_lines(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for f in rows:
         cal = f.get("calibration") or {}
-        if cal.get("memorized") or cal.get("p_value") is None or not f.get("share"):
+        if cal.get("memorized") or cal.get("p_value") is None or not f.get("share") or f.get("mode") == "generation":
             continue
         hits = round(f["share"] * f["n_templates"])
         mean = cal.get("null_mean")
