@@ -165,6 +165,9 @@ def _audit_by_asking(ctx: JobContext[SubjectAuditOptions], plans: list[PropertyP
         "mode": "generation",
         "properties": n,
         "mean_true_share": sum(o.share for o in outcomes) / n if n else 0.0,
+        "mean_memorization": sum(o.share for o in outcomes) / n if n else 0.0,  # the share of true answers here
+        "mean_z_star": None,
+        "properties_not_memorized": sum(o.share == 0.0 for o in outcomes),
         "rank1_all": sum(o.strict for o in outcomes),
         "rank1_any": sum(o.lenient for o in outcomes),
         "generation": {"options": gen.model_dump(mode="json"), "usage": usage},
