@@ -19,3 +19,13 @@ MAX_P = 0.01  # the default verdict: memorized when p <= this against the null
 CHANCE_Z_STAR = 2.3
 
 CHANCE_Z_PHRASE = f"a chance rank 1 among {CANDIDATES} candidates (the default) already gives z* ≈ {CHANCE_Z_STAR}"
+
+# Generation mode (options.mode "generation": ask the model, read its answers; docs/measures.md, "Generation mode")
+MODE = "scoring"  # scoring: log-probabilities of whole sentences; generation: sampled answers
+GENERATION_SAMPLES = 10  # K: answers sampled per prompt (each template's prefix, or the property's question)
+# templates asked (the baseline first): 3 let the held-out false-positive rate on groundtruth-tiny reach 9/200 at
+# p <= 0.01 (the baseline alone: 3/200; docs/lab/2026-11-28-generation-mode.md)
+GENERATION_TEMPLATES = 1
+GENERATION_TEMPERATURE = 1.0  # the model's own distribution
+GENERATION_MAX_TOKENS = 16  # per answer; an answer ends at its first newline
+GENERATION_FORM = "completion"  # completion: the templates' text before the value; chat: the property's question

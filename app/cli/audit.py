@@ -42,6 +42,12 @@ def templates_phrase(paraphrases: int | None) -> str:
 
 def plan_line(what: str, model: str, options: dict[str, Any]) -> str:
     """What an audit is about to do, with every default that shapes its cost and its shares."""
+    if options.get("mode") == "generation":
+        gen = options["generation"]
+        return (
+            f"auditing {what} on {model} by generation: the first {gen['templates']} template(s) per property asked"
+            f" {gen['samples']} times each ({gen['form']} form, temperature {gen['temperature']})"
+        )
     return (
         f"auditing {what} on {model}: {templates_phrase(options.get('paraphrases'))} (of {template_range()} "
         f"templates), {options.get('counterfactuals', DEFAULTS.counterfactuals)} counterfactuals each, "
@@ -57,20 +63,28 @@ def print_table(name: str, facts: dict[str, Any], out: TextIO = sys.stdout) -> N
     width = max([len("property")] + [len(f["label"]) for f in rows])
     value_width = max([len("value")] + [len(", ".join(f["values"])) for f in rows])
     print(f"\n{name}", file=out)
+    asked = any(f.get("mode") == "generation" for f in rows)  # an audit has one mode
+    first, statistic = ("true answers", "share (null)") if asked else ("ranked 1st", "z (null mean)")
     print(
-        f"  {'property':<{width}} {'value':<{value_width}} {'memorized':>10} {'p':>8} {'ranked 1st':>14}"
-        f" {'z (null mean)':>14}",
+        f"  {'property':<{width}} {'value':<{value_width}} {'memorized':>10} {'p':>8} {first:>14} {statistic:>14}",
         file=out,
     )
     for f in rows:
         cal = f.get("calibration") or {}
-        hits = round(f["share"] * f["n_templates"])
-        share = f"{hits}/{f['n_templates']} templates"
+        share = _share_cell(f)
         print(
             f"  {f['label']:<{width}} {', '.join(f['values']):<{value_width}} {_verdict_cell(f):>10}"
             f" {_p_cell(cal):>8} {share:>14} {_z_cell(cal):>14}",
             file=out,
         )
+
+
+def _share_cell(fact: dict) -> str:
+    """How often the truth came first: templates that rank it first (scoring), answers that give it (generation)."""
+    if fact.get("mode") == "generation" and fact.get("answers"):
+        counts = fact["answers"]["counts"]
+        return f"{counts['true']}/{sum(counts.values())} answers"
+    return f"{round(fact['share'] * fact['n_templates'])}/{fact['n_templates']} templates"
 
 
 def _verdict_cell(fact: dict) -> str:
@@ -81,7 +95,7 @@ def _verdict_cell(fact: dict) -> str:
         return calibration.get("status") or "-"
     if calibration.get("memorized"):
         return "yes"
-    return "not found*" if fact.get("share") else "not found"
+    return "not found*" if fact.get("share") and fact.get("mode") != "generation" else "not found"
 
 
 def ranked_first_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -90,7 +104,7 @@ def ranked_first_lines(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for f in rows:
         cal = f.get("calibration") or {}
-        if cal.get("memorized") or cal.get("p_value") is None or not f.get("share"):
+        if cal.get("memorized") or cal.get("p_value") is None or not f.get("share") or f.get("mode") == "generation":
             continue
         hits = round(f["share"] * f["n_templates"])
         mean = cal.get("null_mean")
@@ -153,12 +167,24 @@ def typical_names_line(rows: list[dict[str, Any]]) -> str | None:
 
 
 def audit_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {
+    options = {
         "paraphrases": None if args.all_templates else args.paraphrases,
         "counterfactuals": args.counterfactuals,
         "alpha": args.alpha,
         "context": args.context,
     }
+    if getattr(args, "mode", defaults.MODE) == "generation":
+        options |= {
+            "mode": "generation",
+            "generation": {
+                "samples": args.samples,
+                "templates": args.templates,
+                "temperature": args.temperature,
+                "max_tokens": args.max_tokens,
+                "form": args.prompt_form,
+            },
+        }
+    return options
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -192,6 +218,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         print(json.dumps({"audit": audit, "facts": facts["facts"]}, indent=2))
     else:
         print_table(label, facts)
+        if usage := ((audit.get("summary") or {}).get("generation") or {}).get("usage"):
+            print(
+                f"\nmode generation: answers read per fact in `share`; the audit cost {usage['queries']} queries,"
+                f" {usage['samples']} answers, {usage['completion_tokens']} generated tokens"
+            )
         for line in ranked_first_lines(facts["facts"]):
             print(line)
         print(f"\n{SHARE_NOTE}.")
@@ -320,6 +351,7 @@ def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = defaults.PA
         help="counterfactual values ranked against each true value",
     )
     p.add_argument("--alpha", type=float, default=DEFAULTS.alpha, help="weight of the similar-name calibration")
+    add_generation_options(p)
     p.add_argument(
         "--null-wait",
         type=float,
@@ -331,6 +363,38 @@ def add_audit_options(p: argparse.ArgumentParser, paraphrases: int = defaults.PA
         "--model",
         default=None,
         help=f"registered model or hf:<path> (default: MEMAUDIT_DEFAULT_MODEL, now {get_settings().default_model})",
+    )
+
+
+def add_generation_options(p: argparse.ArgumentParser) -> None:
+    """--mode and how mode generation asks (the API's options.mode and options.generation)."""
+    p.add_argument(
+        "--mode",
+        choices=["scoring", "generation"],
+        default=defaults.MODE,
+        help="scoring: rank the true value by the log-probability of sentences; generation: ask the model and count"
+        " the answers that give a true value (judged by a null of fictitious people asked the same way)",
+    )
+    p.add_argument(
+        "--samples", type=int, default=defaults.GENERATION_SAMPLES, help="--mode generation: answers per prompt (K)"
+    )
+    p.add_argument(
+        "--templates",
+        type=int,
+        default=defaults.GENERATION_TEMPLATES,
+        help="--mode generation: templates asked, the baseline first (--paraphrases is scoring's)",
+    )
+    p.add_argument(
+        "--temperature", type=float, default=defaults.GENERATION_TEMPERATURE, help="--mode generation: temperature"
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=defaults.GENERATION_MAX_TOKENS, help="--mode generation: tokens per answer"
+    )
+    p.add_argument(
+        "--prompt-form",
+        choices=["completion", "chat"],
+        default=defaults.GENERATION_FORM,
+        help="--mode generation: completion (the templates' text before the value) or chat (the property's question)",
     )
 
 

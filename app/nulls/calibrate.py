@@ -19,7 +19,14 @@ from app.db.base import utcnow
 from app.db.models import Audit, Canary, CandidateScore, FactResult, NullDistribution
 from app.db.models.audit import ACTIVE_STATUSES, AuditStatus
 from app.nulls import repository
-from app.nulls.config import effective_pool, subject_fingerprint, subject_lookalikes, subject_null_key, subject_reader
+from app.nulls.config import (
+    effective_pool,
+    is_generation,
+    subject_fingerprint,
+    subject_lookalikes,
+    subject_null_key,
+    subject_reader,
+)
 from app.nulls.measured import TYPICAL_NAMES as NAME_HINTED
 from app.nulls.measured import load as load_measured
 from app.nulls.measured import typical_names_caveat
@@ -282,8 +289,9 @@ class Calibrator:
         shapes: dict[tuple[int, bool], list[FactStat]] = {}
         for _, _, stat in every:
             shapes.setdefault((stat.n_values, stat.in_pool), []).append(stat)
-        nulls = {shape: EmpiricalNull(stats) for shape, stats in shapes.items()}
-        null = nulls.get((1, True)) or EmpiricalNull([s for _, _, s in every if s.in_pool])
+        tail = not is_generation(row.config)  # generation's share is discrete: no fitted tail
+        nulls = {shape: EmpiricalNull(stats, tail) for shape, stats in shapes.items()}
+        null = nulls.get((1, True)) or EmpiricalNull([s for _, _, s in every if s.in_pool], tail)
         rates = fact_rates(null, self.max_p)
         return Resolved(pid, "ready", row, null, people, rates, shapes=nulls)
 
@@ -328,7 +336,7 @@ class Calibrator:
             null_shape=NullShape(
                 n_values=judged_stat.n_values,
                 in_pool=judged_stat.in_pool,
-                statistic=STATISTIC if not legacy else "share-then-z-star",
+                statistic=str(found.row.config.get("statistic") or STATISTIC) if not legacy else "share-then-z-star",
                 null_facts=len(judge),
                 judgments=len(judgments),
             ),

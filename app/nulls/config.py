@@ -18,7 +18,9 @@ from sqlalchemy.orm import Session
 
 from app.settings import Settings
 from app.wikidata.repository import latest_pool
+from core import defaults
 from core.catalog import load_catalog
+from core.measures import answers
 from core.measures.null import STATISTIC
 from core.names.fictitious import GENERATOR, NAME_HINTED, roster_size
 from core.names.lookalikes import READER, READER_BEFORE
@@ -74,7 +76,7 @@ def null_config(
     """The configuration a null for ``pid`` must share with the subject audit (JSON-ready). ``reader``: the
     name-origin reader the audit's same-origin look-alikes came from (:func:`subject_reader`); the null's own
     look-alikes are always read by today's (:data:`core.names.lookalikes.READER`)."""
-    return {
+    config = {
         "property": pid,
         "templates": template_texts(pid, options),
         "counterfactuals": int(options.get("counterfactuals", 100)),
@@ -92,6 +94,34 @@ def null_config(
         "statistic": STATISTIC,
         "out_of_pool": RESERVOIR if has_reservoir(load_catalog().get(pid)) else None,
     }
+    return config | generation_config(pid, options)
+
+
+def generation_config(pid: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """What a null of mode ``generation`` adds to its key (the mode, how it asks, its statistic): a scoring null never
+    judges a generation statistic, nor the reverse. Nothing in mode ``scoring``, so its keys stay as they were."""
+    if options.get("mode", "scoring") != "generation":
+        return {}
+    asked = dict(options.get("generation") or {})
+    n = int(asked.get("templates", defaults.GENERATION_TEMPLATES))
+    return {
+        "mode": "generation",
+        "templates": template_texts(
+            pid, {"paraphrases": n - 1}
+        ),  # the templates asked (options.paraphrases: scoring's)
+        "generation": {
+            "samples": int(asked.get("samples", defaults.GENERATION_SAMPLES)),
+            "temperature": float(asked.get("temperature", defaults.GENERATION_TEMPERATURE)),
+            "max_tokens": int(asked.get("max_tokens", defaults.GENERATION_MAX_TOKENS)),
+            "form": str(asked.get("form", defaults.GENERATION_FORM)),
+        },
+        "statistic": answers.STATISTIC,
+    }
+
+
+def is_generation(config: Mapping[str, Any] | None) -> bool:
+    """Whether a null's (or an audit's options') configuration is of mode ``generation``."""
+    return (config or {}).get("mode") == "generation"
 
 
 def config_key(config: Mapping[str, Any]) -> str:
@@ -127,6 +157,9 @@ def sentences_per_person(config: Mapping[str, Any], pool_size: int) -> int:
     out-of-pool truths, drawn counterfactuals shared by them) x [subject, generic subject unless it cancels (α = 1),
     look-alikes]. The unit of a null's progress (and its ETA before it has run), known without drawing anyone's
     counterfactuals."""
+    if is_generation(config):  # answers sampled: every template (or the question) asked K times
+        prompts = 1 if config["generation"]["form"] == "chat" else len(config["templates"])
+        return prompts * int(config["generation"]["samples"])
     candidates = 1 + out_of_pool_per_person(config) + min(int(config["counterfactuals"]), max(pool_size - 1, 0))
     generic = 0 if float(config["alpha"]) == 1.0 else 1  # at α = 1 the generic subject cancels and is not scored
     return len(config["templates"]) * candidates * (1 + generic + int(config["similar_names"]))

@@ -9,6 +9,8 @@ from app.db.models import Audit, NullDistribution, NullFact
 from app.db.models.audit import AuditStatus
 from core.measures.null import FactStat
 
+LATEST_LOOKED_AT = 50  # newest subject audits of a model looked at for the latest fingerprint of a mode
+
 
 def distributions(session: Session, model: str, key: str) -> list[tuple[NullDistribution, str]]:
     """Every null for (model, key) with its audit's status, newest first."""
@@ -21,16 +23,20 @@ def distributions(session: Session, model: str, key: str) -> list[tuple[NullDist
     return [(d, status) for d, status in session.execute(stmt)]
 
 
-def latest_fingerprint(session: Session, model: str) -> str | None:
-    """The model fingerprint the newest succeeded subject audit of ``model`` ran on (None before any)."""
+def latest_fingerprint(session: Session, model: str, mode: str = "scoring") -> str | None:
+    """The model fingerprint the newest succeeded subject audit of ``model`` in ``mode`` ran on (None before any): a
+    generator's fingerprint may differ from the scorer's of the same model (the knowledge-free control's does)."""
     stmt = (
         select(Audit.summary)
         .where(Audit.kind == "subject", Audit.model == model, Audit.status == AuditStatus.SUCCEEDED)
         .order_by(Audit.finished_at.desc().nulls_last(), Audit.id.desc())
-        .limit(1)
+        .limit(LATEST_LOOKED_AT)
     )
-    summary = session.scalar(stmt) or {}
-    return (summary.get("scoring") or {}).get("fingerprint")
+    for summary in session.scalars(stmt):
+        summary = summary or {}
+        if summary.get("mode", "scoring") == mode:
+            return (summary.get("scoring") or {}).get("fingerprint")
+    return None
 
 
 def of_audit(session: Session, audit_id: str) -> list[NullDistribution]:

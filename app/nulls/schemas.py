@@ -4,9 +4,9 @@ options of a subject audit (``SubjectAuditOptions``), which a null copies to aud
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from app.validation import RequestModel
 from core import defaults
@@ -150,8 +150,65 @@ class NullImported(BaseModel):
     created: bool = Field(description="false: this file was imported before; its null audit is returned")
 
 
+class GenerationOptions(RequestModel):
+    """How a subject audit in mode ``generation`` asks the model (ignored in mode ``scoring``); a null of fictitious
+    people is asked the same way (these options are part of its key)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    samples: int = Field(
+        default=defaults.GENERATION_SAMPLES,
+        ge=1,
+        le=100,
+        description=f"K: answers sampled per prompt (default {defaults.GENERATION_SAMPLES})",
+    )
+    templates: int = Field(
+        default=defaults.GENERATION_TEMPLATES,
+        ge=1,
+        le=11,
+        description=f"Templates asked in completion form: the baseline and the next paraphrases (default"
+        f" {defaults.GENERATION_TEMPLATES}: with 3, groundtruth-tiny's held-out people were flagged at 4.5 % at"
+        " p <= 0.01, the baseline alone at 1.5 %; docs/measures.md, 'Generation mode'); `paraphrases` is scoring's",
+    )
+    temperature: float = Field(
+        default=defaults.GENERATION_TEMPERATURE, ge=0.0, le=2.0, description="Sampling temperature (0: greedy)"
+    )
+    max_tokens: int = Field(
+        default=defaults.GENERATION_MAX_TOKENS,
+        ge=1,
+        le=256,
+        description="Tokens per answer at most (an answer ends at its first newline)",
+    )
+    form: Literal["completion", "chat"] = Field(
+        default=defaults.GENERATION_FORM,
+        description="completion: each probed template's text before the value, with the person's name, continued;"
+        " chat: the property's question ('What is X's occupation?'), through the model's chat template where it"
+        " has one (else its completion prompt)",
+    )
+
+
 class SubjectAuditOptions(RequestModel):
     model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["scoring", "generation"] = Field(
+        default=defaults.MODE,
+        description="scoring: rank the true value among counterfactuals by the log-probability of whole sentences;"
+        " generation: ask the model (options.generation) and count the answers that give a true value, judged by a"
+        " null of fictitious people asked the same way (for models that only answer, e.g. chat endpoints)",
+    )
+    generation: GenerationOptions = Field(
+        default_factory=GenerationOptions, description="How mode generation asks (ignored in mode scoring)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _scoring_as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A scoring audit's options are dumped (and stored, and shipped in null files) as before generation mode
+        existed: without ``mode`` and ``generation``, so their bytes and hashes do not change."""
+        data = handler(self)
+        if self.mode == "scoring":
+            data.pop("mode", None)
+            data.pop("generation", None)
+        return data
 
     alpha: float = Field(
         default=defaults.ALPHA, ge=0.0, le=10.0, description="Weight of the similar-name calibration term"
@@ -177,7 +234,11 @@ class SubjectAuditOptions(RequestModel):
         " origin cancels, and no look-alike keeps the surname that carries the identity; a name of unknown origin"
         " falls back to reversed), or reversed letters (WikiMem's 'Enaj Doe'); measured in docs/measures.md",
     )
-    seed: int = Field(default=0, ge=0, description="Seed of the counterfactual draw (stored for reproduction)")
+    seed: int = Field(
+        default=0,
+        ge=0,
+        description="Seed of the counterfactual draw and of generation's sampling (stored for reproduction)",
+    )
     context: bool = Field(
         default=False, description="Also probe each fact with a contextualized canary (other known facts first)"
     )

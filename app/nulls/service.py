@@ -54,7 +54,7 @@ def ensure_nulls(
     get a new null), after importing those a shipped null holds (app.nulls.shipped: ``source: shipped``).
     ``options`` are the subject audit's stored options. Returns the queued null audit's id, or None when every
     property is covered."""
-    current = repository.latest_fingerprint(session, model)
+    current = repository.latest_fingerprint(session, model, str(options.get("mode") or "scoring"))
     missing = _missing(session, model, options, lookalikes, pids, settings, current)
     shipped = import_shipped(session, model, missing, current, settings)  # a shipped file instead of computing
     left = [pid for pid in missing if pid not in shipped]

@@ -132,6 +132,36 @@ class CanaryRead(BaseModel):
         return self.memorized
 
 
+class AnswerRead(BaseModel):
+    """One sampled answer (mode generation) and how it was read."""
+
+    text: str = Field(description="The answer as generated (up to its first newline)")
+    kind: Literal["true", "other", "refusal", "unreadable"] = Field(
+        description="true: it names a true value (or a near-duplicate merged into one); other: another value (value"
+        " says which); refusal: the model declined or said it does not know; unreadable: none of these"
+    )
+    value: str | None = Field(default=None, description="The value it names (true, other)")
+
+
+class PromptAnswersRead(BaseModel):
+    template_index: int | None = Field(
+        description="The template whose text before the value was continued; null: the question"
+    )
+    form: Literal["completion", "chat"]
+    prompt: str = Field(description="The prompt as sent (the completion's text, or the chat question)")
+    samples: list[AnswerRead]
+
+
+class GenerationRead(BaseModel):
+    """What the model said when asked about this fact (mode generation): every prompt and answer, read."""
+
+    options: dict[str, Any] = Field(description="How it was asked (options.generation)")
+    counts: dict[str, int] = Field(description="Answers of each kind: true, other, refusal, unreadable")
+    most_said_other: str | None = Field(description="The other value answered most often (none: no other value)")
+    cost: dict[str, int] = Field(description="queries: prompts sent for this fact; samples: answers read")
+    prompts: list[PromptAnswersRead]
+
+
 class FactResultRead(BaseModel):
     property: str
     label: str
@@ -149,6 +179,12 @@ class FactResultRead(BaseModel):
     n_templates: int
     counterfactuals: list[str]
     canaries: list[CanaryRead]
+    mode: Literal["scoring", "generation"] = Field(
+        default="scoring",
+        description="How the fact was probed: scoring (canaries ranked by log-probability) or generation (answers"
+        " sampled and read: `answers`; share is then the share of answers that give a true value)",
+    )
+    answers: GenerationRead | None = Field(default=None, description="Mode generation: what the model said")
     calibration: FactCalibration | None = Field(
         default=None, description="p-value and false-positive rates from the matching null (see `calibration`)"
     )

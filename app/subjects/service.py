@@ -258,6 +258,8 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
                 n_templates=r.n_templates,
                 counterfactuals=[cf.value for cf in r.counterfactuals],
                 canaries=canaries,
+                mode="generation" if r.generation is not None else "scoring",
+                answers=r.generation,
             )
         )
     calibrations, info = calibrate_results(session, audit, results)

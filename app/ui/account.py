@@ -92,27 +92,40 @@ def signout(ui: Signed, csrf: Annotated[str | None, Form(max_length=200)] = None
     return response
 
 
+GENERATION = "generation_"  # the form's prefix of options.generation's fields (a form has no nested objects)
+
+
 def _defaults(kinds) -> dict[str, Any]:
+    """The form's options and their defaults: the mode first, then the subject audit's options, then how mode
+    generation asks (``generation_<field>``)."""
     options = kinds[SUBMIT_KIND].create.model_fields["options"].default_factory()
-    return options.model_dump(mode="json")
+    asked = {f"{GENERATION}{k}": v for k, v in options.generation.model_dump(mode="json").items()}
+    return {"mode": options.mode, **options.model_dump(mode="json"), **asked}
+
+
+def _hint(info) -> dict[str, Any]:
+    """An option's hint (its schema description, the default stated) and choices, from its pydantic field."""
+    default = info.get_default(call_default_factory=True)
+    text = re.sub(r"\bnull\b", "blank", (info.description or "").strip())  # the API's JSON null: a blank field
+    if default is None:
+        text = text if "blank" in text else f"{text} (blank: the default)"
+    elif isinstance(default, bool):
+        text = f"{text} (default: {'on' if default else 'off'})"
+    else:
+        text = f"{text} (default: {default})"
+    choices = list(get_args(info.annotation)) if get_origin(info.annotation) is Literal else None
+    return {"hint": text, "choices": choices}
 
 
 def _hints(kinds) -> dict[str, dict[str, Any]]:
-    """Each option's label, hint (its schema description, the default stated) and choices, from the pydantic schema:
-    the form says what the API's documentation says."""
+    """Each option's label, hint and choices, from the pydantic schema: the form says what the API's documentation
+    says (options.generation's fields as ``generation_<field>``)."""
     options = kinds[SUBMIT_KIND].create.model_fields["options"].default_factory()
     out = {}
     for name, info in type(options).model_fields.items():
-        default = info.get_default(call_default_factory=True)
-        text = re.sub(r"\bnull\b", "blank", (info.description or "").strip())  # the API's JSON null: a blank field
-        if default is None:
-            text = text if "blank" in text else f"{text} (blank: the default)"
-        elif isinstance(default, bool):
-            text = f"{text} (default: {'on' if default else 'off'})"
-        else:
-            text = f"{text} (default: {default})"
-        choices = list(get_args(info.annotation)) if get_origin(info.annotation) is Literal else None
-        out[name] = {"label": name.replace("_", " ").capitalize(), "hint": text, "choices": choices}
+        out[name] = {"label": name.replace("_", " ").capitalize(), **_hint(info)}
+    for name, info in type(options.generation).model_fields.items():
+        out[f"{GENERATION}{name}"] = {"label": f"Generation: {name.replace('_', ' ')}", **_hint(info)}
     return out
 
 
@@ -172,6 +185,9 @@ def _body(form: dict[str, str], defaults: dict[str, Any]) -> dict[str, Any]:
             options[name] = raw == "on"
         elif raw not in (None, ""):
             options[name] = _scalar(raw)  # then pydantic checks it (strictly, as the JSON API), naming the field
+    asked = {k.removeprefix(GENERATION): options.pop(k) for k in list(options) if k.startswith(GENERATION)}
+    if options.get("mode") == "generation":  # how it asks; in mode scoring nothing of it is sent
+        options["generation"] = asked
     return {"kind": SUBMIT_KIND, "model": form.get("model", ""), "subject": subject, "options": options}
 
 

@@ -58,6 +58,7 @@ class Reply:
     sent: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
     tool: str = ""
+    how: str = ""  # mode generation: how the model was asked and what it cost, in plain words
 
 
 def _day(value: Any) -> str | None:
@@ -66,8 +67,26 @@ def _day(value: Any) -> str | None:
     return f"{value:%d %B %Y}".lstrip("0") if value else None
 
 
+def _how(summary: dict[str, Any] | None) -> str:
+    """How an audit in mode generation asked the model, and what it cost, in plain words ("" for scoring)."""
+    gen = (summary or {}).get("generation")
+    if not gen:
+        return ""
+    usage, k = gen.get("usage") or {}, (gen.get("options") or {}).get("samples")
+    return (
+        f"We asked the model about each fact {k} times and read what it answered. It cost {usage.get('queries', 0)}"
+        f" questions to the model and {usage.get('completion_tokens', 0)} tokens (word pieces) of answers."
+    )
+
+
 def _example(fact: FactResultRead, name: str) -> str:
-    """A sentence the model completed with the true value: the first template that ranked it first."""
+    """A sentence the model completed with the true value: the first template that ranked it first (mode
+    generation: a prompt and how often the model answered it with a true value)."""
+    if fact.answers is not None and fact.answers.prompts:
+        asked = fact.answers.prompts[0]
+        said = [a for a in asked.samples if a.kind == "true"]
+        value = said[0].value if said else (fact.values[0] if fact.values else "")
+        return f"{asked.prompt} … {value} ({len(said)} of {len(asked.samples)} answers)"
     catalog = load_catalog()
     prop = catalog.get(fact.property) if fact.property in catalog else None
     hits = [c for c in fact.canaries if c.memorized and c.kind != "context"] or fact.canaries
@@ -155,6 +174,7 @@ def build(session: Session, settings: Settings, principal: Principal, audit_id: 
         else:
             reply.not_found.append(label)
     reply.sureness, reply.misses = _sureness(facts), detection.miss_words(audit.model)
+    reply.how = _how(audit.summary)
     entries = evidence.about(session, settings, audit.subject_id, audit_id) if audit.subject_id else []
     reply.sent, reply.checks = _sent(entries, recipient_names(session, audit_id)), _checks(entries)
     return reply

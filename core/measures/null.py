@@ -119,13 +119,16 @@ def fact_stat(templates: Sequence[_Template], n_values: int | None = None) -> Fa
 class EmpiricalNull:
     """The null facts of one (model, property, audit configuration), sorted for fast p-values."""
 
-    def __init__(self, facts: Sequence[FactStat]) -> None:
+    def __init__(self, facts: Sequence[FactStat], tail: bool = True) -> None:
+        """``tail``: whether a fitted tail may give p-values (off for a discrete statistic, such as generation's
+        share of true answers: a tail fitted to a few distinct values would not be valid)."""
         if not facts:
             raise ValueError("a null distribution needs at least one null fact")
         self.facts = list(facts)
         self._keys = sorted(f.key for f in facts)
         values = [f.statistic for f in self.facts]
-        self._values = sorted(values) if all(v is not None for v in values) else None  # type: ignore[type-var]
+        fitted = tail and all(v is not None for v in values)
+        self._values = sorted(values) if fitted else None  # type: ignore[type-var]
 
     def __len__(self) -> int:
         return len(self._keys)

@@ -26,7 +26,7 @@ from sqlalchemy import delete, insert, select
 
 from app.db.engine import session_scope
 from app.db.models import Audit, NullDistribution, NullFact
-from app.nulls.config import effective_pool, out_of_pool_per_person, pool_hash, sentences_per_person
+from app.nulls.config import effective_pool, is_generation, out_of_pool_per_person, pool_hash, sentences_per_person
 from app.policies import fact_rates
 from app.settings import get_settings
 from app.subjects.schemas import SubjectAuditOptions
@@ -36,9 +36,11 @@ from core.measures.wikimem import calibrated_scores, generic_cancels, generic_su
 from core.names.fictitious import FictitiousPerson, cohort
 from core.names.lookalikes import lookalike_names
 from core.names.out_of_pool import out_of_pool_values
+from workers.jobs import asking
 from workers.jobs.common import JobContext, JobError, NextStep, run_audit_job
 from workers.jobs.scoring import CanaryPlan, PropertyPlan, relax_near_duplicates, score_all, sentence_pairs
 from workers.lm.base import Scorer
+from workers.lm.generation import get_generator
 
 T = TypeVar("T")
 ERASED = "this null audit's rows were deleted while it ran; nothing was stored: submit the null audit again"
@@ -228,17 +230,17 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     items = [NullPlan(s, people[i], _plan(s, people[i], seed)) for i, s in take]
     for item in items:
         item.outside = _outside(item.spec, item.person, seed, item.plan)
-    ctx.scorer()  # load the model before the clock starts: the cost per null fact excludes loading the model
+    asked = is_generation(specs[0].config)  # every property of a null is asked the same way
+    get_generator(ctx.model) if asked else ctx.scorer()  # loaded before the clock starts: cost excludes loading
     offset = sum(len(stored[s.distribution_id]) * _per_person(s) for s in specs)
     step = sum(_per_person(i.spec) for i in items)
     progress = _Progress(ctx, offset, step, sum(s.people * _per_person(s) for s in specs))
     started = time.monotonic()
     _relax(items)
-    nll, stats = _score_items(progress, items)
     facts: dict[int, list[dict[str, Any]]] = {s.distribution_id: [] for s in specs}
-    for item in items:
-        for value, assigned, st in _stats(item, nll):
-            facts[item.spec.distribution_id].append(_row(item, value, assigned, st))
+    found, stats = _ask_items(ctx, progress, items, seed) if asked else _score_people(progress, items)
+    for item, rows in zip(items, found, strict=True):
+        facts[item.spec.distribution_id] += [_row(item, value, assigned, st) for value, assigned, st in rows]
     cost = {"seconds": time.monotonic() - started, "scored": stats["scored"], "cached": stats["cached"], "jobs": 1}
     _store(ctx.audit_id, specs, facts, stats["fingerprint"], cost)
     progress.offset, progress.step = offset + step, 0
@@ -246,6 +248,48 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     if len(left) > len(take):
         raise NextStep
     return _summarize(ctx.audit_id, specs)
+
+
+Found = list[list[tuple[str, bool, FactStat]]]  # per item: (value, assigned, statistics) of its null facts
+
+
+def _score_people(progress: _Progress, items: list[NullPlan]) -> tuple[Found, dict[str, Any]]:
+    """Mode scoring: every item's null facts from its scored sentences."""
+    nll, stats = _score_items(progress, items)
+    return [_stats(item, nll) for item in items], stats
+
+
+def _ask_items(ctx: JobContext, progress: _Progress, items: list[NullPlan], seed: int) -> tuple[Found, dict[str, Any]]:
+    """Mode generation: ask the model about every item's person as a subject audit asks (workers/jobs/asking.py),
+    and read the answers into null facts of every shape (:func:`_asked_stats`)."""
+    generator = get_generator(ctx.model)
+    gen = ctx.options.generation
+    groups = [asking.prompts_for(item.plan, item.person.name, gen) for item in items]
+    before = generator.usage.samples
+    asking.ask(generator, groups, gen, seed, progress.progress)
+    found = [_asked_stats(item, asked) for item, asked in zip(items, groups, strict=True)]
+    sampled = generator.usage.samples - before
+    return found, {"scored": sampled, "cached": 0, "fingerprint": generator.fingerprint}
+
+
+def _asked_stats(item: NullPlan, asked: list[asking.Asked]) -> list[tuple[str, bool, FactStat]]:
+    """One person's null facts from their answers, in the shapes :func:`_stats` gives in mode scoring: the person's
+    own value (full null) with the first m − 1 other counterfactuals, every disjoint set of m candidates (pseudo
+    null), and each out-of-pool truth with the first m − 1 counterfactuals (``in_pool`` false)."""
+    plan, full = item.plan, item.spec.config["method"] == "full"
+    readings = asking.read(plan, asked, asking.vocabulary(item.plans))
+    tie = ("null", item.person.index, item.spec.pid)
+
+    def stat(p: PropertyPlan, members: list[int], in_pool: bool) -> FactStat:
+        return asking.fact_stat(p, readings, members, in_pool, *tie, *asking.truth_values(p, members))
+
+    out = [(plan.candidates[0], True, stat(plan, m, True)) for m in (_own_sets(plan) if full else [])]
+    for m in range(1, MAX_TRUE_VALUES + 1):
+        groups = [list(range(i, i + m)) for i in range(0, len(plan.candidates) - m + 1, m)]
+        out += [(plan.candidates[g[0]], g[0] == 0 and not full, stat(plan, g, True)) for g in groups]
+    for p in item.outside:
+        out += [(p.ground_truths[0], True, stat(p, m, False)) for m in _own_sets(p)]
+    return out
 
 
 def _next_people(left: list[tuple[int, Spec]], budget: int) -> list[tuple[int, Spec]]:
@@ -315,8 +359,8 @@ def _row(item: NullPlan, value: str, assigned: bool, st: FactStat) -> dict[str, 
     }
 
 
-def _rates(stats: list[FactStat]) -> dict[str, Any]:
-    null = EmpiricalNull(stats)
+def _rates(stats: list[FactStat], tail: bool = True) -> dict[str, Any]:
+    null = EmpiricalNull(stats, tail)
     rate = lambda r: {"rate": r.rate, "k": r.k, "n": r.n, "ci95": [r.low, r.high]}  # noqa: E731
     zs = [s for s in stats if s.z_star is not None]
     return {
@@ -352,7 +396,7 @@ def used_rows(rows: list[dict[str, Any]], method: str, n_values: int = 1, in_poo
     ]
 
 
-def _summary(rows: list[dict[str, Any]], method: str) -> dict[str, Any]:
+def _summary(rows: list[dict[str, Any]], method: str, tail: bool = True) -> dict[str, Any]:
     """The null's rates for single-valued facts (own values for a full null, every candidate for pseudo-truths),
     the other estimate beside them (what pseudo-truths would say of a full null's property, and the people's own
     values alone), and the p <= 0.01 rate of each shape m."""
@@ -365,9 +409,9 @@ def _summary(rows: list[dict[str, Any]], method: str) -> dict[str, Any]:
         for m in range(1, MAX_TRUE_VALUES + 1):
             stats = [_stat(r) for r in used_rows(rows, method, m, in_pool)]
             if stats:
-                r = EmpiricalNull(stats).pvalue_rate(MAX_P_REPORTED)
+                r = EmpiricalNull(stats, tail).pvalue_rate(MAX_P_REPORTED)
                 shapes[f"{prefix}{m}"] = {"null_facts": len(stats), "pvalue_0.01": {"rate": r.rate, "k": r.k, "n": r.n}}
-    return _rates(used) | {label: _rates(other), "shapes": shapes}
+    return _rates(used, tail) | {label: _rates(other, tail), "shapes": shapes}
 
 
 def _present(row: T | None) -> T:
@@ -420,7 +464,10 @@ def _summarize(audit_id: str, specs: list[Spec]) -> dict[str, Any]:
             method = spec.config["method"]
             row = _present(s.get(NullDistribution, spec.distribution_id))
             row.n_facts = len(used_rows(rows, method))
-            row.summary = _summary(rows, method) | {"people": spec.people, "method": method}
+            row.summary = _summary(rows, method, not is_generation(spec.config)) | {
+                "people": spec.people,
+                "method": method,
+            }
             summary["properties"][spec.pid] = row.summary
             total += row.n_facts
     summary["null_facts"] = total

@@ -15,6 +15,7 @@ from app.subjects.schemas import SubjectAuditOptions
 from core.measures.null import fact_stat
 from core.measures.wikimem import property_outcome, subject_summary
 from core.names.lookalikes import READER, lookalikes_for
+from workers.jobs import asking
 from workers.jobs.common import JobContext, JobError, run_audit_job
 from workers.jobs.scoring import (
     CanaryPlan,
@@ -25,6 +26,7 @@ from workers.jobs.scoring import (
     sentence_pairs,
     subject_plans,
 )
+from workers.lm.generation import get_generator
 
 
 def run(audit_id: str) -> None:
@@ -42,6 +44,10 @@ def _audit(ctx: JobContext[SubjectAuditOptions]) -> dict[str, Any]:
     opts, merged = ctx.options, 0
     if opts.near_duplicates:
         merged = relax_near_duplicates(plans, opts.near_duplicate_threshold, opts.near_duplicate_scope)
+    if opts.mode == "generation":  # the look-alike scheme and reader enter the null's key, as in scoring
+        scheme = lookalikes_for(name, opts.model_dump())[1]
+        asked = _audit_by_asking(ctx, plans, name)
+        return asked | {"near_duplicates_merged": merged, "lookalikes": scheme, "lookalike_reader": READER}
     pairs, shared = [], set()
     for plan in plans:
         for c in plan.canaries:
@@ -140,3 +146,63 @@ def _store(audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, f
     if context_total:
         summary["context"] = {"canaries": context_total, "memorized": context_hits}
     return summary
+
+
+def _audit_by_asking(ctx: JobContext[SubjectAuditOptions], plans: list[PropertyPlan], name: str) -> dict[str, Any]:
+    """Mode generation: ask the model K times per prompt of every fact, read the answers, store each fact's answers
+    and statistic (workers/jobs/asking.py); the summary says what the audit cost (the generator's usage)."""
+    generator = get_generator(ctx.model)
+    gen = ctx.options.generation
+    before = generator.usage.as_dict()
+    groups = [asking.prompts_for(plan, name, gen) for plan in plans]
+    ctx.progress(0, sum(map(len, groups)), force=True)
+    asking.ask(generator, groups, gen, ctx.options.seed, ctx.progress)
+    ctx.check_cancelled()
+    usage = {k: v - before[k] for k, v in generator.usage.as_dict().items()}
+    outcomes = _store_asked(ctx.audit_id, plans, groups, name, gen)
+    n = len(outcomes)
+    return {
+        "mode": "generation",
+        "properties": n,
+        "mean_true_share": sum(o.share for o in outcomes) / n if n else 0.0,
+        "mean_memorization": sum(o.share for o in outcomes) / n if n else 0.0,  # the share of true answers here
+        "mean_z_star": None,
+        "properties_not_memorized": sum(o.share == 0.0 for o in outcomes),
+        "rank1_all": sum(o.strict for o in outcomes),
+        "rank1_any": sum(o.lenient for o in outcomes),
+        "generation": {"options": gen.model_dump(mode="json"), "usage": usage},
+        # the fingerprint the matching null must share (read where a scoring audit's is: summary.scoring)
+        "scoring": {"fingerprint": generator.fingerprint, "mode": "generation"},
+    }
+
+
+def _store_asked(audit_id: str, plans: list[PropertyPlan], groups: list[list[asking.Asked]], name: str, gen) -> list:
+    """One FactResult per property: share / strict / lenient / statistic of its answers, and its answers read."""
+    outcomes = []
+    with session_scope() as s:
+        repository.delete_results(s, audit_id)  # a rerun replaces results
+        for plan, asked in zip(plans, groups, strict=True):
+            readings = asking.read(plan, asked, asking.vocabulary([plan]))
+            members = [i for i, t in enumerate(plan.truth_mask) if t]
+            in_pool = plan.prop.holds(plan.ground_truths)
+            stat = asking.fact_stat(plan, readings, members, in_pool, name, plan.prop.pid, sorted(plan.ground_truths))
+            result = FactResult(
+                audit_id=audit_id,
+                property_id=plan.prop.pid,
+                fact_ids=plan.fact_ids,
+                share=stat.share,
+                strict=stat.strict,
+                lenient=stat.lenient,
+                z_star=None,
+                n_templates=stat.n_templates,
+                statistic=stat.statistic,
+                n_values=stat.n_values,
+                in_pool=in_pool,
+                generation=asking.fact_record(plan, asked, readings, gen),
+            )
+            result.counterfactuals = [
+                CounterfactualValue(position=i, value=v) for i, v in enumerate(plan.counterfactuals)
+            ]
+            s.add(result)
+            outcomes.append(stat)
+    return outcomes

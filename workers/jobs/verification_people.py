@@ -16,7 +16,7 @@ from app.verification import repository
 from app.verification.schemas import FactStatus, PersonRole, VerificationStored
 from core.measures.null import fact_stat, pool_roles, pool_statistic
 from core.measures.wikimem import generic_subject
-from workers.jobs.common import JobContext
+from workers.jobs.common import JobContext, JobError
 from workers.jobs.scoring import (
     CanaryPlan,
     PropertyPlan,
@@ -27,6 +27,11 @@ from workers.jobs.scoring import (
     subject_plans,
 )
 from workers.lm.base import Scorer
+
+GENERATION_BEFORE = (
+    "a before audit was made in mode generation, and a verification re-probes by scoring: audit the people in mode"
+    " scoring before and verify those audits"
+)
 
 
 @dataclass
@@ -50,6 +55,8 @@ def person_plans(s, person: VerificationPerson) -> BeforePlan:
     if before is None or subject is None:
         return BeforePlan(audit=before)
     out = BeforePlan(name=subject.name, options=SubjectAuditOptions.model_validate(before.options or {}), audit=before)
+    if out.options.mode != "scoring":  # its null and statistic are generation's: re-scored, they would not compare
+        raise JobError(GENERATION_BEFORE)
     out.results = {r.property_id: r for r in subjects.results_for_audit(s, before.id, with_candidates=False)}
     for plan in subject_plans(subject, out.options):
         if plan.prop.pid not in out.results:

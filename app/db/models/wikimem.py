@@ -29,6 +29,9 @@ class FactResult(Base):
     statistic: Mapped[float | None] = mapped_column(Float)
     n_values: Mapped[int | None] = mapped_column(Integer)  # m: true values ranked together (merged included)
     in_pool: Mapped[bool | None] = mapped_column(Boolean)  # every true value is a value of the counterfactual pool
+    # mode generation (issue 41): the prompts, each sampled answer and its reading, the counts per kind and what the
+    # fact cost (workers.jobs.asking.fact_record); null for a fact probed by scoring
+    generation: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
 
     canaries: Mapped[list[Canary]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, order_by="Canary.id"
