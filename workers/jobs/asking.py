@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.nulls.schemas import GenerationOptions
+from app.settings import get_settings
 from core.catalog import split_template
 from core.measures import answers
 from core.measures.answers import Reading
@@ -18,7 +19,8 @@ from core.measures.null import FactStat
 from workers.jobs.common import JobError
 from workers.jobs.scoring import PropertyPlan
 from workers.lm.base import ScoringError
-from workers.lm.generation import Generator, Prompt
+from workers.lm.generation import Generator, Prompt, budget
+from workers.lm.registry import resolve_spec
 
 CHAT_SUFFIX = " Answer with the value only."
 MAJORITY = 0.5  # a prompt "retrieves" the fact when at least this share of its answers give a true value
@@ -73,15 +75,17 @@ def ask(
     ``Asked.answers``. A generator's error fails the job with its reason (which names no prompt's text)."""
     flat = [a for group in groups for a in group]
     report = (lambda done: on_progress(done, len(flat))) if on_progress else None
+    limit = resolve_spec(generator.name, get_settings()).max_queries_per_audit
     try:
-        samples = generator.sample(
-            [a.prompt for a in flat],
-            options.samples,
-            temperature=options.temperature,
-            max_tokens=options.max_tokens,
-            seed=seed,
-            on_progress=report,
-        )
+        with budget(generator, limit):  # a served model's per-audit query budget (a null's: per chunk)
+            samples = generator.sample(
+                [a.prompt for a in flat],
+                options.samples,
+                temperature=options.temperature,
+                max_tokens=options.max_tokens,
+                seed=seed,
+                on_progress=report,
+            )
     except ScoringError as exc:
         raise JobError(f"cannot ask the model: {exc}") from exc
     for asked, got in zip(flat, samples, strict=True):

@@ -244,3 +244,27 @@ def test_the_key_and_the_prompts_stay_out_of_logs_and_messages(endpoint, caplog)
     for text in texts:
         assert KEY not in text and SECRET_PROMPT not in text and "Ada" not in text
     assert all(r["authorization"] == f"Bearer {KEY}" for r in endpoint.requests)  # the key was sent, all along
+
+
+def test_the_jobs_asking_spends_at_most_the_models_budget_per_audit(endpoint, monkeypatch):
+    """workers/jobs/asking.ask (the subject and null jobs' one call to the generator) runs inside the model's
+    ``max_queries_per_audit``: past it, the job fails with the budget's reason and the request is never sent."""
+    from app.nulls.schemas import GenerationOptions
+    from app.settings import get_settings
+    from workers.jobs.asking import Asked, ask
+    from workers.jobs.common import JobError
+
+    monkeypatch.setenv("MEMAUDIT_MODELS__remote__BACKEND", "openai-chat")
+    monkeypatch.setenv("MEMAUDIT_MODELS__remote__BASE_URL", endpoint.url)
+    monkeypatch.setenv("MEMAUDIT_MODELS__remote__MAX_QUERIES_PER_AUDIT", "2")
+    get_settings.cache_clear()
+    try:
+        generator = load(endpoint)
+        groups = [[Asked(None, "chat", chat(f"q{i}"), f"q{i}", []) for i in range(3)]]
+        with pytest.raises(JobError, match="query budget of 2 request"):
+            ask(generator, groups, GenerationOptions(samples=1), seed=0)
+        assert len(endpoint.requests) == 2  # the third prompt's request was never sent
+        ask(generator, [groups[0][:2]], GenerationOptions(samples=1), seed=0)  # a new audit: a new budget
+        assert [len(a.answers) for a in groups[0][:2]] == [1, 1]
+    finally:
+        get_settings.cache_clear()
