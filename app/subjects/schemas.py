@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, computed_field, field_validator
 
-from app.nulls.schemas import CalibrationInfo, FactCalibration, SubjectAuditOptions
+from app.nulls.schemas import CalibrationInfo, FactCalibration, MisattributionRead, SubjectAuditOptions
 from app.validation import LIMIT_KEY, RequestModel
 from core.catalog import load_catalog
 from core.models import MODEL_HELP
@@ -151,6 +151,11 @@ class FactResultRead(BaseModel):
     canaries: list[CanaryRead]
     calibration: FactCalibration | None = Field(
         default=None, description="p-value and false-positive rates from the matching null (see `calibration`)"
+    )
+    misattribution: MisattributionRead | None = Field(
+        default=None,
+        description="The false value the model prefers most for this person, judged by the same null (Art. 16:"
+        " rectification); null until the fact's null is ready",
     )
 
     @computed_field(description="Some template ranks a true value first (WikiMem's lenient reading; not the verdict)")

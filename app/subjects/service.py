@@ -16,7 +16,9 @@ from app.db.models.audit import AuditStatus, new_audit_id
 from app.db.models.auth import Role
 from app.errors import InvalidInput, NotFound
 from app.nll_cache import repository as cache
-from app.nulls.calibrate import calibrate_results
+from app.nulls.calibrate import Calibrator, calibrate_results
+from app.nulls.misattribution import MisattributionJudge
+from app.nulls.schemas import CalibrationInfo
 from app.nulls.service import ensure_nulls
 from app.settings import Settings
 from app.subjects import repository
@@ -260,9 +262,7 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
                 canaries=canaries,
             )
         )
-    calibrations, info = calibrate_results(session, audit, results)
-    for fact, calibration in zip(out, calibrations, strict=True):
-        fact.calibration = calibration
+    info = _judge(session, audit, results, out)
     return FactsPage(
         audit_id=audit_id,
         subject_id=audit.subject_id,
@@ -271,6 +271,17 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
         calibration=info,
         provenance=audit.provenance,
     )
+
+
+def _judge(session: Session, audit: Audit, results: list, out: list[FactResultRead]) -> CalibrationInfo | None:
+    """Each fact's calibration and misattribution, from one calibrator (its nulls loaded once)."""
+    calibrator = Calibrator(session)
+    calibrations, info = calibrate_results(session, audit, results, calibrator)
+    judge = MisattributionJudge(calibrator)
+    for fact, calibration, r in zip(out, calibrations, results, strict=True):
+        fact.calibration = calibration
+        fact.misattribution = judge.judge(audit, r) if calibration is not None else None
+    return info
 
 
 def _sentence_hashes(session: Session, subject: Subject) -> set[str]:

@@ -1,0 +1,66 @@
+"""Misattribution verdicts (GDPR Art. 16), read time: a stored fact's misattribution statistic (the best false
+candidate's mean lead, core.measures.misattribution) judged against the same statistic of the fictitious people's
+facts of its shape in the verdict's null (m true values, in the pool or not). Reads only; nulls computed before the
+statistic existed (the smollm2-135m null shipped before it) hold no such statistic and say `uncalibrated`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from app.db.models import Audit, FactResult
+from app.nulls.calibrate import Calibrator
+from app.nulls.schemas import MisattributionRead
+from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat
+
+OLD_RESULT = "this result was stored before the misattribution statistic existed: audit the subject again"
+NO_FALSE_VALUE = "every candidate is a true value or merged into one: there is no false value to prefer"
+OLD_NULL = (
+    "the null was computed before the misattribution statistic existed (the smollm2-135m null shipped with this"
+    " version is one): POST a null audit (kind null) to compute it again"
+)
+NO_SHAPE = "no null facts of this fact's shape (true values, in the pool or not): no p-value"
+
+
+class MisattributionJudge:
+    """Judges facts' misattribution against the nulls a :class:`Calibrator` resolves (its cache shared)."""
+
+    def __init__(self, calibrator: Calibrator) -> None:
+        self.calibrator = calibrator
+        self._nulls: dict[tuple[int, int, bool], EmpiricalNull | None] = {}
+
+    def judge(self, audit: Audit, result: FactResult) -> MisattributionRead | None:
+        """The fact's misattribution block; None where its null is not ready (pending, failed or missing)."""
+        found = self.calibrator.resolve(audit, result.property_id)
+        if found.status != "ready" or found.null is None:
+            return None
+        if result.misattribution is None:
+            reason = NO_FALSE_VALUE if result.statistic is not None and result.misattributed_value is None else None
+            return MisattributionRead(uncalibrated=True, reason=reason or OLD_RESULT)
+        shape = ((result.n_values or 1), result.in_pool is not False)
+        null, reason = self._null(found, shape)
+        if null is None:
+            return MisattributionRead(
+                value=result.misattributed_value, statistic=result.misattribution, uncalibrated=True, reason=reason
+            )
+        stat = FactStat(0.0, False, False, None, result.n_templates, statistic=result.misattribution)
+        p = null.p_value(stat)
+        return MisattributionRead(
+            value=result.misattributed_value,
+            statistic=result.misattribution,
+            p_value=p,
+            misattributed=p <= self.calibrator.max_p,
+        )
+
+    def _null(self, found, shape: tuple[int, bool]) -> tuple[EmpiricalNull | None, str]:
+        """The null of the misattribution statistic for one shape (cached per null), or why there is none."""
+        key = (id(found.null), *shape)
+        facts = found.shapes.get(shape)
+        if facts is None or shape[0] > MAX_TRUE_VALUES:
+            return None, NO_SHAPE
+        if key not in self._nulls:
+            ok = all(f.misattribution is not None for f in facts.facts)
+            stats = [replace(f, statistic=f.misattribution) for f in facts.facts] if ok else []
+            self._nulls[key] = EmpiricalNull(stats) if stats else None
+        null = self._nulls[key]
+        return null, "" if null is not None else OLD_NULL
