@@ -41,6 +41,8 @@ CSV_FIELDS = [
     "wikidata_id",
     "property",
     "property_label",
+    "severity",
+    "special_category",
     "asserted_value",
     "true_values",
     "statistic",
@@ -110,6 +112,8 @@ def _record(
         "wikidata_id": subject.wikidata_id,
         "property": result.property_id,
         "property_label": prop.label if prop else None,
+        "severity": "special" if prop and prop.special_category else "ordinary",  # as GET /audits/{id}/facts says
+        "special_category": prop.special_category if prop else None,
         "asserted_value": verdict.value,
         "true_values": truths,
         "statistic": verdict.statistic,

@@ -135,6 +135,10 @@ class CanaryRead(BaseModel):
 class FactResultRead(BaseModel):
     property: str
     label: str
+    special_category: str | None = Field(
+        default=None,
+        description="The GDPR special category (Art. 9(1); Art. 10) the property's values fall under, if any",
+    )
     values: list[str]
     share: float = Field(description="Share of templates whose top-ranked candidate is a true value")
     strict: bool = Field(
@@ -157,6 +161,14 @@ class FactResultRead(BaseModel):
         description="The false value the model prefers most for this person, judged by the same null (Art. 16:"
         " rectification); null until the fact's null is ready",
     )
+
+    @computed_field(
+        description="special: the property is a special category of personal data (special_category), where a value"
+        " memorized or asserted falsely harms most; ordinary otherwise"
+    )
+    @property
+    def severity(self) -> Literal["special", "ordinary"]:
+        return "special" if self.special_category else "ordinary"
 
     @computed_field(description="Some template ranks a true value first (WikiMem's lenient reading; not the verdict)")
     @property

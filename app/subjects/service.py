@@ -252,6 +252,7 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
             FactResultRead(
                 property=r.property_id,
                 label=catalog.get(r.property_id).label if r.property_id in catalog else r.property_id,
+                special_category=catalog.get(r.property_id).special_category if r.property_id in catalog else None,
                 values=[facts[i].value for i in r.fact_ids if i in facts],
                 share=r.share,
                 strict=r.strict,
