@@ -79,10 +79,13 @@ def records(principal: Principal, filters: ForgetFilters, left_out: dict[str, An
     try:
         threshold = filters.max_p
         if filters.policy == "bh":
-            ps = [v.p_value for *_, v, _ in _judged(session, principal, filters, {})]
+            unjudged: dict[str, int] = {}  # m counts them too, at p = 1 (as the forget set's bh does)
+            ps = [v.p_value for *_, v, _ in _judged(session, principal, filters, unjudged)]
+            ps += [1.0] * sum(unjudged.values())
             threshold = benjamini_hochberg(ps, filters.q) if ps else 0.0
-        label = f"pvalue(max_p={filters.max_p:g})" if filters.policy == "pvalue" else f"bh(q={filters.q:g})"
-        label += f": p<={threshold:.4g}" if filters.policy == "bh" else ""
+        label = f"pvalue<={filters.max_p:g}"
+        if filters.policy == "bh":
+            label = f"bh(q={filters.q:g}): p<={threshold:.4g}"
         pending: dict[str, int] = {}
         for result, audit, subject, facts, verdict, null_id in _judged(session, principal, filters, pending):
             if verdict.p_value <= threshold:
