@@ -77,21 +77,24 @@ def test_namesakes_values_are_flagged_and_strangers_are_not(sqlite_env, api_fact
     held_facts, stranger_facts = audit(api, held), audit(api, strangers(manifest, pids))
     with_namesake = [namesake_values(manifest, p["name"]) for p in held]
     assert all(with_namesake), "every held-out person shares a name part with a trained one"
-    facts = [(f, ns.get(f["property"], set())) for page, ns in zip(held_facts, with_namesake) for f in page]
+    facts = [
+        (f, ns.get(f["property"], set())) for page, ns in zip(held_facts, with_namesake, strict=True) for f in page
+    ]
     for f, _ in facts + [(f, set()) for page in stranger_facts for f in page]:
         assert f["calibration"]["status"] == "ready" and not f["misattribution"]["uncalibrated"], f["misattribution"]
     drawn = [(f, ns) for f, ns in facts if ns & set(f["counterfactuals"]) - set(f["values"])]
+    # measured first: the false value the model prefers most is a namesake's (whatever its p-value)
     preferred = [(f, ns) for f, ns in drawn if f["misattribution"]["value"] in ns]
-    flagged = [f for f, _ in facts if f["misattribution"]["misattributed"]]
-    flagged_namesake = [f for f, ns in preferred if f["misattribution"]["misattributed"]]
+    flagged = [(f, ns) for f, ns in facts if f["misattribution"]["misattributed"]]
+    flagged_namesake = [f for f, ns in flagged if f["misattribution"]["value"] in ns]
     false_alarms = Rate.of(sum(f["misattribution"]["misattributed"] for p in stranger_facts for f in p), STRANGERS * 5)
     report = (
         f"held-out facts {len(facts)}: a namesake's value drawn among the candidates {len(drawn)}, preferred most"
-        f" {len(preferred)}, flagged {len(flagged)} (of which a namesake's value {len(flagged_namesake)});"
+        f" {len(preferred)}; flagged at p <= 0.01 {len(flagged)}, a namesake's value {len(flagged_namesake)};"
         f" strangers flagged {false_alarms.k}/{false_alarms.n} (95% CI {false_alarms.low:.4f}-{false_alarms.high:.4f})"
     )
     print("\n" + report)
-    assert len(preferred) >= len(drawn) / 2, report  # measured: the model prefers a drawn namesake's value
-    assert len(flagged_namesake) >= 0.4 * len(preferred), report
-    assert len(flagged_namesake) >= 0.5 * len(flagged), report  # what it flags is mostly a namesake's value
-    assert false_alarms.high <= 0.02, report
+    assert len(flagged) >= len(preferred), report  # flagged on at least the share measured beforehand
+    assert len(flagged_namesake) >= 0.4 * len(facts), report  # and a namesake's value on at least 40 % of facts
+    assert len(flagged_namesake) >= 0.8 * len(preferred), report  # a preferred namesake's value is mostly found
+    assert false_alarms.rate <= 0.02 and false_alarms.low <= 0.01, report  # strangers: at the nominal rate

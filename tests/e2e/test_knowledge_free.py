@@ -123,7 +123,22 @@ def test_the_knowledge_free_model_is_flagged_at_chance_for_every_shape(nulls_of_
         assert all(r.low <= level for r in shapes.values()), (level, said)  # valid for every shape
     assert Rate.of(sum(r.k for r in rates[0.001].values()), overall.n).low <= 0.001, said
 
+    misattribution_at_chance(api, ids)
+
     odd_facts = {f["property"]: f["calibration"] for f in api.get(f"/audits/{odd}/facts").json()["facts"]}
     assert odd_facts["P742"]["status"] == "uncalibrated" and "pool" in odd_facts["P742"]["message"]
     assert odd_facts["P106"]["status"] == "uncalibrated" and "more than 3" in odd_facts["P106"]["message"]
     assert odd_facts["P742"]["p_value"] is None and odd_facts["P742"]["memorized"] is None
+
+
+def misattribution_at_chance(api, ids: list[str]) -> None:
+    """The misattribution verdict (issue 42) on the same facts: a model that knows nothing prefers no false value
+    beyond chance, so p <= 0.01 flags them at most at the nominal rate (every fact judged)."""
+    blocks = [f["misattribution"] for aid in ids for f in api.get(f"/audits/{aid}/facts").json()["facts"]]
+    assert all(b is not None and not b["uncalibrated"] for b in blocks), [
+        b for b in blocks if not b or b["uncalibrated"]
+    ]
+    flagged = Rate.of(sum(b["misattributed"] for b in blocks), len(blocks))
+    said = f"{flagged.k}/{flagged.n} flagged at p <= 0.01 ({flagged.low:.4f}-{flagged.high:.4f})"
+    print(f"knowledge-free misattribution: {said}")
+    assert flagged.n >= 2000 and flagged.low <= 0.01, said  # not above the nominal rate
