@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.db.models import Audit, FactResult
-from app.nulls.calibrate import Calibrator
+from app.nulls.calibrate import Calibrator, Resolved
 from app.nulls.schemas import MisattributionRead
 from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat
 
@@ -34,9 +34,9 @@ class MisattributionJudge:
         found = self.calibrator.resolve(audit, result.property_id)
         if found.status != "ready" or found.null is None:
             return None
-        if result.misattribution is None:
-            reason = NO_FALSE_VALUE if result.statistic is not None and result.misattributed_value is None else None
-            return MisattributionRead(uncalibrated=True, reason=reason or OLD_RESULT)
+        if result.misattribution is None:  # stored before the statistic, or no false candidate to prefer
+            no_false = all(c.is_ground_truth for k in result.canaries for c in k.candidates)
+            return MisattributionRead(uncalibrated=True, reason=NO_FALSE_VALUE if no_false else OLD_RESULT)
         shape = ((result.n_values or 1), result.in_pool is not False)
         null, reason = self._null(found, shape)
         if null is None:
@@ -52,7 +52,7 @@ class MisattributionJudge:
             misattributed=p <= self.calibrator.max_p,
         )
 
-    def _null(self, found, shape: tuple[int, bool]) -> tuple[EmpiricalNull | None, str]:
+    def _null(self, found: Resolved, shape: tuple[int, bool]) -> tuple[EmpiricalNull | None, str]:
         """The null of the misattribution statistic for one shape (cached per null), or why there is none."""
         key = (id(found.null), *shape)
         facts = found.shapes.get(shape)

@@ -70,6 +70,17 @@ def test_the_false_value_passing_the_policy_is_exported_with_its_prompts(rectifi
     assert {r["property"] for r in bh} == {"P106", "P27"} and bh[0]["policy"].startswith("bh(q=0.05)")
     assert records(export(api, aid, policy="bh", q=0.015).text) == []  # bounds 0.0075, 0.015
     assert export(api, aid, property="P27").text == '{"_end": {"records": 0}}\n'
+    facts = {f["property"]: f["misattribution"] for f in api.get(f"/audits/{aid}/facts").json()["facts"]}
+    assert facts["P106"] == {
+        "value": "=SUM(A1)",
+        "statistic": 2.0,
+        "p_value": pytest.approx(1 / 101),
+        "misattributed": True,
+        "uncalibrated": False,
+        "reason": None,
+    }
+    assert facts["P27"]["misattributed"] is False and facts["P27"]["p_value"] == pytest.approx(2 / 101)
+    assert facts["P1412"]["uncalibrated"] and "stored before" in facts["P1412"]["reason"]  # a result from before it
 
 
 def test_csv_neutralises_formulas(rectifiable):
