@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.db.models import Audit, FactResult
+from app.nulls import repository
 from app.nulls.calibrate import Calibrator, Resolved
 from app.nulls.schemas import MisattributionRead
 from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat
@@ -28,6 +29,7 @@ class MisattributionJudge:
     def __init__(self, calibrator: Calibrator) -> None:
         self.calibrator = calibrator
         self._nulls: dict[tuple[int, int, bool], EmpiricalNull | None] = {}
+        self._own: dict[int, dict[tuple[int, bool], list[FactStat]]] = {}  # a pseudo-truth null's own values
 
     def judge(self, audit: Audit, result: FactResult) -> MisattributionRead | None:
         """The fact's misattribution block; None where its null is not ready (pending, failed or missing)."""
@@ -55,12 +57,29 @@ class MisattributionJudge:
     def _null(self, found: Resolved, shape: tuple[int, bool]) -> tuple[EmpiricalNull | None, str]:
         """The null of the misattribution statistic for one shape (cached per null), or why there is none."""
         key = (id(found.null), *shape)
-        facts = found.shapes.get(shape)
-        if facts is None or shape[0] > MAX_TRUE_VALUES:
+        if shape[0] > MAX_TRUE_VALUES or found.shapes.get(shape) is None:
             return None, NO_SHAPE
         if key not in self._nulls:
-            ok = all(f.misattribution is not None for f in facts.facts)
-            stats = [replace(f, statistic=f.misattribution) for f in facts.facts] if ok else []
+            facts = self._facts(found, shape)
+            ok = bool(facts) and all(f.misattribution is not None for f in facts)
+            stats = [replace(f, statistic=f.misattribution) for f in facts] if ok else []
             self._nulls[key] = EmpiricalNull(stats) if stats else None
         null = self._nulls[key]
         return null, "" if null is not None else OLD_NULL
+
+    def _facts(self, found: Resolved, shape: tuple[int, bool]) -> list[FactStat]:
+        """The null facts that judge a shape: one per fictitious person. A pseudo-truth null's other rows are no
+        more draws: the best false value's soft lead does not depend on which other candidate stands in as the
+        truth, so a person's pseudo-truths repeat one number (judged by them — 4 of its 7 properties — the
+        knowledge-free model was flagged at 1.6 % at p <= 0.01); the people's own values alone judge, few as they
+        are (a p-value no smaller than 1 / (people + 1): no flag at 0.01 from a null of 20 people)."""
+        assert found.row is not None and found.null is not None
+        if found.row.method != "pseudo":
+            return found.shapes[shape].facts
+        if found.row.id not in self._own:
+            rows = repository.fact_stats(self.calibrator.session, found.row.id, assigned_only=True)
+            by_shape: dict[tuple[int, bool], list[FactStat]] = {}
+            for _, _, stat in rows:
+                by_shape.setdefault((stat.n_values, stat.in_pool), []).append(stat)
+            self._own[found.row.id] = by_shape
+        return self._own[found.row.id].get(shape, [])
