@@ -45,8 +45,10 @@ class MisattributionJudge:
             return MisattributionRead(
                 value=result.misattributed_value, statistic=result.misattribution, uncalibrated=True, reason=reason
             )
+        # empirical, never the fitted tail (core.measures.null.tail_p_value was measured on the verdict's statistic,
+        # not this one): p >= 1 / (null facts + 1), valid for any statistic of exchangeable null facts
         stat = FactStat(0.0, False, False, None, result.n_templates, statistic=result.misattribution)
-        p = null.p_value(stat)
+        p = (1 + null.at_least(stat)) / (1 + len(null))
         return MisattributionRead(
             value=result.misattributed_value,
             statistic=result.misattribution,

@@ -96,7 +96,7 @@ def test_the_knowledge_free_model_is_flagged_at_chance_for_every_shape(nulls_of_
                 fact = api.get(f"/audits/{audit_id}/facts").json()["facts"][page["facts"].index(fact)]
                 cal = fact["calibration"]
             assert cal["status"] == "ready", cal
-            misattributions.append(fact["misattribution"])
+            misattributions.append((fact["misattribution"] or {"uncalibrated": True}) | {"property": fact["property"]})
             values = [f["value"] for f in person["facts"] if f["property"] == fact["property"]]
             in_pool = load_catalog().get(fact["property"]).holds(values)
             shape = (cal["null_shape"]["n_values"], cal["null_shape"]["in_pool"])
@@ -141,5 +141,8 @@ def misattribution_at_chance(blocks: list[dict | None]) -> None:
     ]
     flagged = Rate.of(sum(b["misattributed"] for b in blocks), len(blocks))
     said = f"{flagged.k}/{flagged.n} flagged at p <= 0.01 ({flagged.low:.4f}-{flagged.high:.4f})"
-    print(f"knowledge-free misattribution: {said}")
+    by_property: dict[str, list[int]] = {}
+    for b in blocks:
+        by_property.setdefault(b["property"], []).append(b["misattributed"])
+    print(f"knowledge-free misattribution: {said}; { ({k: f'{sum(v)}/{len(v)}' for k, v in by_property.items()}) }")
     assert flagged.n >= 2000 and flagged.low <= 0.01, said  # not above the nominal rate
