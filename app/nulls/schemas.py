@@ -116,7 +116,8 @@ class MisattributionRead(BaseModel):
     p_value: float | None = Field(
         default=None,
         description="(1 + null facts whose misattribution statistic is at least this one) / (1 + null facts), over"
-        " the fictitious people's facts of this fact's shape (the verdict's null; a fitted tail below 10 exceedances)",
+        " the fictitious people's facts of this fact's shape in the verdict's null, one per person (empirical: no"
+        " fitted tail)",
     )
     misattributed: bool | None = Field(default=None, description="p_value <= the audit's max_p (0.01)")
     uncalibrated: bool = Field(default=False, description="No null judges this statistic (reason says why)")
