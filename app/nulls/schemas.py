@@ -105,13 +105,13 @@ class MisattributionRead(BaseModel):
 
     value: str | None = Field(
         default=None,
-        description="The false candidate the model prefers most: the best mean lead over the true values and the"
+        description="The false candidate the model prefers most: the best mean soft lead over the true values and the"
         " other candidates across the templates (label variants merged into a true value are never it)",
     )
     statistic: float | None = Field(
         default=None,
-        description="That value's mean lead over every other candidate, in counterfactual standard deviations"
-        " (> 0: it outscores the true values and every other candidate on average)",
+        description="That value's mean soft lead over the templates, s(u) - log(sum of exp(s(v)) over every other"
+        " candidate v, true values included), in calibrated score units (> 0: it outweighs all the others together)",
     )
     p_value: float | None = Field(
         default=None,

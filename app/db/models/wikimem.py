@@ -29,9 +29,8 @@ class FactResult(Base):
     statistic: Mapped[float | None] = mapped_column(Float)
     n_values: Mapped[int | None] = mapped_column(Integer)  # m: true values ranked together (merged included)
     in_pool: Mapped[bool | None] = mapped_column(Boolean)  # every true value is a value of the counterfactual pool
-    # misattribution (core.measures.misattribution): the best false candidate's mean lead over the templates, in
-    # counterfactual standard deviations, and that value; null where the fact has no false candidate or was stored
-    # before it existed
+    # misattribution (core.measures.misattribution): the best false candidate's mean soft lead over the templates
+    # (calibrated score units) and that value; null where the fact has no false candidate or was stored before it
     misattribution: Mapped[float | None] = mapped_column(Float)
     misattributed_value: Mapped[str | None] = mapped_column(Text)
 
