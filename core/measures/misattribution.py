@@ -43,9 +43,7 @@ def template_leads(scores: Sequence[float], is_ground_truth: Sequence[bool]) -> 
     return out
 
 
-def misattribution(
-    score_rows: Sequence[Sequence[float]], is_ground_truth: Sequence[bool]
-) -> tuple[float, int] | None:
+def misattribution(score_rows: Sequence[Sequence[float]], is_ground_truth: Sequence[bool]) -> tuple[float, int] | None:
     """(M, index of the candidate asserted) over a fact's templates (``score_rows[t][i]``: template t, candidate
     i); None where the fact has no false candidate or no template. Ties go to the first candidate."""
     if not score_rows or all(is_ground_truth):
