@@ -26,6 +26,7 @@ from app.middleware import ErrorScrubber, RequestGuard
 from app.openapi import ERROR_RESPONSES
 from app.openapi import install as install_openapi
 from app.privacy.router import router as privacy_router
+from app.rectification_set.router import router as rectification_set_router
 from app.reliability.admission import Admission
 from app.requests.router import router as requests_router
 from app.settings import get_settings
@@ -122,6 +123,7 @@ def create_app(kinds: KindRegistry = KINDS) -> FastAPI:
         app.include_router(router)
     # Routers of features that are not audit kinds are included here, one line each.
     app.include_router(forget_set_router())  # its policy enum: the policies registered now (app/policies.py)
+    app.include_router(rectification_set_router)
     app.include_router(privacy_router)
     app.include_router(evidence_router)
     app.include_router(batches_router)

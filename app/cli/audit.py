@@ -16,6 +16,7 @@ from app.cli.output import NULL_WAIT_SECONDS, duration, failure_line, null_sourc
 from app.db.vocabulary import AuditStatus
 from app.errors import DomainError, InvalidInput
 from app.policies import DEFAULT, NO_NULL, POLICIES
+from app.rectification_set.service import POLICIES as RECTIFICATION_POLICIES
 from app.settings import get_settings
 from app.streaming import END_KEY
 from app.subjects import detection
@@ -280,6 +281,8 @@ def cmd_properties(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.rectification:
+        return export_rectification(args)
     policy = POLICIES[args.policy]  # argparse took it from POLICIES' names
     lack = policy.missing(vars(args))
     if lack is not None:
@@ -307,6 +310,29 @@ def cmd_export(args: argparse.Namespace) -> int:
             " --policy lenient exports what a template ranks first, with no error control",
             file=sys.stderr,
         )
+    return 0
+
+
+def export_rectification(args: argparse.Namespace) -> int:
+    """`memaudit export --rectification`: GET /rectification-set, the false values models assert (issue 42)."""
+    if args.policy not in RECTIFICATION_POLICIES:
+        raise InvalidInput("--policy", f"--rectification takes --policy {' or '.join(RECTIFICATION_POLICIES)}")
+    if args.format == "tofu":
+        raise InvalidInput("--format", "--rectification writes jsonl or csv")
+    names = ("format", "model", "subject_id", "audit_id", "property", "policy", "audits")
+    params = {name: getattr(args, name) for name in names}
+    chunks = make_client(args).forget_set(params, "/rectification-set")
+    end: dict[str, Any] = {}
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            n = counted(chunks, out, args.format, end)
+    else:
+        n = counted(chunks, sys.stdout, args.format, end)
+        sys.stdout.flush()
+    print(f"wrote {n} record{'s' if n != 1 else ''} to {args.output or 'standard output'}", file=sys.stderr)
+    if end.get("pending"):
+        why = ", ".join(f"{k} {v}" for k, v in sorted(end["pending_by_status"].items()))
+        print(f"{end['pending']} fact(s) without a misattribution verdict left out ({why})", file=sys.stderr)
     return 0
 
 
@@ -452,6 +478,12 @@ def _add_export_command(sub: argparse._SubParsersAction) -> None:
         choices=["newest", "all"],
         default="newest",
         help="newest: a subject audited again is exported once, by its newest audit; all: every audit's facts",
+    )
+    p.add_argument(
+        "--rectification",
+        action="store_true",
+        help="export the rectification set instead (GET /rectification-set: false values the model asserts about"
+        " people, GDPR Art. 16); --policy pvalue or bh, --format jsonl or csv",
     )
     p.add_argument("--output", "-o", default=None, help="file to write (default: standard output)")
     add_client_arguments(p)

@@ -143,9 +143,10 @@ class Client:
                 return out
             page += 1
 
-    def forget_set(self, params: dict[str, Any]) -> Iterator[str]:
+    def forget_set(self, params: dict[str, Any], path: str = "/forget-set") -> Iterator[str]:
+        """An export's text chunks: the forget set, or the rectification set (``path="/rectification-set"``)."""
         query = {k: v for k, v in params.items() if v is not None}
-        with self.http.stream("GET", "/forget-set", params=query) as response:
+        with self.http.stream("GET", path, params=query) as response:
             if response.status_code >= 400:
                 response.read()
                 raise_for(response)

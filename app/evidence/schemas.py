@@ -12,6 +12,8 @@ class EntryKind(StrEnum):
     # a forget set was exported in full (GET /forget-set: a download, to look at or to hand on by hand): what left
     # the service, never shown to the person as "sent"; only a request's delivery (REQUEST_DELIVERED) is
     FORGET_SET_EXPORT = "forget_set_export"
+    # a rectification set (GET /rectification-set: the false values a model asserts, issue 42), the same body
+    RECTIFICATION_SET_EXPORT = "rectification_set_export"
     # a verification audit checked an unlearned model, one entry per forgotten person (workers/jobs/verification.py):
     # body {"forgotten": bool, "export_seq": the export verified or null, ...}; the person's page reads it
     VERIFICATION = "verification"

@@ -73,8 +73,15 @@ class ExportWitness:
     and provenance. A stream cut short or left by
     the client records no delivery (the access log still records what was read)."""
 
-    def __init__(self, settings: Settings, principal: Principal, fmt: str, filters: dict[str, Any]) -> None:
-        self.settings, self.principal, self.fmt = settings, principal, fmt
+    def __init__(
+        self,
+        settings: Settings,
+        principal: Principal,
+        fmt: str,
+        filters: dict[str, Any],
+        kind: EntryKind = EntryKind.FORGET_SET_EXPORT,
+    ) -> None:
+        self.settings, self.principal, self.fmt, self.kind = settings, principal, fmt, kind
         # ids, property ids and thresholds (no personal data); a subject filter appears as its ref, like subjects
         self.filters = {k: v for k, v in filters.items() if k != "subject_id"}
         if filters.get("subject_id") is not None:
@@ -136,7 +143,7 @@ class ExportWitness:
         repository.append(
             session,
             self.settings,
-            EntryKind.FORGET_SET_EXPORT,
+            self.kind,
             principal=self.principal.id,
             body=body,
             subject_id=one_subject,

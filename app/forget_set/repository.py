@@ -51,6 +51,12 @@ def _in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:
     return stmt if f.all_audits or f.audit_id is not None else _newest_only(stmt)
 
 
+def in_scope(principal: Principal, f: ForgetFilters, *columns) -> Select:
+    """The fact results an export's filters and the caller's role cover (newest audits only unless all_audits):
+    the forget set's scope, which the rectification set (app/rectification_set) shares."""
+    return _in_scope(principal, f, *columns)
+
+
 def _newest_only(stmt: Select) -> Select:
     """Facts of the newest succeeded audit per (subject, model, property): a subject audited again (the demo run
     twice) is in the forget set once, by its latest result. An audit asked for by id is its own newest."""

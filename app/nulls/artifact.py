@@ -56,6 +56,9 @@ INFLATION = 16  # an import inflates to at most this many times max_null_artifac
 MAX_TEXT = 1000  # characters of a Text column's value (a catalog value)
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 SKIPPED_COLUMNS = ("id", "distribution_id")  # row ids: the importing database gives its own
+# Columns a file from an earlier version may lack: its null facts get NULL there, and what needs the column says
+# `uncalibrated` (misattribution, issue 42: the smollm2-135m null shipped before it was computed)
+OPTIONAL_COLUMNS = ("misattribution",)
 
 
 def fact_columns() -> list[str]:
@@ -261,7 +264,7 @@ def _distribution(d: Any, at: str, seen: set[str]) -> None:
     wanted = fact_columns()
     columns = d.get("columns")
     _need(isinstance(columns, list) and all(isinstance(c, str) for c in columns), f"{at}.columns", "a list of names")
-    missing = [c for c in wanted if c not in columns]
+    missing = [c for c in wanted if c not in columns and c not in OPTIONAL_COLUMNS]
     _need(not missing, f"{at}.columns", f"lacks {', '.join(missing)}: the file is from an older memaudit; recompute")
     extra = [c for c in columns if c not in wanted]
     _need(not extra, f"{at}.columns", "holds columns this version does not know: import it with a newer memaudit")

@@ -355,13 +355,13 @@ class Calibrator:
 
 
 def calibrate_results(
-    session: Session, audit: Audit, results: Sequence[FactResult]
+    session: Session, audit: Audit, results: Sequence[FactResult], calibrator: Calibrator | None = None
 ) -> tuple[list[FactCalibration], CalibrationInfo | None]:
     """The calibration of each stored result of a finished subject audit, and which nulls produced it (nothing
-    for an audit that has not succeeded)."""
+    for an audit that has not succeeded); ``calibrator``: one whose resolved nulls the caller reads again."""
     if audit.status != "succeeded" or not results:
         return [None] * len(results), None  # type: ignore[list-item]
-    calibrator = Calibrator(session)
+    calibrator = calibrator or Calibrator(session)
     out = [calibrator.calibrate_result(audit, r, r.canaries) for r in results]
     return out, calibrator.info(audit, [r.property_id for r in results])
 

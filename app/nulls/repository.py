@@ -60,13 +60,14 @@ def fact_stats(session: Session, distribution_id: int, assigned_only: bool) -> l
             NullFact.statistic,
             NullFact.n_values,
             NullFact.in_pool,
+            NullFact.misattribution,
         )
         .where(NullFact.distribution_id == distribution_id)
         .order_by(NullFact.id)
     )
     if assigned_only:
         stmt = stmt.where(NullFact.assigned.is_(True))
-    return [(r[0], r[1], FactStat(*r[2:8], r[8], r[9] or 1, r[10] is not False)) for r in session.execute(stmt)]
+    return [(r[0], r[1], FactStat(*r[2:8], r[8], r[9] or 1, r[10] is not False, r[11])) for r in session.execute(stmt)]
 
 
 def facts(session: Session, distribution_id: int, limit: int) -> list[NullFact]:

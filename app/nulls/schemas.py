@@ -99,6 +99,31 @@ class FactCalibration(BaseModel):
     )
 
 
+class MisattributionRead(BaseModel):
+    """Does the model prefer a specific false value for this person (GDPR Art. 16)? docs/measures.md,
+    "Misattribution"."""
+
+    value: str | None = Field(
+        default=None,
+        description="The false candidate the model prefers most: the best mean soft lead over the true values and the"
+        " other candidates across the templates (label variants merged into a true value are never it)",
+    )
+    statistic: float | None = Field(
+        default=None,
+        description="That value's mean soft lead over the templates, s(u) - log(sum of exp(s(v)) over every other"
+        " candidate v, true values included), in calibrated score units (> 0: it outweighs all the others together)",
+    )
+    p_value: float | None = Field(
+        default=None,
+        description="(1 + null facts whose misattribution statistic is at least this one) / (1 + null facts), over"
+        " the fictitious people's facts of this fact's shape in the verdict's null, one per person (empirical: no"
+        " fitted tail)",
+    )
+    misattributed: bool | None = Field(default=None, description="p_value <= the audit's max_p (0.01)")
+    uncalibrated: bool = Field(default=False, description="No null judges this statistic (reason says why)")
+    reason: str | None = None
+
+
 class CalibrationInfo(BaseModel):
     policy: str = Field(description="The default verdict: p ≤ max_p against the matching null")
     max_p: float

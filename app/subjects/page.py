@@ -11,9 +11,11 @@ from sqlalchemy.orm import Session
 
 from app.audits import repository as audits
 from app.auth.keys import Principal
-from app.db.models import Audit
+from app.db.models import Audit, Subject
 from app.privacy import access_log
 from app.subjects import detection, service
+from app.subjects.schemas import FactResultRead
+from core.catalog import split_template
 
 FACTS_PER_PAGE = 10  # a huge audit (many facts) pages its grid
 
@@ -63,6 +65,30 @@ def build(session: Session, principal: Principal, audit: Audit, page: int) -> di
         "undecided": sum(not isinstance(v, bool) for v in verdicts),
         "calibration": facts.calibration,
         "nulls": nulls,
+        "misattributions": misattributions(session.get(Subject, audit.subject_id), facts.facts),
         "misses": detection.miss_line(audit.model, [f.property for f in facts.facts]),
         "name_inference": detection.NAME_INFERENCE,
     }
+
+
+def misattributions(subject: Subject | None, facts: list[FactResultRead]) -> list[dict[str, Any]]:
+    """The facts for which the model prefers a specific false value beyond chance, each with one example sentence
+    (the baseline template with the person's name and that value: what the model finds likely)."""
+    out = []
+    for f in facts:
+        m = f.misattribution
+        if m is None or not m.misattributed or m.value is None:
+            continue
+        base = next((c for c in f.canaries if c.kind == "baseline"), None)
+        example = "".join(split_template(base.template, subject.name, m.value)) if base and subject else None
+        out.append(
+            {
+                "label": f.label,
+                "value": m.value,
+                "truths": f.values,
+                "p_value": m.p_value,
+                "example": example,
+                "special_category": f.special_category,
+            }
+        )
+    return out

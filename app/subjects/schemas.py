@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, computed_field, field_validator
 
-from app.nulls.schemas import CalibrationInfo, FactCalibration, SubjectAuditOptions
+from app.nulls.schemas import CalibrationInfo, FactCalibration, MisattributionRead, SubjectAuditOptions
 from app.validation import LIMIT_KEY, RequestModel
 from core.catalog import load_catalog
 from core.models import MODEL_HELP
@@ -165,6 +165,10 @@ class GenerationRead(BaseModel):
 class FactResultRead(BaseModel):
     property: str
     label: str
+    special_category: str | None = Field(
+        default=None,
+        description="The GDPR special category (Art. 9(1); Art. 10) the property's values fall under, if any",
+    )
     values: list[str]
     share: float = Field(description="Share of templates whose top-ranked candidate is a true value")
     strict: bool = Field(
@@ -188,6 +192,19 @@ class FactResultRead(BaseModel):
     calibration: FactCalibration | None = Field(
         default=None, description="p-value and false-positive rates from the matching null (see `calibration`)"
     )
+    misattribution: MisattributionRead | None = Field(
+        default=None,
+        description="The false value the model prefers most for this person, judged by the same null (Art. 16:"
+        " rectification); null until the fact's null is ready",
+    )
+
+    @computed_field(
+        description="special: the property is a special category of personal data (special_category), where a value"
+        " memorized or asserted falsely harms most; ordinary otherwise"
+    )
+    @property
+    def severity(self) -> Literal["special", "ordinary"]:
+        return "special" if self.special_category else "ordinary"
 
     @computed_field(description="Some template ranks a true value first (WikiMem's lenient reading; not the verdict)")
     @property

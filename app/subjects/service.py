@@ -16,7 +16,9 @@ from app.db.models.audit import AuditStatus, new_audit_id
 from app.db.models.auth import Role
 from app.errors import InvalidInput, NotFound
 from app.nll_cache import repository as cache
-from app.nulls.calibrate import calibrate_results
+from app.nulls.calibrate import Calibrator, calibrate_results
+from app.nulls.misattribution import MisattributionJudge
+from app.nulls.schemas import CalibrationInfo
 from app.nulls.service import ensure_nulls
 from app.settings import Settings
 from app.subjects import repository
@@ -250,6 +252,7 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
             FactResultRead(
                 property=r.property_id,
                 label=catalog.get(r.property_id).label if r.property_id in catalog else r.property_id,
+                special_category=catalog.get(r.property_id).special_category if r.property_id in catalog else None,
                 values=[facts[i].value for i in r.fact_ids if i in facts],
                 share=r.share,
                 strict=r.strict,
@@ -262,9 +265,7 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
                 answers=r.generation,
             )
         )
-    calibrations, info = calibrate_results(session, audit, results)
-    for fact, calibration in zip(out, calibrations, strict=True):
-        fact.calibration = calibration
+    info = _judge(session, audit, results, out)
     return FactsPage(
         audit_id=audit_id,
         subject_id=audit.subject_id,
@@ -273,6 +274,17 @@ def read_facts(session: Session, principal: Principal, audit_id: str, detail: De
         calibration=info,
         provenance=audit.provenance,
     )
+
+
+def _judge(session: Session, audit: Audit, results: list, out: list[FactResultRead]) -> CalibrationInfo | None:
+    """Each fact's calibration and misattribution, from one calibrator (its nulls loaded once)."""
+    calibrator = Calibrator(session)
+    calibrations, info = calibrate_results(session, audit, results, calibrator)
+    judge = MisattributionJudge(calibrator)
+    for fact, calibration, r in zip(out, calibrations, results, strict=True):
+        fact.calibration = calibration
+        fact.misattribution = judge.judge(audit, r) if calibration is not None else None
+    return info
 
 
 def _sentence_hashes(session: Session, subject: Subject) -> set[str]:

@@ -63,6 +63,9 @@ class Property:
     # the generator's parameters when the pool is generated (dates, years, quantities), to redraw it at the
     # truth's precision; None for listed pools and pools imported from a dump
     pool_generator: dict | None = field(default=None, repr=False, compare=False)
+    # the GDPR's special categories of personal data (Art. 9(1); criminal convictions: Art. 10) this property's
+    # values fall under, where a false value harms most (SPECIAL_CATEGORIES); None for the others
+    special_category: str | None = None
     _parts: tuple[tuple[str, ...], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -189,6 +192,18 @@ def _check_template(pid: str, template: str) -> None:
         raise CatalogError(f"{pid}: template {template!r} has an unknown slot")
 
 
+# GDPR Art. 9(1)'s special categories of personal data, and Art. 10's criminal convictions and offences
+SPECIAL_CATEGORIES = (
+    "racial or ethnic origin",
+    "political opinions",
+    "religious or philosophical beliefs",
+    "trade union membership",
+    "health",
+    "sex life or sexual orientation",
+    "criminal convictions and offences",
+)
+
+
 def property_from_dict(raw: dict) -> Property:
     pid = raw["pid"]
     if not re.fullmatch(r"P[1-9][0-9]*", pid):
@@ -211,7 +226,14 @@ def property_from_dict(raw: dict) -> Property:
         question=raw["question"],
         pool=pool,
         pool_generator=None if "pool" in raw else dict(raw["pool_generator"]),
+        special_category=_special_category(pid, raw.get("special_category")),
     )
+
+
+def _special_category(pid: str, category: str | None) -> str | None:
+    if category is not None and category not in SPECIAL_CATEGORIES:
+        raise CatalogError(f"{pid}: special_category is one of {', '.join(SPECIAL_CATEGORIES)}")
+    return category
 
 
 def load_from_dir(directory: Path) -> Catalog:

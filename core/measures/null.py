@@ -33,9 +33,10 @@ import bisect
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
+from core.measures.misattribution import misattribution
 from core.measures.wikimem import margins, truth_z
 
 SHARE_DIGITS = 9  # shares are k/T; rounding makes equal shares compare equal whatever their float path
@@ -65,6 +66,7 @@ class FactStat:
     statistic: float | None = None  # the verdict statistic (mean truth z); None for results from before it
     n_values: int = 1  # m: the true values ranked together (near-duplicates merged into the truth included)
     in_pool: bool = True  # every true value is a pool value (a null fact: drawn from the pool, else a reservoir)
+    misattribution: float | None = None  # the best false candidate's mean lead (core.measures.misattribution)
 
     @property
     def key(self) -> tuple[float, float]:
@@ -361,7 +363,8 @@ def set_stats(score_rows: Sequence[Sequence[float]], truth_sets: Sequence[Sequen
     """Null facts of any shape from one fictitious subject's calibrated scores (``score_rows[t][i]``: template t,
     candidate i): each set of candidate indices is taken as the fact's true values (m = its size), every other
     candidate as a counterfactual, exactly as a subject audit ranks them (ties count against the truth). Gives
-    share, strict, lenient, z̄* (z* of the best truth where it ranks first) and the verdict statistic."""
+    share, strict, lenient, z̄* (z* of the best truth where it ranks first), the verdict statistic and the
+    misattribution statistic (core.measures.misattribution)."""
     if not score_rows:
         raise ValueError("need at least one template's scores")
     n = len(score_rows[0])
@@ -380,7 +383,19 @@ def set_stats(score_rows: Sequence[Sequence[float]], truth_sets: Sequence[Sequen
             lead = best - max((scores[j] for j in range(n) if j not in chosen), default=best)
             z = (lead - mean) / std if first and std > 0 else None
             per_set[k].append(_Outcome(first, z, truth_z(scores, mask)))
-    return [fact_stat(outcomes, len(members)) for outcomes, members in zip(per_set, truth_sets, strict=True)]
+    return [
+        _with_misattribution(fact_stat(outcomes, len(members)), score_rows, members, n)
+        for outcomes, members in zip(per_set, truth_sets, strict=True)
+    ]
+
+
+def _with_misattribution(
+    stat: FactStat, score_rows: Sequence[Sequence[float]], members: Sequence[int], n: int
+) -> FactStat:
+    """``stat`` with the null fact's misattribution statistic (None where it has no false candidate)."""
+    chosen = set(members)
+    found = misattribution(score_rows, [j in chosen for j in range(n)])
+    return replace(stat, misattribution=None if found is None else found[0])
 
 
 def pseudo_truth_stats(score_rows: Sequence[Sequence[float]]) -> list[FactStat]:

@@ -5,6 +5,7 @@ of every column of every null fact (floats to TOLERANCE; docs/nulls.md, "Shipped
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -145,6 +146,17 @@ def test_a_one_shot_audit_prints_p_values_from_the_shipped_null(cli_env, tmp_pat
     # citizenship and birthplace are shown: the caveat measured for ordinary names is said under the table
     caveat = next(line for line in run.stdout.splitlines() if "ordinary names of their country" in line)
     assert caveat.startswith(("place of birth, country of citizenship: ", "country of citizenship, place of birth: "))
+    again = memaudit(cli_env, "audit", "--json", "--model", "groundtruth-tiny", "--name", "Yselda Calderwick", *facts)
+    assert again.returncode == 0, again.stderr[-3000:]
+    for fact in json.loads(again.stdout)["facts"]:  # every calibrated fact carries its misattribution verdict
+        block = fact["misattribution"]
+        assert block["p_value"] is not None and isinstance(block["misattributed"], bool), block
+        assert block["value"] not in fact["values"], block  # a false value, never a true one
+    rectification = memaudit(cli_env, "export", "--rectification", "--format", "csv")  # GET /rectification-set
+    assert rectification.returncode == 0 and rectification.stdout.startswith("subject_id,"), rectification.stderr
+    assert rectification.stderr.startswith("wrote "), rectification.stderr
+    refused = memaudit(cli_env, "export", "--rectification", "--policy", "lenient")
+    assert refused.returncode != 0 and "--policy" in refused.stderr, refused.stderr
     exported = memaudit(cli_env, "export", "--model", "groundtruth-tiny", "-o", str(tmp_path / "forget.jsonl"))
     assert exported.returncode == 0, exported.stderr
     n = len((tmp_path / "forget.jsonl").read_text().splitlines()) - 1  # the end marker
@@ -154,7 +166,7 @@ def test_a_one_shot_audit_prints_p_values_from_the_shipped_null(cli_env, tmp_pat
     with sqlite3.connect(tmp_path / "cli.sqlite3") as db:
         statuses = dict(db.execute("SELECT kind || ':' || status, count(*) FROM audits GROUP BY 1").fetchall())
         sources = {r[0] for r in db.execute("SELECT source FROM null_distributions")}
-    assert statuses == {"subject:succeeded": 1, "null:succeeded": 1}, statuses  # nothing left running or queued
+    assert statuses == {"subject:succeeded": 2, "null:succeeded": 1}, statuses  # both done, none left
     assert sources == {"shipped"}
 
 

@@ -356,6 +356,7 @@ def _row(item: NullPlan, value: str, assigned: bool, st: FactStat) -> dict[str, 
         "statistic": st.statistic,
         "n_values": st.n_values,
         "in_pool": st.in_pool,
+        "misattribution": st.misattribution,
     }
 
 
@@ -381,6 +382,7 @@ def _stat(r: dict[str, Any]) -> FactStat:
         r.get("statistic"),
         r.get("n_values") or 1,
         r.get("in_pool") is not False,
+        r.get("misattribution"),
     )
 
 

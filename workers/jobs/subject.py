@@ -12,6 +12,7 @@ from app.db.engine import session_scope
 from app.db.models import Audit, Canary, CandidateScore, CounterfactualValue, FactResult, Subject
 from app.subjects import repository
 from app.subjects.schemas import SubjectAuditOptions
+from core.measures.misattribution import misattribution
 from core.measures.null import fact_stat
 from core.measures.wikimem import property_outcome, subject_summary
 from core.names.lookalikes import READER, lookalikes_for
@@ -104,6 +105,14 @@ def _merge_note(plan: PropertyPlan, value: str) -> dict[str, Any] | None:
     return {"near_duplicate_of": truth, "cosine": cos}
 
 
+def _misattribution(plan: PropertyPlan, outcomes: list) -> dict[str, Any]:
+    """The fact's misattribution statistic over its templates and the false value it names (None: no false value)."""
+    found = misattribution([o.scores for o in outcomes], plan.truth_mask) if outcomes else None
+    if found is None:
+        return {"misattribution": None, "misattributed_value": None}
+    return {"misattribution": found[0], "misattributed_value": plan.candidates[found[1]]}
+
+
 def _store(audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, float], alpha: float) -> dict[str, Any]:
     """Per property: share / strict / lenient / z* over the baseline and paraphrases; contextualized canaries
     are stored beside them and counted apart (they give the model more than the name)."""
@@ -135,6 +144,7 @@ def _store(audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, f
                 statistic=verdict.statistic,
                 n_values=n_values,
                 in_pool=plan.prop.holds(plan.ground_truths),
+                **_misattribution(plan, outcomes),
             )
             result.canaries = canaries
             result.counterfactuals = [

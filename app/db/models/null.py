@@ -58,3 +58,4 @@ class NullFact(Base):
     n_values: Mapped[int] = mapped_column(Integer, default=1, server_default="1")  # the null fact's shape m
     # its true value is outside the counterfactual pool (core.names.out_of_pool); null facts from before it: in pool
     in_pool: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    misattribution: Mapped[float | None] = mapped_column(Float)  # the same statistic of this null fact (None: older)

@@ -32,6 +32,10 @@ class FactResult(Base):
     # mode generation (issue 41): the prompts, each sampled answer and its reading, the counts per kind and what the
     # fact cost (workers.jobs.asking.fact_record); null for a fact probed by scoring
     generation: Mapped[dict[str, Any] | None] = mapped_column(JSONType, nullable=True)
+    # misattribution (core.measures.misattribution): the best false candidate's mean soft lead over the templates
+    # (calibrated score units) and that value; null where the fact has no false candidate or was stored before it
+    misattribution: Mapped[float | None] = mapped_column(Float)
+    misattributed_value: Mapped[str | None] = mapped_column(Text)
 
     canaries: Mapped[list[Canary]] = relationship(
         cascade="all, delete-orphan", passive_deletes=True, order_by="Canary.id"

@@ -1,0 +1,87 @@
+"""Misattribution verdicts (GDPR Art. 16), read time: a stored fact's misattribution statistic (the best false
+candidate's mean lead, core.measures.misattribution) judged against the same statistic of the fictitious people's
+facts of its shape in the verdict's null (m true values, in the pool or not). Reads only; nulls computed before the
+statistic existed (the smollm2-135m null shipped before it) hold no such statistic and say `uncalibrated`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from app.db.models import Audit, FactResult
+from app.nulls import repository
+from app.nulls.calibrate import Calibrator, Resolved
+from app.nulls.schemas import MisattributionRead
+from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat
+
+OLD_RESULT = "this result was stored before the misattribution statistic existed: audit the subject again"
+NO_FALSE_VALUE = "every candidate is a true value or merged into one: there is no false value to prefer"
+OLD_NULL = (
+    "the null was computed before the misattribution statistic existed (the smollm2-135m null shipped with this"
+    " version is one): POST a null audit (kind null) to compute it again"
+)
+NO_SHAPE = "no null facts of this fact's shape (true values, in the pool or not): no p-value"
+
+
+class MisattributionJudge:
+    """Judges facts' misattribution against the nulls a :class:`Calibrator` resolves (its cache shared)."""
+
+    def __init__(self, calibrator: Calibrator) -> None:
+        self.calibrator = calibrator
+        self._nulls: dict[tuple[int, int, bool], EmpiricalNull | None] = {}
+        self._own: dict[int, dict[tuple[int, bool], list[FactStat]]] = {}  # a pseudo-truth null's own values
+
+    def judge(self, audit: Audit, result: FactResult) -> MisattributionRead | None:
+        """The fact's misattribution block; None where its null is not ready (pending, failed or missing)."""
+        found = self.calibrator.resolve(audit, result.property_id)
+        if found.status != "ready" or found.null is None:
+            return None
+        if result.misattribution is None:  # stored before the statistic, or no false candidate to prefer
+            no_false = all(c.is_ground_truth for k in result.canaries for c in k.candidates)
+            return MisattributionRead(uncalibrated=True, reason=NO_FALSE_VALUE if no_false else OLD_RESULT)
+        shape = ((result.n_values or 1), result.in_pool is not False)
+        null, reason = self._null(found, shape)
+        if null is None:
+            return MisattributionRead(
+                value=result.misattributed_value, statistic=result.misattribution, uncalibrated=True, reason=reason
+            )
+        # empirical, never the fitted tail (core.measures.null.tail_p_value was measured on the verdict's statistic,
+        # not this one): p >= 1 / (null facts + 1), valid for any statistic of exchangeable null facts
+        stat = FactStat(0.0, False, False, None, result.n_templates, statistic=result.misattribution)
+        p = (1 + null.at_least(stat)) / (1 + len(null))
+        return MisattributionRead(
+            value=result.misattributed_value,
+            statistic=result.misattribution,
+            p_value=p,
+            misattributed=p <= self.calibrator.max_p,
+        )
+
+    def _null(self, found: Resolved, shape: tuple[int, bool]) -> tuple[EmpiricalNull | None, str]:
+        """The null of the misattribution statistic for one shape (cached per null), or why there is none."""
+        key = (id(found.null), *shape)
+        if shape[0] > MAX_TRUE_VALUES or found.shapes.get(shape) is None:
+            return None, NO_SHAPE
+        if key not in self._nulls:
+            facts = self._facts(found, shape)
+            ok = bool(facts) and all(f.misattribution is not None for f in facts)
+            stats = [replace(f, statistic=f.misattribution) for f in facts] if ok else []
+            self._nulls[key] = EmpiricalNull(stats) if stats else None
+        null = self._nulls[key]
+        return null, "" if null is not None else OLD_NULL
+
+    def _facts(self, found: Resolved, shape: tuple[int, bool]) -> list[FactStat]:
+        """The null facts that judge a shape: one per fictitious person. A pseudo-truth null's other rows are no
+        more draws: the best false value's soft lead does not depend on which other candidate stands in as the
+        truth, so a person's pseudo-truths repeat one number (judged by them — 4 of its 7 properties — the
+        knowledge-free model was flagged at 1.6 % at p <= 0.01); the people's own values alone judge, few as they
+        are (a p-value no smaller than 1 / (people + 1): no flag at 0.01 from a null of 20 people)."""
+        assert found.row is not None and found.null is not None
+        if found.row.method != "pseudo":
+            return found.shapes[shape].facts
+        if found.row.id not in self._own:
+            rows = repository.fact_stats(self.calibrator.session, found.row.id, assigned_only=True)
+            by_shape: dict[tuple[int, bool], list[FactStat]] = {}
+            for _, _, stat in rows:
+                by_shape.setdefault((stat.n_values, stat.in_pool), []).append(stat)
+            self._own[found.row.id] = by_shape
+        return self._own[found.row.id].get(shape, [])
