@@ -100,7 +100,8 @@ def uncalibrated_reason(result: FactResult) -> str | None:
     """Why no null covers this stored fact's shape (None where one may; an out-of-pool fact is covered where its
     null holds out-of-pool null facts: :meth:`Calibrator.calibrate`)."""
     if result.statistic is None:
-        return OLD_RESULT
+        failed = (result.generation or {}).get("error")  # mode generation: the model could not be asked
+        return f"the model could not be asked about this fact: {failed}" if failed else OLD_RESULT
     if (result.n_values or 1) > MAX_TRUE_VALUES:
         return TOO_MANY
     return None

@@ -149,7 +149,7 @@ class PromptAnswersRead(BaseModel):
     )
     form: Literal["completion", "chat"]
     prompt: str = Field(description="The prompt as sent (the completion's text, or the chat question)")
-    samples: list[AnswerRead]
+    samples: list[AnswerRead] = Field(default_factory=list, description="Its answers (none where asking failed)")
 
 
 class GenerationRead(BaseModel):
@@ -160,6 +160,11 @@ class GenerationRead(BaseModel):
     most_said_other: str | None = Field(description="The other value answered most often (none: no other value)")
     cost: dict[str, int] = Field(description="queries: prompts sent for this fact; samples: answers read")
     prompts: list[PromptAnswersRead]
+    error: str | None = Field(
+        default=None,
+        description="Why the model could not be asked about this fact (its endpoint's error after the retries);"
+        " the fact then has no verdict, the audit's other facts are kept",
+    )
 
 
 class FactResultRead(BaseModel):

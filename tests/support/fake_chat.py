@@ -4,7 +4,8 @@ not JSON, JSON without choices, the wrong number of choices, or nothing until th
 
 A good answer is computed from the request, so a test can tell which prompt and which seed an answer belongs to:
 answer k of a request is ``"<last message or prompt> | seed <seed> | answer <k>"``; ``usage`` reports 3 prompt tokens
-and 2 completion tokens per answer. ``ignore_n`` answers one choice whatever ``n`` asks (llama-cpp-python does)."""
+and 2 completion tokens per answer. ``ignore_n`` answers one choice whatever ``n`` asks (llama-cpp-python does);
+``fail_asking`` fails every request whose body holds all of its strings (one fact's prompt)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class FakeChat:
     def __init__(self, *, ignore_n: bool = False, retry_after: str = "1", hang_s: float = 3.0) -> None:
         self.faults: list[str] = []  # consumed one per request, in order
         self.always: str | None = None  # a fault for every request once ``faults`` is empty
+        self.fail_asking: tuple[str, ...] = ()  # 500 for every request whose prompt holds all of these strings
         self.ignore_n = ignore_n
         self.retry_after = retry_after
         self.hang_s = hang_s
@@ -41,6 +43,8 @@ class FakeChat:
                         }
                     )
                     fault = owner.faults.pop(0) if owner.faults else owner.always
+                    if owner.fail_asking and all(part in json.dumps(body) for part in owner.fail_asking):
+                        fault = "500"
                 owner.reply(self, fault, body)
 
             def log_message(self, *args: object) -> None:

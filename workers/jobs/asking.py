@@ -72,24 +72,64 @@ def ask(
     on_progress: Callable[[int, int], None] | None = None,
 ) -> None:
     """Sample K answers for every prompt of every group in one call (the generator batches them); fills
-    ``Asked.answers``. A generator's error fails the job with its reason (which names no prompt's text)."""
-    flat = [a for group in groups for a in group]
+    ``Asked.answers``. A generator's error fails the job with its reason (which names no prompt's text): a null's
+    chunk is asked so."""
+    with _budget_of(generator):
+        error = _sample(generator, [a for group in groups for a in group], options, seed, on_progress)
+    if error:
+        raise JobError(error)
+
+
+def ask_each(
+    generator: Generator,
+    groups: Sequence[list[Asked]],
+    options: GenerationOptions,
+    seed: int,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> list[str | None]:
+    """As ``ask``, but one group's failure (a fact's) loses no other group's answers: where the call for every
+    group fails, each group is asked on its own, within the same per-audit budget. Returns per group None or why it
+    could not be asked. An endpoint that fails two groups in a row is not asked for the rest (they fail
+    with its last reason): a dead endpoint costs two facts' retries, not every fact's."""
+    with _budget_of(generator):
+        flat = [a for group in groups for a in group]
+        if _sample(generator, flat, options, seed, on_progress) is None:
+            return [None] * len(groups)
+        errors: list[str | None] = []
+        for group in groups:
+            streak = len(errors) >= 2 and errors[-1] is not None and errors[-2] is not None
+            errors.append(errors[-1] if streak else _sample(generator, group, options, seed, None))
+    return errors
+
+
+def _budget_of(generator: Generator):
+    """The model's per-audit query budget (a served model's max_queries_per_audit; a null's: per chunk)."""
+    return budget(generator, resolve_spec(generator.name, get_settings()).max_queries_per_audit)
+
+
+def _sample(
+    generator: Generator,
+    flat: Sequence[Asked],
+    options: GenerationOptions,
+    seed: int,
+    on_progress: Callable[[int, int], None] | None,
+) -> str | None:
+    """Fill each prompt's answers; None, or the reason the generator gave for failing (no prompt's text)."""
     report = (lambda done: on_progress(done, len(flat))) if on_progress else None
-    limit = resolve_spec(generator.name, get_settings()).max_queries_per_audit
     try:
-        with budget(generator, limit):  # a served model's per-audit query budget (a null's: per chunk)
-            samples = generator.sample(
-                [a.prompt for a in flat],
-                options.samples,
-                temperature=options.temperature,
-                max_tokens=options.max_tokens,
-                seed=seed,
-                on_progress=report,
-            )
+        samples = generator.sample(
+            [a.prompt for a in flat],
+            options.samples,
+            temperature=options.temperature,
+            max_tokens=options.max_tokens,
+            seed=seed,
+            on_progress=report,
+        )
     except ScoringError as exc:
-        raise JobError(f"cannot ask the model: {exc}") from exc
+        return f"cannot ask the model: {exc}"
     for asked, got in zip(flat, samples, strict=True):
         asked.answers = [s.text for s in got]
+    return None
 
 
 def read(plan: PropertyPlan, asked: Sequence[Asked], vocab: Sequence[str]) -> list[list[Reading]]:

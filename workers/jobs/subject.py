@@ -166,14 +166,17 @@ def _audit_by_asking(ctx: JobContext[SubjectAuditOptions], plans: list[PropertyP
     before = generator.usage.as_dict()
     groups = [asking.prompts_for(plan, name, gen) for plan in plans]
     ctx.progress(0, sum(map(len, groups)), force=True)
-    asking.ask(generator, groups, gen, ctx.options.seed, ctx.progress)
+    errors = asking.ask_each(generator, groups, gen, ctx.options.seed, ctx.progress)
+    if errors and all(errors):  # nothing was asked: the audit fails with the reason (no fact to show)
+        raise JobError(errors[0] or "")
     ctx.check_cancelled()
     usage = {k: v - before[k] for k, v in generator.usage.as_dict().items()}
-    outcomes = _store_asked(ctx.audit_id, plans, groups, name, gen)
+    outcomes = _store_asked(ctx.audit_id, plans, groups, name, gen, errors)
     n = len(outcomes)
     return {
         "mode": "generation",
         "properties": n,
+        "facts_failed": sum(e is not None for e in errors),
         "mean_true_share": sum(o.share for o in outcomes) / n if n else 0.0,
         "mean_memorization": sum(o.share for o in outcomes) / n if n else 0.0,  # the share of true answers here
         "mean_z_star": None,
@@ -186,12 +189,18 @@ def _audit_by_asking(ctx: JobContext[SubjectAuditOptions], plans: list[PropertyP
     }
 
 
-def _store_asked(audit_id: str, plans: list[PropertyPlan], groups: list[list[asking.Asked]], name: str, gen) -> list:
-    """One FactResult per property: share / strict / lenient / statistic of its answers, and its answers read."""
+def _store_asked(
+    audit_id: str, plans: list[PropertyPlan], groups: list[list[asking.Asked]], name: str, gen, errors: list
+) -> list:
+    """One FactResult per property: share / strict / lenient / statistic of its answers, and its answers read; a
+    fact the model could not be asked about is stored with the reason and no statistic (its verdict says why)."""
     outcomes = []
     with session_scope() as s:
         repository.delete_results(s, audit_id)  # a rerun replaces results
-        for plan, asked in zip(plans, groups, strict=True):
+        for plan, asked, error in zip(plans, groups, errors, strict=True):
+            if error is not None:
+                s.add(_failed_fact(audit_id, plan, asked, gen, error))
+                continue
             readings = asking.read(plan, asked, asking.vocabulary([plan]))
             members = [i for i, t in enumerate(plan.truth_mask) if t]
             in_pool = plan.prop.holds(plan.ground_truths)
@@ -216,3 +225,28 @@ def _store_asked(audit_id: str, plans: list[PropertyPlan], groups: list[list[ask
             s.add(result)
             outcomes.append(stat)
     return outcomes
+
+
+def _failed_fact(audit_id: str, plan: PropertyPlan, asked: list[asking.Asked], gen, error: str) -> FactResult:
+    """A fact whose prompts the generator failed on (after its retries): kept with the prompts and the reason."""
+    return FactResult(
+        audit_id=audit_id,
+        property_id=plan.prop.pid,
+        fact_ids=plan.fact_ids,
+        share=0.0,
+        strict=False,
+        lenient=False,
+        z_star=None,
+        n_templates=len(asked),
+        statistic=None,
+        n_values=sum(plan.truth_mask),
+        in_pool=plan.prop.holds(plan.ground_truths),
+        generation={
+            "options": gen.model_dump(mode="json"),
+            "error": error,
+            "prompts": [{"template_index": a.template_index, "form": a.form, "prompt": a.shown} for a in asked],
+            "counts": {},
+            "most_said_other": None,
+            "cost": {"queries": 0, "samples": 0},
+        },
+    )
