@@ -2,6 +2,7 @@
 
     nice -n 10 python -m benchmarks.limit_of_detection                      # every person of the manifest
     python -m benchmarks.limit_of_detection --people 4 --null-facts 20      # a small slice (a smoke run)
+    python -m benchmarks.limit_of_detection --mode generation               # asked, not scored (issue 41)
 
 Audits every invented person of ``smollm2-taught`` (workers/taught/manifest.json: each fact's dose, 0-64 exposures
 in training, and its phrasing, the audited sentence repeated or varied paraphrases the audit never reads) through
@@ -100,12 +101,14 @@ def wait(client: Any, ids: Sequence[str], label: str, poll: float) -> None:
         time.sleep(poll)
 
 
-def audit_people(client: Any, model: str, people: Iterable[dict[str, Any]]) -> list[str]:
-    """One subject audit per person, every fact, the API's default options (none sent)."""
+def audit_people(client: Any, model: str, people: Iterable[dict[str, Any]], mode: str = "scoring") -> list[str]:
+    """One subject audit per person, every fact, the API's default options (only ``mode`` sent, if not scoring)."""
     ids = []
     for p in people:
         facts = [{"property": pid, "value": p["facts"][pid]} for pid in PIDS]
         body = {"kind": "subject", "model": model, "subject": {"name": p["name"], "facts": facts}}
+        if mode != "scoring":
+            body["options"] = {"mode": mode}
         r = client.post("/audits", json=body)
         r.raise_for_status()
         ids.append(r.json()["id"])
@@ -242,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--db", type=Path, default=REPO / "var" / "limit-of-detection.sqlite3")
     ap.add_argument("--people", type=int, default=None, help="audit a slice of this many people (default: all)")
     ap.add_argument("--null-facts", type=int, default=None, help="null facts per property (default: the service's)")
+    ap.add_argument("--mode", choices=("scoring", "generation"), default="scoring", help="how the model is probed")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--poll", type=float, default=30)
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "limit_of_detection.json")
@@ -250,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     people = people_of(manifest, args.people)
     client = setup(args.db, args.threads, args.null_facts)
     started, cpu = time.monotonic(), time.process_time()
-    ids = audit_people(client, args.model, people)
+    ids = audit_people(client, args.model, people, args.mode)
     wait(client, ids, "taught people", args.poll)
     audits_s = (time.monotonic() - started, time.process_time() - cpu)
     first = client.get(f"/audits/{ids[0]}/facts").json()
@@ -263,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "manifest_seed": manifest["recipe"]["seed"],
         "people": len(people),
         "null_facts_per_property": args.null_facts or "service default",
-        "options": "the API's defaults (none sent)",
+        "options": "the API's defaults" + ("" if args.mode == "scoring" else f", mode {args.mode}"),
         "seconds": {
             "audits_wall": round(audits_s[0]),
             "audits_cpu": round(audits_s[1]),
