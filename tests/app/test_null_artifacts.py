@@ -364,3 +364,23 @@ def test_an_adapter_model_never_takes_its_base_models_shipped_null():
     base_files = [a for a in shipped() if a.model == "smollm2-135m"]
     assert base_files and all(matches(a, "smollm2-135m", settings) for a in base_files)
     assert not any(matches(a, "smollm2-taught", settings) for a in base_files)
+
+
+@pytest.mark.parametrize("shipped", ["groundtruth-tiny", "smollm2-135m"])
+def test_the_prefix_check_takes_every_shipped_null(shipped):
+    """The shipped nulls pass the import's prefix check: groundtruth-tiny's carries the misattribution column,
+    smollm2-135m's predates it (an optional column, artifact.OPTIONAL_COLUMNS); CI once refused the latter's columns
+    before reading its format. A file lacking a required column is still refused."""
+    import gzip
+
+    from app.errors import InvalidInput
+    from app.nulls.intake import PREFIX_BYTES, check_prefix
+    from app.nulls.shipped import SHIPPED_DIR
+
+    text = gzip.decompress((SHIPPED_DIR / f"{shipped}.null.json.gz").read_bytes())
+    check_prefix(text[:PREFIX_BYTES])
+    lacking = text.replace(b'"statistic",', b"", 1)  # the first distribution's columns without a required one
+    assert lacking != text
+    with pytest.raises(InvalidInput) as refused:
+        check_prefix(lacking[:PREFIX_BYTES])
+    assert refused.value.field == "distributions[0].columns"
