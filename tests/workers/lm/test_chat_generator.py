@@ -84,10 +84,8 @@ def test_chat_sends_the_messages_and_returns_n_answers_per_prompt_in_order(endpo
 
 def test_completions_send_text_without_echo_and_read_the_generated_tokens_logprobs(endpoint):
     generator = load(endpoint, backend="openai")
-    answers = generator.sample(
-        [Prompt(text="The capital of France is"), chat("only a message")], 2, temperature=1.0, max_tokens=4, seed=1,
-        top_logprobs=2,
-    )  # fmt: skip
+    prompts = [Prompt(text="The capital of France is"), chat("only a message")]
+    answers = generator.sample(prompts, 2, temperature=1.0, max_tokens=4, seed=1, top_logprobs=2)
     assert [s.text for s in answers[0]] == [f"The capital of France is | seed 1 | answer {k}" for k in range(2)]
     assert answers[1][1].text == "only a message | seed 1 | answer 1"  # messages only: their text as the prompt
     assert answers[0][0].top_logprobs == ({"Yes": -0.1, "No": -2.5},)
