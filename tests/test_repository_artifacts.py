@@ -141,3 +141,22 @@ def test_the_stated_miss_rate_is_the_measured_recall():
         assert (stated[pid].found, stated[pid].of) == (counts["k"], counts["n"]), pid
     total = famous["cohort"]
     assert stated[""].of == total["facts"] and stated[""].found == round(total["memorized"] * total["facts"])
+
+
+def test_the_vendored_llama_wheel_is_the_one_its_readme_names():
+    """vendor/llama-cpp/: one wheel, the version the served-test extra accepts, its sha256 the README's."""
+    import hashlib
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    wheels = sorted((REPO / "vendor" / "llama-cpp").glob("llama_cpp_python-*.whl"))
+    assert len(wheels) == 1, wheels
+    version = wheels[0].name.split("-")[1]
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    requirement = Requirement(next(r for r in extras["served-test"] if r.startswith("llama-cpp-python")))
+    assert requirement.specifier.contains(version), (version, str(requirement))
+    readme = (REPO / "vendor" / "llama-cpp" / "README.md").read_text()
+    assert f"`{wheels[0].name}`" in readme
+    assert f"`{hashlib.sha256(wheels[0].read_bytes()).hexdigest()}`" in readme
+    assert f"llama_cpp_python-{version}.tar.gz" in readme
