@@ -76,6 +76,7 @@ def test_the_false_value_passing_the_policy_is_exported_with_its_prompts(rectifi
         "statistic": 2.0,
         "p_value": pytest.approx(1 / 101),
         "misattributed": True,
+        "namesake": False,  # no other subject of this owner holds the value
         "uncalibrated": False,
         "reason": None,
     }
