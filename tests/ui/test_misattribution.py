@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from core.catalog import load_catalog, split_template
-from tests.support.misattributed import FINGERPRINT, stored_null, stored_result
+from tests.support.misattributed import FINGERPRINT, stored_answers, stored_null, stored_result
 from tests.support.stored import stored_subject_audit
 from tests.ui.conftest import Stack, shoot, sign_in
 
@@ -49,6 +49,22 @@ def stored(stack: Stack, misattributed: bool) -> str:
         return audit.id
 
 
+def asked(stack: Stack) -> str:
+    """A subject audit in mode generation whose answers name Islam, not Buddhism, 6 times in 10 (beyond the null)."""
+    from app.auth.keys import authenticate
+    from app.db.engine import session_scope
+    from app.settings import get_settings
+
+    with session_scope() as s:
+        key_id = authenticate(s, get_settings(), stack.keys["auditor"]).key_id
+        summary = {"scoring": {"fingerprint": FINGERPRINT, "mode": "generation"}, "lookalikes": "reversed"}
+        subject, audit = stored_subject_audit(s, key_id, "Lumera Gorrowby", {"P140"}, summary=summary)
+        s.flush()
+        stored_answers(s, audit, subject, "P140", "Buddhism", "Islam", said=6, statistic=0.6)
+        stored_null(s, audit, ["P140"])
+        return audit.id
+
+
 def test_the_persons_page_says_what_the_model_asserts_wrongly(stack: Stack, browser) -> None:  # noqa: ANN001
     audit_id = stored(stack, misattributed=True)
     namesake(stack, "other_auditor", "Gostrel Yarrowby")  # another principal's subject: never compared
@@ -79,6 +95,13 @@ def test_the_persons_page_says_what_the_model_asserts_wrongly(stack: Stack, brow
     counts = " ".join(row.locator(".verdict-counts").inner_text().split())
     assert counts.startswith("0 memorized / 2") and "1 misattributed" in counts, counts
     regulator.context.close()
+
+    said = sign_in(browser, stack, stack.keys["auditor"], f"/ui/audits/{asked(stack)}")  # mode generation
+    text = " ".join(said.locator("section.misattributions").inner_text().split())
+    assert "says Islam in 60 % of its answers, not the true value Buddhism" in text, text
+    example = "".join(split_template(load_catalog().get("P140").baseline, "Lumera Gorrowby", "Islam"))
+    assert said.locator("section.misattributions q.example").inner_text() == example
+    said.context.close()
 
     clean = sign_in(browser, stack, stack.keys["auditor"], f"/ui/audits/{stored(stack, misattributed=False)}")
     assert clean.locator("section.misattributions").count() == 0
