@@ -154,6 +154,12 @@ class CohortNumbers(BaseModel):
     memorized: float | None = Field(
         default=None, description="share of facts memorized: selected by the default policy (p <= 0.01)"
     )
+    misattributed: float | None = Field(
+        default=None,
+        description="share of facts misattributed (a specific false value preferred, p <= 0.01: the facts'"
+        " `misattribution`), over the facts whose misattribution has a p-value; null where none has (the null's"
+        " side: at most 0.01 by construction of its empirical p-values)",
+    )
 
     @computed_field(description="share of facts a template ranks first (WikiMem's lenient reading; not the verdict)")
     @property
