@@ -122,6 +122,7 @@ def table(rows: list[list[str]], header: list[str]) -> str:
 
 COHORT_ROWS = (
     ("memorized (default policy)", "memorized", _pct),
+    ("misattributed (a false value, p <= 0.01)", "misattributed", _pct),
     ("M̄: mean share of templates at rank 1", "mean_memorization", _pct),
     ("rank1_any: some template ranks it 1st", "lenient", _pct),
     ("rank1_all: every template does", "strict", _pct),

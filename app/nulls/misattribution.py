@@ -1,5 +1,6 @@
-"""Misattribution verdicts (GDPR Art. 16), read time: a stored fact's misattribution statistic (the best false
-candidate's mean lead, core.measures.misattribution) judged against the same statistic of the fictitious people's
+"""Misattribution verdicts (GDPR Art. 16), read time: a stored fact's misattribution statistic (scoring: the best
+false candidate's mean lead, core.measures.misattribution; generation: the most-said false value's share of the
+answers, core.measures.answers) judged against the same statistic of the fictitious people's
 facts of its shape in the verdict's null (m true values, in the pool or not). Reads only; nulls computed before the
 statistic existed (the smollm2-135m null shipped before it) hold no such statistic and say `uncalibrated`.
 """
@@ -23,6 +24,14 @@ OLD_NULL = (
 NO_SHAPE = "no null facts of this fact's shape (true values, in the pool or not): no p-value"
 
 
+def _why_none(result: FactResult) -> str:
+    """Why a stored fact has no misattribution statistic."""
+    if result.generation is not None:  # asked: a fact the model could not be asked about, or asked before it
+        return str(result.generation.get("error") or OLD_RESULT)
+    no_false = all(c.is_ground_truth for k in result.canaries for c in k.candidates)
+    return NO_FALSE_VALUE if no_false else OLD_RESULT
+
+
 class MisattributionJudge:
     """Judges facts' misattribution against the nulls a :class:`Calibrator` resolves (its cache shared)."""
 
@@ -37,8 +46,7 @@ class MisattributionJudge:
         if found.status != "ready" or found.null is None:
             return None
         if result.misattribution is None:  # stored before the statistic, or no false candidate to prefer
-            no_false = all(c.is_ground_truth for k in result.canaries for c in k.candidates)
-            return MisattributionRead(uncalibrated=True, reason=NO_FALSE_VALUE if no_false else OLD_RESULT)
+            return MisattributionRead(uncalibrated=True, reason=_why_none(result))
         shape = ((result.n_values or 1), result.in_pool is not False)
         null, reason = self._null(found, shape)
         if null is None:

@@ -105,21 +105,30 @@ class MisattributionRead(BaseModel):
 
     value: str | None = Field(
         default=None,
-        description="The false candidate the model prefers most: the best mean soft lead over the true values and the"
-        " other candidates across the templates (label variants merged into a true value are never it)",
+        description="The false value the model prefers most. Scoring: the candidate with the best mean soft lead over"
+        " the true values and the other candidates across the templates; generation: the false value its answers"
+        " name most often (null where none names one). Label variants of a true value (the near-duplicate rule) are"
+        " never it",
     )
     statistic: float | None = Field(
         default=None,
-        description="That value's mean soft lead over the templates, s(u) - log(sum of exp(s(v)) over every other"
-        " candidate v, true values included), in calibrated score units (> 0: it outweighs all the others together)",
+        description="Scoring: that value's mean soft lead over the templates, s(u) - log(sum of exp(s(v)) over every"
+        " other candidate v, true values included), in calibrated score units (> 0: it outweighs all the others"
+        " together). Generation: the share of the answers that name it, plus a tie-breaker below 1e-4",
     )
     p_value: float | None = Field(
         default=None,
         description="(1 + null facts whose misattribution statistic is at least this one) / (1 + null facts), over"
-        " the fictitious people's facts of this fact's shape in the verdict's null, one per person (empirical: no"
-        " fitted tail)",
+        " the fictitious people's facts of this fact's shape in the verdict's null (the same mode), one per person"
+        " (empirical: no fitted tail)",
     )
     misattributed: bool | None = Field(default=None, description="p_value <= the audit's max_p (0.01)")
+    namesake: bool | None = Field(
+        default=None,
+        description="Misattributed facts only: true when the false value is a true value of another person sharing a"
+        " given or family name with this one (case and accents folded) among the stored subjects of the same owner"
+        " (the audit's cohort, its batches): the model seems to confuse them. No other person is named",
+    )
     uncalibrated: bool = Field(default=False, description="No null judges this statistic (reason says why)")
     reason: str | None = None
 
@@ -144,6 +153,12 @@ class CohortNumbers(BaseModel):
     zero_memorization: float | None = Field(description="H_{M=0}: share of subjects with no true value at rank 1")
     memorized: float | None = Field(
         default=None, description="share of facts memorized: selected by the default policy (p <= 0.01)"
+    )
+    misattributed: float | None = Field(
+        default=None,
+        description="share of facts misattributed (a specific false value preferred, p <= 0.01: the facts'"
+        " `misattribution`), over the facts whose misattribution has a p-value; null where none has (the null's"
+        " side: at most 0.01 by construction of its empirical p-values)",
     )
 
     @computed_field(description="share of facts a template ranks first (WikiMem's lenient reading; not the verdict)")

@@ -34,7 +34,6 @@ from core.provenance import unrecorded
 
 POLICIES = ("pvalue", "bh")  # p <= max_p per fact, or Benjamini-Hochberg at q across the export
 EXPORTED = "export_rectification_set"  # access-log action
-MODE = "scoring"  # how the statistic was measured (generation mode: issue 41)
 CSV_FIELDS = [
     "subject_id",
     "subject",
@@ -106,9 +105,7 @@ def _record(
 ) -> dict[str, Any]:
     catalog = load_catalog()
     prop = catalog.get(result.property_id) if result.property_id in catalog else None
-    canaries = [c for c in result.canaries if c.kind != "context"]
-    prompts = ["".join(split_template(c.template, subject.name, "{value}")) for c in canaries]
-    example = "".join(split_template(canaries[0].template, subject.name, verdict.value)) if canaries else None
+    mode, prompts, example = _elicited(result, subject.name, verdict.value, prop.baseline if prop else None)
     return {
         "subject_id": subject.id,
         "subject": subject.name,
@@ -121,12 +118,25 @@ def _record(
         "true_values": truths,
         "statistic": verdict.statistic,
         "p_value": verdict.p_value,
-        "mode": MODE,
+        "mode": mode,
         "example": example,  # the baseline sentence with the false value: what the model asserts
-        "prompts": prompts,  # the templates that elicited it, the subject filled in, the value open
+        "prompts": prompts,  # what elicited it: the templates (subject filled in, value open) or the prompts asked
         "model": audit.model,
         "audit_id": audit.id,
     }
+
+
+def _elicited(result: FactResult, name: str, value: str | None, baseline: str | None) -> tuple[str, list[str], Any]:
+    """(mode, prompts, example sentence): scoring's templates with the subject filled in and the value open, or the
+    prompts a generation audit sent; the baseline sentence with the asserted value."""
+    if result.generation is not None:
+        prompts = [p["prompt"] for p in result.generation.get("prompts") or []]
+        example = "".join(split_template(baseline, name, value)) if baseline and value else None
+        return "generation", prompts, example
+    canaries = [c for c in result.canaries if c.kind != "context"]
+    prompts = ["".join(split_template(c.template, name, "{value}")) for c in canaries]
+    example = "".join(split_template(canaries[0].template, name, value)) if canaries and value else None
+    return "scoring", prompts, example
 
 
 def _csv_row(row: dict[str, Any]) -> dict[str, Any]:

@@ -11,10 +11,11 @@ from sqlalchemy.orm import Session
 
 from app.audits.repository import visible
 from app.auth.keys import Principal
-from app.db.models import Audit
+from app.db.models import Audit, FactResult
 from app.db.models.audit import AuditStatus
 from app.errors import InvalidInput, NotFound
 from app.nulls.calibrate import Calibrator, Resolved, null_people, result_stat
+from app.nulls.misattribution import MisattributionJudge
 from app.nulls.schemas import CalibrationInfo, CohortNumbers, CohortStatsRead
 from app.policies import DEFAULT
 from app.subjects.repository import results_for_audit
@@ -50,8 +51,8 @@ def _audits(session: Session, principal: Principal, model: str | None, audit_ids
     return out
 
 
-def _numbers(stats: CohortStats, memorized: float | None) -> CohortNumbers:
-    return CohortNumbers(**dataclasses.asdict(stats), memorized=memorized)
+def _numbers(stats: CohortStats, memorized: float | None, misattributed: float | None = None) -> CohortNumbers:
+    return CohortNumbers(**dataclasses.asdict(stats), memorized=memorized, misattributed=misattributed)
 
 
 def read_cohort_stats(
@@ -63,10 +64,11 @@ def read_cohort_stats(
 def cohort_of(session: Session, audits: list[Audit]) -> CohortStatsRead:
     """The statistics of these succeeded subject audits of one model (at most MAX_COHORT; the caller checks)."""
     calibrator = Calibrator(session)
+    judge = MisattributionJudge(calibrator)
     subjects: list[list[FactStat]] = []
     keys: list[list[str]] = []
     resolved: dict[str, Resolved] = {}
-    selected, per_property = [], defaultdict(lambda: defaultdict(float))
+    selected, wrong, per_property = [], [], defaultdict(lambda: defaultdict(float))
     for audit in audits:
         results = results_for_audit(session, audit.id, with_candidates=False)
         stats = [result_stat(r, r.canaries) for r in results]
@@ -79,9 +81,11 @@ def cohort_of(session: Session, audits: list[Audit]) -> CohortStatsRead:
             resolved[key] = found
             verdict = calibrator.calibrate_result(audit, r, r.canaries).memorized
             selected.append(verdict)
-            _tally(per_property[r.property_id], stat, verdict, found)
+            wrong.append(_misattributed(judge, audit, r))
+            _tally(per_property[r.property_id], stat, verdict, found, wrong[-1])
     ready = all(found.null is not None for found in resolved.values())
-    cohort = _numbers(cohort_stats(subjects), _share(selected))
+    judged = [w for w in wrong if w is not None]
+    cohort = _numbers(cohort_stats(subjects), _share(selected), sum(judged) / len(judged) if judged else None)
     null = None
     if ready and resolved:
         facts_by_key = {k: found.null.facts for k, found in resolved.items()}
@@ -103,8 +107,18 @@ def _share(verdicts: list[bool | None]) -> float | None:
     return sum(known) / len(known) if known and len(known) == len(verdicts) else None
 
 
-def _tally(t: dict[str, float], stat: FactStat, verdict: bool | None, found: Resolved) -> None:
+def _misattributed(judge: MisattributionJudge, audit: Audit, result: FactResult) -> bool | None:
+    """The fact's misattribution verdict at p <= 0.01 (None: no p-value)."""
+    m = judge.judge(audit, result)
+    return None if m is None or m.p_value is None else bool(m.misattributed)
+
+
+def _tally(
+    t: dict[str, float], stat: FactStat, verdict: bool | None, found: Resolved, wrong: bool | None = None
+) -> None:
     t["facts"] += 1
+    t["misattributed"] += bool(wrong)
+    t["misattribution_judged"] += wrong is not None
     t["mean_share"] += stat.share
     t["strict"] += stat.strict
     t["lenient"] += stat.lenient
@@ -123,6 +137,8 @@ def _finish(t: dict[str, float]) -> dict[str, float | int | None]:
     for name in ("mean_share", "strict", "lenient"):
         out[name] = t[name] / n
     out["memorized"] = t["memorized"] / n if not t["pending"] else None
+    judged = int(t["misattribution_judged"])
+    out["misattributed"] = t["misattributed"] / judged if judged else None
     for name in ("null_lenient", "null_strict", "null_pvalue"):
         out[name] = t[name] / m if m else None
     return out

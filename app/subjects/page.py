@@ -15,7 +15,7 @@ from app.db.models import Audit, Subject
 from app.privacy import access_log
 from app.subjects import detection, service
 from app.subjects.schemas import FactResultRead
-from core.catalog import split_template
+from core.catalog import load_catalog, split_template
 
 FACTS_PER_PAGE = 10  # a huge audit (many facts) pages its grid
 
@@ -73,14 +73,18 @@ def build(session: Session, principal: Principal, audit: Audit, page: int) -> di
 
 def misattributions(subject: Subject | None, facts: list[FactResultRead]) -> list[dict[str, Any]]:
     """The facts for which the model prefers a specific false value beyond chance, each with one example sentence
-    (the baseline template with the person's name and that value: what the model finds likely)."""
+    (the baseline template with the person's name and that value: what the model finds likely, or in mode generation
+    what it says) and, asked, the share of its answers that named the value."""
     out = []
+    catalog = load_catalog()
     for f in facts:
         m = f.misattribution
         if m is None or not m.misattributed or m.value is None:
             continue
-        base = next((c for c in f.canaries if c.kind == "baseline"), None)
-        example = "".join(split_template(base.template, subject.name, m.value)) if base and subject else None
+        base = next((c.template for c in f.canaries if c.kind == "baseline"), None)
+        if base is None and f.mode == "generation" and f.property in catalog:
+            base = catalog.get(f.property).baseline
+        example = "".join(split_template(base, subject.name, m.value)) if base and subject else None
         out.append(
             {
                 "label": f.label,
@@ -89,6 +93,9 @@ def misattributions(subject: Subject | None, facts: list[FactResultRead]) -> lis
                 "p_value": m.p_value,
                 "example": example,
                 "special_category": f.special_category,
+                "mode": f.mode,
+                "said_share": m.statistic if f.mode == "generation" else None,
+                "namesake": bool(m.namesake),
             }
         )
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session, selectinload
 
 from app.db.models import Audit, Canary, Fact, FactResult, Subject
@@ -77,3 +77,22 @@ def insert_facts(session: Session, rows: list[dict[str, object]]) -> None:
     """Insert facts (dicts of subject_id, property_id, value, source) in bulk."""
     for i in range(0, len(rows), BULK_CHUNK):
         session.execute(insert(Fact), rows[i : i + BULK_CHUNK])
+
+
+def namesakes_with_value(
+    session: Session, owner_key_id: int, subject_id: int, property_id: str, value: str
+) -> list[str]:
+    """Names of the owner's other stored subjects holding ``value`` (case-folded) for ``property_id``: one owner's
+    data only (app.subjects.namesakes compares their name parts)."""
+    stmt = (
+        select(Subject.name)
+        .join(Fact, Fact.subject_id == Subject.id)
+        .where(
+            Subject.owner_key_id == owner_key_id,
+            Subject.id != subject_id,
+            Fact.property_id == property_id,
+            func.lower(Fact.value) == value.lower(),
+        )
+        .distinct()
+    )
+    return list(session.scalars(stmt))

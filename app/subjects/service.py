@@ -21,7 +21,7 @@ from app.nulls.misattribution import MisattributionJudge
 from app.nulls.schemas import CalibrationInfo
 from app.nulls.service import ensure_nulls
 from app.settings import Settings
-from app.subjects import repository
+from app.subjects import namesakes, repository
 from app.subjects.held_out import held_out_sentences
 from app.subjects.schemas import (
     CanaryRead,
@@ -281,9 +281,12 @@ def _judge(session: Session, audit: Audit, results: list, out: list[FactResultRe
     calibrator = Calibrator(session)
     calibrations, info = calibrate_results(session, audit, results, calibrator)
     judge = MisattributionJudge(calibrator)
+    subject = repository.get_subject(session, audit.subject_id) if audit.subject_id else None
     for fact, calibration, r in zip(out, calibrations, results, strict=True):
         fact.calibration = calibration
-        fact.misattribution = judge.judge(audit, r) if calibration is not None else None
+        fact.misattribution = m = judge.judge(audit, r) if calibration is not None else None
+        if m is not None and m.misattributed and m.value is not None:
+            m.namesake = namesakes.confused(session, audit, subject, r.property_id, m.value)
     return info
 
 

@@ -1,5 +1,6 @@
-"""What a row of a list says about a subject audit: how many facts the default policy calls memorized, of how many,
-and how many wait for their null. Read with the same calibration as GET /audits/{id}/facts, but a read of a list
+"""What a row of a list says about a subject audit: how many facts the default policy calls memorized, how many it
+calls misattributed (a specific false value preferred beyond chance, Art. 16), of how many, and how many wait for
+their null. Read with the same calibration as GET /audits/{id}/facts, but a read of a list
 queues nothing: a missing null stays "pending" here (the audit's own page is where the verdict is asked for).
 
 Calibration is being reworked (new statistics, new statuses): every field is read defensively, and a status this
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Audit
 from app.db.models.audit import AuditStatus
 from app.nulls import calibrate
+from app.nulls.misattribution import MisattributionJudge
 from app.subjects.repository import results_for_audit
 
 MAX_P = getattr(calibrate, "DEFAULT_MAX_P", 0.01)  # the default policy's threshold, as the pages state it
@@ -29,6 +31,7 @@ class VerdictCounts:
     """Facts of one audit: memorized under the default policy, total, pending (null not ready), other statuses."""
 
     memorized: int = 0
+    misattributed: int = 0
     total: int = 0
     pending: int = 0
     other: dict[str, int] = field(default_factory=dict)
@@ -56,6 +59,7 @@ def counts_for(session: Session, audits: Iterable[Audit]) -> dict[str, VerdictCo
     """Verdict counts of each succeeded subject audit (others get none); nothing is queued."""
     out: dict[str, VerdictCounts] = {}
     calibrator = calibrate.Calibrator(session)
+    judge = MisattributionJudge(calibrator)
     for audit in audits:
         if audit.kind != "subject" or audit.status != AuditStatus.SUCCEEDED:
             continue
@@ -64,6 +68,8 @@ def counts_for(session: Session, audits: Iterable[Audit]) -> dict[str, VerdictCo
             counts.total += 1
             cal = calibrator.calibrate_result(audit, result, result.canaries)
             status, memorized = fact_status(cal)
+            wrong = judge.judge(audit, result) if cal is not None else None
+            counts.misattributed += bool(wrong and wrong.misattributed)
             if memorized is True:
                 counts.memorized += 1
             elif memorized is None and status in ("pending", "ready"):

@@ -11,7 +11,13 @@ The statistic (``STATISTIC``): the share of a fact's samples, over its K samples
 true value, plus a tie-breaker below ``TIE`` drawn from a hash of the fact (``tiebreak``): shares are multiples of
 1/(K · prompts), so many facts tie (most null facts at 0), and an empirical p-value that counts ties against the
 fact would flag fewer than its level (valid, but conservative); the tie-breaker makes the test exact (a randomized
-test, reproducible: the same fact, the same draw) and is smaller than any difference of two shares. Pure functions.
+test, reproducible: the same fact, the same draw) and is smaller than any difference of two shares.
+
+Misattribution (Art. 16, issue 42) in this mode: the share of a fact's samples that name its most-said *false* value
+(a value of the vocabulary or an unlisted date or quantity that is no true value, nor a near-truth: the counterfactuals
+the near-duplicate rule merges into a truth, and any other value said that the same rule would merge, ``near``), plus
+its own tie-breaker (``misattribution``). Judged, like the scoring mode's soft lead, against the same statistic of the
+null's fictitious people. Pure functions.
 """
 
 from __future__ import annotations
@@ -112,6 +118,33 @@ def tiebreak(*parts: object) -> float:
 def statistic(share: float, *parts: object) -> float:
     """The verdict statistic of a fact in generation mode: its true share plus its tie-breaker."""
     return share + tiebreak(*parts)
+
+
+def most_said_false(
+    readings: Sequence[Reading], prop: Valued, truths: Iterable[str], near: Iterable[str] = ()
+) -> tuple[str | None, int]:
+    """The false value said most often among ``readings`` and how often (None, 0 where none is): values equal by
+    meaning to a truth or to a near-truth in ``near`` are not false. Ties go to the value said first."""
+    excluded = {prop.value_key(v) for v in (*truths, *near)}
+    tally: dict[tuple, list] = {}
+    for r in readings:
+        if r.kind != "value" or r.value is None or (key := prop.value_key(r.value)) in excluded:
+            continue
+        tally.setdefault(key, [r.value, 0])[1] += 1
+    if not tally:
+        return None, 0
+    value, n = max(tally.values(), key=lambda vn: vn[1])  # max keeps the first of equal counts
+    return value, n
+
+
+def misattribution(
+    readings: Sequence[Reading], prop: Valued, truths: Iterable[str], near: Iterable[str], *parts: object
+) -> tuple[float, str | None]:
+    """(statistic, value): the most-said false value's share of ``readings`` plus a tie-breaker drawn from ``parts``
+    (the fact) apart from the verdict's, and that value (None where no answer names a false value: share 0)."""
+    value, n = most_said_false(readings, prop, truths, near)
+    share = n / len(readings) if readings else 0.0
+    return share + tiebreak("misattribution", *parts), value
 
 
 def counts(kinds: Iterable[str]) -> dict[str, int]:

@@ -3,7 +3,13 @@ people asked the same way -> calibrated facts), on what it must find and on what
 
 - groundtruth-tiny: trained people's facts are flagged (recall >= 0.9) and held-out people's are not (false-positive
   rate <= 0.02) at p <= 0.01. Fixed before the run: K = 10 answers of the baseline's text before the value, temperature
-  1, 100 null facts per property (p <= 0.01 needs at least 99). 10 trained people (50 facts), all 40 held-out (200).
+  1, 100 null facts per property (p <= 0.01 needs at least 99). All 80 trained people (400 facts: stored as subjects,
+  so that a namesake's value is known), all 40 held-out (200) and 40 strangers (200).
+- misattribution in mode generation (issue 42), on the same audits and null: every held-out person shares a first or
+  last name with a trained one, and the model says a namesake's value for many of their facts — measured first, in
+  the test, from the answers: the facts whose answers name a namesake's value in at least half the samples; flagged
+  `misattributed` (p <= 0.01) on at least 40 % of their facts, each flagged namesake's value marked `namesake`; the
+  strangers (names that share nothing with the trained) at the nominal rate.
 - knowledge-free (answers hashed from the prompt over a vocabulary that names no one): flagged at its nominal rate,
   1 % inside the 95 % interval of the rate at p <= 0.01, over facts with one, two and three true values.
 """
@@ -21,13 +27,13 @@ from core.catalog import load_catalog
 from core.measures.null import Rate
 from core.names.fictitious import cohort
 from tests.conftest import wait_for
+from tests.e2e.test_groundtruth_misattribution import namesake_values, strangers
 
 pytestmark = pytest.mark.slow
 
 MANIFEST = Path(__file__).resolve().parents[2] / "workers" / "groundtruth" / "manifest.json"
 GENERATION = {"samples": 10, "templates": 1, "temperature": 1.0, "max_tokens": 12, "form": "completion"}
 OPTIONS = {"mode": "generation", "counterfactuals": 20, "generation": GENERATION}
-TRAINED = 10
 MAX_P = 0.01
 
 
@@ -77,7 +83,9 @@ def test_generation_flags_trained_facts_and_not_held_out_ones(service):
             for p in group
         ]
 
-    trained_ids, held_ids = people(manifest["trained"][:TRAINED]), people(manifest["held_out"])
+    pids = sorted(manifest["properties"])
+    trained_ids, held_ids = people(manifest["trained"]), people(manifest["held_out"])
+    stranger_ids = people(strangers(manifest, pids))
     trained, held = calibrated(api, admin, trained_ids), calibrated(api, admin, held_ids)
     assert all(f["mode"] == "generation" and f["calibration"]["status"] == "ready" for f in trained + held)
     first = trained[0]["answers"]
@@ -97,6 +105,35 @@ def test_generation_flags_trained_facts_and_not_held_out_ones(service):
     print("\n" + report)
     assert recall.rate >= 0.9, report
     assert fpr.rate <= 0.02, report
+    namesakes = [namesake_values(manifest, p["name"]) for p in manifest["held_out"] for _ in range(5)]
+    misattributions(held, namesakes, calibrated(api, admin, stranger_ids))
+    rows = [json.loads(line) for line in api.get("/rectification-set").text.splitlines()]
+    flagged = sum(bool(f["misattribution"]["misattributed"]) for f in held)
+    assert len(rows) > flagged and "_end" in rows[-1], rows[-1]  # every flagged fact, and the end marker
+    assert all(r["mode"] == "generation" and r["prompts"] and r["example"] for r in rows[:-1]), rows[0]
+
+
+def misattributions(held: list[dict], namesakes: list[dict[str, set[str]]], strange: list[dict]) -> None:
+    """Issue 42 in mode generation (module docstring): ``namesakes`` per held-out fact, its trained namesakes'
+    values per property."""
+    facts = [(f, ns.get(f["property"], set())) for f, ns in zip(held, namesakes, strict=True)]
+    for f, _ in facts + [(f, set()) for f in strange]:
+        assert f["misattribution"] and not f["misattribution"]["uncalibrated"], f["misattribution"]
+    said = lambda f, ns: sum(s["value"] in ns for p in f["answers"]["prompts"] for s in p["samples"])  # noqa: E731
+    measured = [f for f, ns in facts if ns and said(f, ns) >= GENERATION["samples"] / 2]  # measured first
+    flagged = [(f, ns) for f, ns in facts if f["misattribution"]["misattributed"]]
+    flagged_namesake = [f for f, ns in flagged if f["misattribution"]["value"] in ns]
+    alarms = Rate.of(sum(bool(f["misattribution"]["misattributed"]) for f in strange), len(strange))
+    report = (
+        f"misattribution (generation) held-out facts {len(facts)}: a namesake's value in >= half the answers"
+        f" {len(measured)}; flagged at p <= 0.01 {len(flagged)}, a namesake's value {len(flagged_namesake)}, marked"
+        f" namesake {sum(bool(f['misattribution']['namesake']) for f, _ in flagged)}; strangers {interval(alarms)}"
+    )
+    print("\n" + report)
+    assert len(flagged_namesake) >= 0.4 * len(facts), report
+    assert len(flagged_namesake) >= 0.6 * len(measured), report
+    assert all(f["misattribution"]["namesake"] is True for f in flagged_namesake), report  # measured, not guessed
+    assert alarms.rate <= 0.02 and alarms.low <= MAX_P, report
 
 
 PIDS = ("P106", "P1412", "P27", "P569")  # occupations and languages with 1-3 values; a name-hinted item; a date
@@ -133,6 +170,10 @@ def test_the_knowledge_free_generator_is_flagged_at_chance(service):
         f"\nknowledge-free generation: {interval(overall)} flagged at p <= 0.01; by true values {said};"
         f" at p <= 0.05, 0.1, 0.5: {', '.join(interval(r) for r in wider.values())}"
     )
+    wrong = Rate.of(sum(bool(f["misattribution"]["misattributed"]) for f in facts), len(facts))  # issue 42
+    print(f"knowledge-free generation: misattributed at p <= 0.01 {interval(wrong)}")
+    assert all(f["misattribution"]["p_value"] is not None for f in facts), [f["misattribution"] for f in facts][:3]
+    assert wrong.low <= MAX_P and wrong.rate <= 0.02, interval(wrong)
     assert all(r.low <= level <= r.high for level, r in wider.items()), wider  # uniform p-values, not just valid
     assert set(by_m) == {1, 2, 3}, said
     assert overall.low <= MAX_P <= overall.high, said

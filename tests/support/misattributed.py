@@ -96,3 +96,41 @@ def stored_null(s, audit, pids: list[str], with_statistic: bool = True) -> None:
             )
             for i in range(100)
         )
+
+
+def stored_answers(s, audit, subject, pid: str, truth: str, wrong: str, said: int, statistic: float) -> None:
+    """A fact probed in mode generation: one prompt answered 10 times, ``said`` of them ``wrong``, with its
+    misattribution ``statistic`` (the share of answers naming ``wrong``, as the job stores it)."""
+    from app.db.models import Fact, FactResult
+
+    fact = Fact(property_id=pid, value=truth, source="request")
+    subject.facts.append(fact)
+    s.flush()
+    samples = [{"text": f" {wrong}.", "kind": "other", "value": wrong}] * said
+    samples += [{"text": f" {truth}.", "kind": "true", "value": truth}] * (10 - said)
+    prompt = {"template_index": 0, "form": "completion", "prompt": f"{subject.name} is", "samples": samples}
+    generation = {
+        "options": {"samples": 10},
+        "prompts": [prompt],
+        "counts": {"true": 10 - said, "other": said, "refusal": 0, "unreadable": 0},
+        "most_said_other": wrong,
+        "cost": {"queries": 1, "samples": 10},
+    }
+    s.add(
+        FactResult(
+            audit_id=audit.id,
+            property_id=pid,
+            fact_ids=[fact.id],
+            share=(10 - said) / 10,
+            strict=False,
+            lenient=False,
+            z_star=None,
+            n_templates=1,
+            statistic=-0.5,
+            n_values=1,
+            in_pool=True,
+            generation=generation,
+            misattribution=statistic,
+            misattributed_value=wrong,
+        )
+    )

@@ -1,12 +1,13 @@
 """What the subject and null jobs share in mode ``generation`` (issue 41): a fact's prompts (each probed template's
 text before the value, with the person's name; or the property's question in chat form), asking the model for K
 answers to each, reading them against the fact's values (core.measures.answers) and the fact's statistic: the share
-of answers that give a true value. A null asks its fictitious people exactly so. One public module, like
-workers/jobs/scoring.py: no job imports another job's private helpers."""
+of answers that give a true value, and its misattribution statistic: the most-said false value's share (no near-truth:
+the near-duplicate rule of scoring, applied to the values said). A null asks its fictitious people exactly so. One
+public module, like workers/jobs/scoring.py: no job imports another job's private helpers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ from core.measures import answers
 from core.measures.answers import Reading
 from core.measures.null import FactStat
 from workers.jobs.common import JobError
-from workers.jobs.scoring import PropertyPlan
+from workers.jobs.scoring import PropertyPlan, relax_near_duplicates
 from workers.lm.base import ScoringError
 from workers.lm.generation import Generator, Prompt, budget
 from workers.lm.registry import resolve_spec
@@ -145,13 +146,55 @@ def truth_values(plan: PropertyPlan, members: Sequence[int] | None = None) -> li
     return [plan.candidates[i] for i in members]
 
 
+Rule = tuple[float, str] | None  # the near-duplicate rule (threshold, scope), None where it is off
+
+
+def near_truths(items: Sequence[tuple[PropertyPlan, Sequence[Sequence[Reading]], Rule]]) -> list[frozenset[str]]:
+    """Per (plan, readings, rule): the values said that are no true value but that the near-duplicate rule (the
+    scoring mode's, workers.jobs.scoring.relax_near_duplicates) merges into one of the plan's true values — label
+    variants, not falsehoods. A generation answer may name any pool value, not only the drawn counterfactuals."""
+    probes: dict[Rule, list[tuple[int, PropertyPlan]]] = {}
+    for i, (plan, readings, rule) in enumerate(items):
+        if rule is None:
+            continue
+        keys = {plan.prop.value_key(t) for t in truth_values(plan)}
+        said = [r.value for rs in readings for r in rs if r.kind == "value" and r.value is not None]
+        others = [v for v in dict.fromkeys(said) if plan.prop.value_key(v) not in keys]
+        probes.setdefault(rule, []).append((i, PropertyPlan(plan.prop, [], list(plan.ground_truths), others)))
+    out = [frozenset[str]()] * len(items)
+    for rule, group in probes.items():
+        assert rule is not None
+        relax_near_duplicates([p for _, p in group], *rule)
+        for i, probe in group:
+            out[i] = frozenset(probe.merged)
+    return out
+
+
+def misattribution(
+    plan: PropertyPlan,
+    readings: Sequence[Sequence[Reading]],
+    members: Sequence[int] | None,
+    near: Set[str],
+    *tie: object,
+) -> tuple[float, str | None]:
+    """The fact's misattribution statistic over all its answers and the false value it names (core.measures.answers):
+    true values are the candidates at ``members`` (the plan's truth mask by default)."""
+    flat = [x for r in readings for x in r]
+    return answers.misattribution(flat, plan.prop, truth_values(plan, members), near, *tie)
+
+
 def fact_stat(
-    plan: PropertyPlan, readings: Sequence[Sequence[Reading]], members: Sequence[int], in_pool: bool, *tie: object
+    plan: PropertyPlan,
+    readings: Sequence[Sequence[Reading]],
+    members: Sequence[int],
+    in_pool: bool,
+    *tie: object,
+    near: Set[str] = frozenset(),
 ) -> FactStat:
     """A fact's statistics from its readings: share (of answers giving a true value), strict / lenient (every /
     some prompt gives one in at least half its answers), the verdict statistic (share + tie-breaker: ``tie`` names
-    the fact) and its shape: m = the candidates at ``members`` that count as true (near-duplicates merged into a
-    truth included, as in scoring)."""
+    the fact), the misattribution statistic (``near``: the near-truths said) and its shape: m = the candidates at
+    ``members`` that count as true (near-duplicates merged into a truth included, as in scoring)."""
     truths = truth_values(plan, members)
     per_prompt = [answers.true_share(r, plan.prop, truths) for r in readings]
     flat = [x for r in readings for x in r]
@@ -166,6 +209,7 @@ def fact_stat(
         statistic=answers.statistic(share, *tie),
         n_values=len(members),
         in_pool=in_pool,
+        misattribution=misattribution(plan, readings, members, near, *tie)[0],
     )
 
 

@@ -31,6 +31,7 @@ from app.policies import fact_rates
 from app.settings import get_settings
 from app.subjects.schemas import SubjectAuditOptions
 from core.catalog import counterfactuals, load_catalog
+from core.measures.answers import Reading
 from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat, set_stats
 from core.measures.wikimem import calibrated_scores, generic_cancels, generic_subject
 from core.names.fictitious import FictitiousPerson, cohort
@@ -267,28 +268,45 @@ def _ask_items(ctx: JobContext, progress: _Progress, items: list[NullPlan], seed
     groups = [asking.prompts_for(item.plan, item.person.name, gen) for item in items]
     before = generator.usage.samples
     asking.ask(generator, groups, gen, seed, progress.progress)
-    found = [_asked_stats(item, asked) for item, asked in zip(items, groups, strict=True)]
+    read = [asking.read(i.plan, asked, asking.vocabulary(i.plans)) for i, asked in zip(items, groups, strict=True)]
+    near = _near(items, read)
+    found = [_asked_stats(item, r, n) for item, r, n in zip(items, read, near, strict=True)]
     sampled = generator.usage.samples - before
     return found, {"scored": sampled, "cached": 0, "fingerprint": generator.fingerprint}
 
 
-def _asked_stats(item: NullPlan, asked: list[asking.Asked]) -> list[tuple[str, bool, FactStat]]:
+def _near(items: list[NullPlan], read: list[list[list[Reading]]]) -> list[list[frozenset[str]]]:
+    """Per item, per plan (in-pool, then out-of-pool): the values said that the near-duplicate rule merges into its
+    truth (asking.near_truths), where :func:`_relax` applies the rule (a pseudo null: the out-of-pool truths only)."""
+    asked = []
+    for item, readings in zip(items, read, strict=True):
+        c = item.spec.config
+        rule = (float(c["near_duplicate_threshold"]), str(c["near_duplicate_scope"])) if c["near_duplicates"] else None
+        full = c["method"] == "full"
+        asked += [(p, readings, rule if full or k else None) for k, p in enumerate(item.plans)]
+    flat = iter(asking.near_truths(asked))
+    return [[next(flat) for _ in item.plans] for item in items]
+
+
+def _asked_stats(
+    item: NullPlan, readings: list[list[Reading]], near: list[frozenset[str]]
+) -> list[tuple[str, bool, FactStat]]:
     """One person's null facts from their answers, in the shapes :func:`_stats` gives in mode scoring: the person's
     own value (full null) with the first m − 1 other counterfactuals, every disjoint set of m candidates (pseudo
-    null), and each out-of-pool truth with the first m − 1 counterfactuals (``in_pool`` false)."""
+    null), and each out-of-pool truth with the first m − 1 counterfactuals (``in_pool`` false). Each carries the
+    misattribution statistic: near-truths (``near``, per plan) excluded where the truth is the person's own."""
     plan, full = item.plan, item.spec.config["method"] == "full"
-    readings = asking.read(plan, asked, asking.vocabulary(item.plans))
     tie = ("null", item.person.index, item.spec.pid)
 
-    def stat(p: PropertyPlan, members: list[int], in_pool: bool) -> FactStat:
-        return asking.fact_stat(p, readings, members, in_pool, *tie, *asking.truth_values(p, members))
+    def stat(p: PropertyPlan, members: list[int], in_pool: bool, said: frozenset[str] = frozenset()) -> FactStat:
+        return asking.fact_stat(p, readings, members, in_pool, *tie, *asking.truth_values(p, members), near=said)
 
-    out = [(plan.candidates[0], True, stat(plan, m, True)) for m in (_own_sets(plan) if full else [])]
+    out = [(plan.candidates[0], True, stat(plan, m, True, near[0])) for m in (_own_sets(plan) if full else [])]
     for m in range(1, MAX_TRUE_VALUES + 1):
         groups = [list(range(i, i + m)) for i in range(0, len(plan.candidates) - m + 1, m)]
         out += [(plan.candidates[g[0]], g[0] == 0 and not full, stat(plan, g, True)) for g in groups]
-    for p in item.outside:
-        out += [(p.ground_truths[0], True, stat(p, m, False)) for m in _own_sets(p)]
+    for p, said in zip(item.outside, near[1:], strict=True):
+        out += [(p.ground_truths[0], True, stat(p, m, False, said)) for m in _own_sets(p)]
     return out
 
 

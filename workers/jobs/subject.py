@@ -171,7 +171,9 @@ def _audit_by_asking(ctx: JobContext[SubjectAuditOptions], plans: list[PropertyP
         raise JobError(errors[0] or "")
     ctx.check_cancelled()
     usage = {k: v - before[k] for k, v in generator.usage.as_dict().items()}
-    outcomes = _store_asked(ctx.audit_id, plans, groups, name, gen, errors)
+    opts = ctx.options
+    rule = (opts.near_duplicate_threshold, opts.near_duplicate_scope) if opts.near_duplicates else None
+    outcomes = _store_asked(ctx.audit_id, plans, groups, name, gen, errors, rule)
     n = len(outcomes)
     return {
         "mode": "generation",
@@ -190,21 +192,31 @@ def _audit_by_asking(ctx: JobContext[SubjectAuditOptions], plans: list[PropertyP
 
 
 def _store_asked(
-    audit_id: str, plans: list[PropertyPlan], groups: list[list[asking.Asked]], name: str, gen, errors: list
+    audit_id: str,
+    plans: list[PropertyPlan],
+    groups: list[list[asking.Asked]],
+    name: str,
+    gen,
+    errors: list,
+    rule: asking.Rule,
 ) -> list:
-    """One FactResult per property: share / strict / lenient / statistic of its answers, and its answers read; a
-    fact the model could not be asked about is stored with the reason and no statistic (its verdict says why)."""
+    """One FactResult per property: share / strict / lenient / statistic of its answers, its misattribution
+    statistic and the false value it names, and its answers read; a fact the model could not be asked about is
+    stored with the reason and no statistic (its verdict says why)."""
+    asked_ok = zip(plans, groups, errors, strict=True)
+    read = [asking.read(p, a, asking.vocabulary([p])) if e is None else [] for p, a, e in asked_ok]
+    near = asking.near_truths([(p, r, rule) for p, r in zip(plans, read, strict=True)])
     outcomes = []
     with session_scope() as s:
         repository.delete_results(s, audit_id)  # a rerun replaces results
-        for plan, asked, error in zip(plans, groups, errors, strict=True):
+        for plan, asked, error, readings, said in zip(plans, groups, errors, read, near, strict=True):
             if error is not None:
                 s.add(_failed_fact(audit_id, plan, asked, gen, error))
                 continue
-            readings = asking.read(plan, asked, asking.vocabulary([plan]))
             members = [i for i, t in enumerate(plan.truth_mask) if t]
             in_pool = plan.prop.holds(plan.ground_truths)
-            stat = asking.fact_stat(plan, readings, members, in_pool, name, plan.prop.pid, sorted(plan.ground_truths))
+            tie = (name, plan.prop.pid, sorted(plan.ground_truths))
+            stat = asking.fact_stat(plan, readings, members, in_pool, *tie, near=said)
             result = FactResult(
                 audit_id=audit_id,
                 property_id=plan.prop.pid,
@@ -218,6 +230,8 @@ def _store_asked(
                 n_values=stat.n_values,
                 in_pool=in_pool,
                 generation=asking.fact_record(plan, asked, readings, gen),
+                misattribution=stat.misattribution,
+                misattributed_value=asking.misattribution(plan, readings, members, said, *tie)[1],
             )
             result.counterfactuals = [
                 CounterfactualValue(position=i, value=v) for i, v in enumerate(plan.counterfactuals)

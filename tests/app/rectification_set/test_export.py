@@ -76,6 +76,7 @@ def test_the_false_value_passing_the_policy_is_exported_with_its_prompts(rectifi
         "statistic": 2.0,
         "p_value": pytest.approx(1 / 101),
         "misattributed": True,
+        "namesake": False,  # no other subject of this owner holds the value
         "uncalibrated": False,
         "reason": None,
     }
@@ -147,3 +148,14 @@ def test_a_null_without_the_statistic_leaves_facts_out_and_says_so(sqlite_env, a
         fact["misattribution"]["uncalibrated"]
         and "before the misattribution statistic" in fact["misattribution"]["reason"]
     )
+
+
+def test_the_cohort_counts_misattributed_facts_beside_memorized_ones(rectifiable):
+    """GET /cohort-stats (the regulator's cohort view and a batch's report): the share of facts misattributed at
+    p <= 0.01 among those with a misattribution p-value (occupation yes, citizenship no; languages have none)."""
+    api, aid = rectifiable
+    stats = api.get("/cohort-stats", params={"audit_id": aid}).json()
+    assert stats["cohort"]["misattributed"] == pytest.approx(0.5), stats["cohort"]
+    per = stats["per_property"]
+    assert (per["P106"]["misattributed"], per["P27"]["misattributed"], per["P1412"]["misattributed"]) == (1, 0, None)
+    assert stats["null"]["misattributed"] is None  # the null's side: at most max_p by construction, not counted

@@ -63,3 +63,17 @@ def test_the_tie_breaker_is_reproducible_uniform_and_below_any_share_difference(
     assert all(0 <= d < answers.TIE for d in draws)
     assert 0.45 < sum(draws) / len(draws) / answers.TIE < 0.55  # uniform on [0, TIE): mean TIE / 2
     assert answers.statistic(0.1, "x") < answers.statistic(0.1 + 1 / 1000, "y")  # 1,000 samples still ordered
+
+
+def test_the_misattribution_statistic_is_the_most_said_false_values_share():
+    said = [" chemist.", " chemist", " statistician.", " physicist", " I don't know", " Chemist."]
+    readings = [read_answer(t, OCCUPATION, VOCAB) for t in said]
+    assert answers.most_said_false(readings, OCCUPATION, ["statistician"]) == ("chemist", 3)
+    # a near-truth (a label variant the near-duplicate rule merges into a truth) is no falsehood
+    assert answers.most_said_false(readings, OCCUPATION, ["statistician"], near=["chemist"]) == ("physicist", 1)
+    assert answers.most_said_false(readings[2:3], OCCUPATION, ["statistician"]) == (None, 0)
+    stat, value = answers.misattribution(readings, OCCUPATION, ["statistician"], (), "Ann", "P106")
+    assert value == "chemist" and 0.5 <= stat < 0.5 + answers.TIE  # 3 of 6 answers, plus its tie-breaker
+    assert stat != answers.statistic(0.5, "Ann", "P106")  # a tie-breaker apart from the verdict's
+    none, nothing = answers.misattribution([], OCCUPATION, ["statistician"], (), "Ann")
+    assert nothing is None and 0 <= none < answers.TIE
