@@ -10,6 +10,8 @@ depends on who else is in an export (Benjamini–Hochberg across an export is th
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -223,6 +225,48 @@ def _ready(rows: list[tuple[NullDistribution, str]], fingerprint: str | None) ->
     ]
 
 
+@dataclass(frozen=True)
+class LoadedNull:
+    """A finished null's facts (person, assigned, statistics), sorted into one empirical null per shape (m true
+    values, in the pool or not) and the verdict's null (m = 1 in the pool, else every in-pool fact)."""
+
+    every: tuple[tuple[int, bool, FactStat], ...]
+    shapes: Mapping[tuple[int, bool], EmpiricalNull]
+    null: EmpiricalNull | None  # None: no null fact in the pool
+
+
+LOADED_KEPT = 16  # finished nulls kept loaded per process (a few MB each)
+_loaded: OrderedDict[tuple[str, str, int, bool], LoadedNull] = OrderedDict()
+_loaded_lock = threading.Lock()
+
+
+def finished_null(session: Session, row: NullDistribution, assigned_only: bool) -> LoadedNull:
+    """The null facts of a succeeded null's distribution ``row``, loaded once per process and kept (the last
+    LOADED_KEPT): a succeeded null's facts never change (its jobs write only while it runs; deleting it deletes
+    the row, and a new null is a new audit id), and loading them again for every read was most of a read's time
+    (``GET /audits/{id}/facts``: 2,000-20,000 rows per property and request). The caller has read the null's
+    audit as succeeded. The loaded objects are shared: nobody mutates them."""
+    key = (str(session.get_bind().url), row.audit_id, row.id, assigned_only)
+    with _loaded_lock:
+        if key in _loaded:
+            _loaded.move_to_end(key)
+            return _loaded[key]
+    every = tuple(repository.fact_stats(session, row.id, assigned_only=assigned_only))
+    shapes: dict[tuple[int, bool], list[FactStat]] = {}
+    for _, _, stat in every:
+        shapes.setdefault((stat.n_values, stat.in_pool), []).append(stat)
+    tail = not is_generation(row.config)  # generation's share is discrete: no fitted tail
+    nulls = {shape: EmpiricalNull(stats, tail) for shape, stats in shapes.items()}
+    in_pool = [s for _, _, s in every if s.in_pool]
+    null = nulls.get((1, True)) or (EmpiricalNull(in_pool, tail) if in_pool else None)
+    loaded = LoadedNull(every, nulls, null)
+    with _loaded_lock:
+        _loaded[key] = loaded
+        while len(_loaded) > LOADED_KEPT:
+            _loaded.popitem(last=False)
+    return loaded
+
+
 class Calibrator:
     """Resolves nulls for subject audits within one session (cached); reads only."""
 
@@ -285,16 +329,12 @@ class Calibrator:
 
     def _load(self, pid: str, row: NullDistribution) -> Resolved:
         # A full null is the people's own values; its other candidates are kept only to measure the shortcut.
-        every = repository.fact_stats(self.session, row.id, assigned_only=row.method != "pseudo")
-        people = [p for p in every if p[2].n_values == 1 and p[2].in_pool]
-        shapes: dict[tuple[int, bool], list[FactStat]] = {}
-        for _, _, stat in every:
-            shapes.setdefault((stat.n_values, stat.in_pool), []).append(stat)
-        tail = not is_generation(row.config)  # generation's share is discrete: no fitted tail
-        nulls = {shape: EmpiricalNull(stats, tail) for shape, stats in shapes.items()}
-        null = nulls.get((1, True)) or EmpiricalNull([s for _, _, s in every if s.in_pool], tail)
-        rates = fact_rates(null, self.max_p)
-        return Resolved(pid, "ready", row, null, people, rates, shapes=nulls)
+        loaded = finished_null(self.session, row, assigned_only=row.method != "pseudo")
+        if loaded.null is None:
+            raise ValueError("a null distribution needs at least one null fact")
+        people = [p for p in loaded.every if p[2].n_values == 1 and p[2].in_pool]
+        rates = fact_rates(loaded.null, self.max_p)
+        return Resolved(pid, "ready", row, loaded.null, people, rates, shapes=dict(loaded.shapes))
 
     def calibrate(
         self,

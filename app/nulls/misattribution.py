@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.db.models import Audit, FactResult
-from app.nulls import repository
-from app.nulls.calibrate import Calibrator, Resolved
+from app.nulls.calibrate import Calibrator, Resolved, finished_null
 from app.nulls.schemas import MisattributionRead
 from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat
 
@@ -38,7 +37,6 @@ class MisattributionJudge:
     def __init__(self, calibrator: Calibrator) -> None:
         self.calibrator = calibrator
         self._nulls: dict[tuple[int, int, bool], EmpiricalNull | None] = {}
-        self._own: dict[int, dict[tuple[int, bool], list[FactStat]]] = {}  # a pseudo-truth null's own values
 
     def judge(self, audit: Audit, result: FactResult) -> MisattributionRead | None:
         """The fact's misattribution block; None where its null is not ready (pending, failed or missing)."""
@@ -86,10 +84,5 @@ class MisattributionJudge:
         assert found.row is not None and found.null is not None
         if found.row.method != "pseudo":
             return found.shapes[shape].facts
-        if found.row.id not in self._own:
-            rows = repository.fact_stats(self.calibrator.session, found.row.id, assigned_only=True)
-            by_shape: dict[tuple[int, bool], list[FactStat]] = {}
-            for _, _, stat in rows:
-                by_shape.setdefault((stat.n_values, stat.in_pool), []).append(stat)
-            self._own[found.row.id] = by_shape
-        return self._own[found.row.id].get(shape, [])
+        own = finished_null(self.calibrator.session, found.row, assigned_only=True).shapes.get(shape)
+        return own.facts if own is not None else []

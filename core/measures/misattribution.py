@@ -32,14 +32,21 @@ from collections.abc import Sequence
 
 def template_leads(scores: Sequence[float], is_ground_truth: Sequence[bool]) -> list[float | None]:
     """d_t(u) for each candidate of one template: None for true values, the soft lead for false ones."""
+    scores = list(scores)
     out: list[float | None] = []
+    # exp(x − top) per top (the maximum of the others: the same for all but the best candidate), not per pair: the
+    # same terms summed in the same order, so the same floats, with n exponentials per top instead of n² in all
+    exps: dict[float, list[float]] = {}
     for i, (s, g) in enumerate(zip(scores, is_ground_truth, strict=True)):
-        others = [x for j, x in enumerate(scores) if j != i]
+        others = scores[:i] + scores[i + 1 :]
         if g or not others:
             out.append(None if g else 0.0)
             continue
         top = max(others)
-        out.append(s - top - math.log(sum(math.exp(x - top) for x in others)))
+        e = exps.get(top)
+        if e is None:
+            e = exps[top] = [math.exp(x - top) for x in scores]
+        out.append(s - top - math.log(sum(e[:i] + e[i + 1 :])))
     return out
 
 

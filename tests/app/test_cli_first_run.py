@@ -37,7 +37,7 @@ def test_demo_twice_reuses_subjects_and_scores_nothing_new(cli_env, tmp_path: Pa
     out = tmp_path / "forget.jsonl"
     db = tmp_path / "cli.sqlite3"
     cli_env = {**cli_env, "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "20", "MEMAUDIT_NULL_MIN_PEOPLE": "3"}  # a small null
-    first = memaudit(cli_env, "demo", "--people", "1", *TINY, "--output", str(out), "--null-wait", "0")
+    first = memaudit(cli_env, "demo", "--people", "1", *TINY, "--output", str(out), "--null-wait", "0", fresh=True)
     assert first.returncode == 0, first.stderr[-3000:]
     scored = int(re.search(r"Scored ([\d,]+) new sentences", first.stdout).group(1).replace(",", ""))
     assert scored > 0, first.stdout

@@ -61,9 +61,12 @@ class Zygote:
             raise RuntimeError(f"the worker zygote exited (status {self._proc.poll()})")
         return json.loads(answer)
 
-    def spawn(self, module: str, args: list[str], env: dict[str, str], log_file: Path, cwd: Path = REPO) -> Forked:
+    def spawn(
+        self, module: str, args: list[str], env: dict[str, str], log_file: Path, cwd: Path = REPO, **more: str | bool
+    ) -> Forked:
+        """``more``: ``err`` (stderr's own file, else the log) and ``exit_as_interpreter`` (see :func:`_finish`)."""
         request = {"op": "spawn", "module": module, "args": args, "env": env, "log": str(log_file), "cwd": str(cwd)}
-        return Forked(self._ask(request)["pid"], self, [module, *args])
+        return Forked(self._ask(request | more)["pid"], self, [module, *args])
 
     def status(self, pid: int) -> int | None:
         return self._ask({"op": "poll", "pid": pid})["returncode"]
@@ -136,6 +139,27 @@ def start(
         )
 
 
+def run_cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    """`memaudit <args>` forked from the zygote, as ``subprocess.run([python, -m, app.cli, *args], env=env, cwd=cwd,
+    capture_output=True, text=True, timeout=timeout)`` runs it: its stdout and stderr apart, stdin empty, killed
+    at the timeout (TimeoutExpired), and its exit as the interpreter's (non-daemon threads joined, then the atexit
+    callbacks: the embedded runner hands back what it holds). What differs: the imports were the zygote's, so a
+    warning printed while importing is not in its stderr (a test of what a fresh process prints starts one)."""
+    import tempfile
+
+    command = [sys.executable, "-m", "app.cli", *args]
+    with tempfile.TemporaryDirectory(prefix="memaudit-cli-") as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        child = zygote().spawn("app.cli", args, env, out, cwd, err=str(err), exit_as_interpreter=True)
+        try:
+            code = child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+            raise subprocess.TimeoutExpired(command, timeout) from None
+        return subprocess.CompletedProcess(command, code, out.read_text(), err.read_text())
+
+
 # --- the zygote process ---------------------------------------------------------------------------------------
 
 
@@ -146,10 +170,13 @@ def _child(request: dict) -> None:
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        err = os.open(request["err"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) if request.get("err") else log
         os.dup2(log, 1)
-        os.dup2(log, 2)
+        os.dup2(err, 2)
         os.close(null)
         os.close(log)
+        if err != log:
+            os.close(err)
         sys.stdin = open(0, closefd=False)  # noqa: SIM115 (fd 0 stays open for the process's life)
         sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
@@ -183,10 +210,23 @@ def _child(request: dict) -> None:
         traceback.print_exc()
     finally:
         try:
+            if request.get("exit_as_interpreter"):
+                _finish()
             for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
                 stream.flush()
         finally:
             os._exit(code)
+
+
+def _finish() -> None:
+    """What the interpreter does at exit before it stops: wait for the non-daemon threads, then run the atexit
+    callbacks (a worker child skips both: it leaves like a killed process after its loop)."""
+    import atexit
+
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]  # the interpreter's own call at exit
+    finally:
+        atexit._run_exitfuncs()
 
 
 def _serve() -> None:
