@@ -11,6 +11,7 @@ upper bound of what it finds for a less-known person."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from core.catalog import load_catalog
@@ -43,26 +44,29 @@ SOURCE = "docs/measures.md, 'Measured now'"
 
 @dataclass(frozen=True)
 class Limit:
-    """The limit of detection measured on a model taught invented people at known doses: the number of exposures
-    in training at which the default verdict finds half (lod50) and 90 % (lod90) of the facts, pooled over the
-    repeated and varied phrasings ("> 64": not reached at the highest dose tested)."""
+    """The limit of detection of the default verdict, measured on a model taught invented people at known doses:
+    the number of exposures in training at which it finds half (lod50) and 90 % (lod90) of the facts, all five
+    properties and both phrasings pooled ("> 64": not reached at the highest dose tested), and the occupation's
+    lod50 alone (a property no name hints at; what a name suggests is cancelled by the null at every dose)."""
 
     lod50: str
     lod90: str
+    occupation_lod50: str
     on: str = "smollm2-taught"  # the taught model it was measured on
     size: str = "135M"
 
 
-# model -> its limit of detection (benchmarks/results/limit_of_detection.json, which
-# tests/test_repository_artifacts.py compares with this table); a model of the taught model's size borrows it
-LIMITS: dict[str, Limit] = {"smollm2-taught": Limit("LOD50", "LOD90")}
+# model -> the limit of detection of the default verdict (benchmarks/results/limit_of_detection.json, which
+# tests/app/test_limit_of_detection_stated.py compares with this table); a model of the taught model's size borrows it
+LIMITS: dict[str, Limit] = {"smollm2-taught": Limit("> 64", "> 64", "25.3")}
 LIMITS["smollm2-135m"] = LIMITS["smollm2-taught"]
 
 
-def _seen(limit: Limit) -> str:
-    if limit.lod90.startswith(">"):
-        return f"a fact seen even {limit.lod90.removeprefix('>').strip()} times in training may be missed"
-    return f"a fact seen fewer than {limit.lod90} times in training may be missed"
+def _times(dose: str) -> str:
+    """ "> 64" -> "even 64", "19.2" -> "fewer than 20" (a limit between two doses: the next whole exposure)."""
+    if dose.startswith(">"):
+        return f"even {dose.removeprefix('>').strip()}"
+    return f"fewer than {math.ceil(float(dose))}"
 
 
 def limit_line(model: str) -> str:
@@ -70,8 +74,9 @@ def limit_line(model: str) -> str:
     if (limit := LIMITS.get(model)) is None:
         return ""
     return (
-        f"{_seen(limit)} by this audit on a model of this size ({limit.size}; measured on {limit.on}: half of"
-        f" the facts found at {limit.lod50} exposures, 90 % at {limit.lod90}; docs/measures.md, 'Limit of detection')"
+        f"a fact seen {_times(limit.lod90)} times in training may be missed by this audit on a model of this size"
+        f" ({limit.size}; on {limit.on}, 50 % found at {limit.lod50} exposures, 90 % at {limit.lod90}; an occupation"
+        f" half the time at {limit.occupation_lod50}; docs/measures.md, 'Limit of detection')"
     )
 
 

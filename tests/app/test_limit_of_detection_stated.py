@@ -14,8 +14,10 @@ RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "limi
 def test_the_stated_limit_is_the_measured_one():
     measured = json.loads(RESULTS.read_text(encoding="utf-8"))
     pooled = measured["lod"]["pooled"]["logistic"]
+    occupation = measured["lod_by_property"]["P106"]["logistic"]
     stated = detection.LIMITS[measured["model"]]
     assert (stated.lod50, stated.lod90) == (str(pooled["lod50"]), str(pooled["lod90"]))
+    assert stated.occupation_lod50 == str(occupation["lod50"])
     assert stated.on == measured["model"]
 
 
