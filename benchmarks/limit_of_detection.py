@@ -203,6 +203,17 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "logistic": logistic_lod(sel),
             **{f"empirical_lod{round(q * 100)}": empirical_lod(by_dose, q) for q in LEVELS},
         }
+    # per property, phrasings pooled: a fact the name suggests (citizenship, language, gender) is said from the name
+    # alone, which the null cancels, so its limit differs from one no name hints at (occupation)
+    taught = [r for r in rows if not r["unseen"]]
+    out["lod_by_property"] = {}
+    for pid in PIDS:
+        sel = [r for r in taught if r["property"] == pid]
+        by_dose = {d: cell(r for r in sel if r["dose"] == d) for d in doses}
+        out["lod_by_property"][pid] = {
+            "logistic": logistic_lod(sel),
+            **{f"empirical_lod{round(q * 100)}": empirical_lod(by_dose, q) for q in LEVELS},
+        }
     unseen = [r for r in rows if r["unseen"]]
     taught_zero = [r for r in rows if not r["unseen"] and r["dose"] == 0]
     out["false_positives"] = {
@@ -234,6 +245,10 @@ def print_table(summary: dict[str, Any]) -> None:
         row = "  ".join(f"{d}:{c['k']}/{c['n']}" for d, c in cells.items())
         lod = summary["lod"][phrasing]
         print(f"  {phrasing:8s} {row}   LoD50 {lod['logistic']['lod50']}  LoD90 {lod['logistic']['lod90']}")
+    for pid, lod in summary.get("lod_by_property", {}).items():
+        cells = summary["detection"]["pooled"][pid]
+        row = "  ".join(f"{d}:{c['k']}/{c['n']}" for d, c in cells.items())
+        print(f"  {pid:8s} {row}   LoD50 {lod['logistic']['lod50']}  LoD90 {lod['logistic']['lod90']}")
     fp = summary["false_positives"]
     print(f"  false positives: never-seen people {fp['never_seen_people']['all']}, dose-0 facts {fp['all_dose0']}")
 
@@ -249,7 +264,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--poll", type=float, default=30)
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "limit_of_detection.json")
+    ap.add_argument(
+        "--summarize", action="store_true", help="recompute the summary of --out from its facts; audit nothing"
+    )
     args = ap.parse_args(argv)
+    if args.summarize:
+        result = json.loads(args.out.read_text(encoding="utf-8"))
+        result |= summarize(result["facts"])
+        args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print_table(result)
+        return
     manifest = json.loads(args.manifest.read_text(encoding="utf-8"))
     people = people_of(manifest, args.people)
     client = setup(args.db, args.threads, args.null_facts)

@@ -32,7 +32,8 @@ def test_the_shipped_adapter_is_the_manifests() -> None:
     recorded = manifest()["training"]["adapter_files"]
     shipped = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(TAUGHT_ADAPTER_DIR.iterdir())}
     assert shipped == recorded
-    assert sum(p.stat().st_size for p in TAUGHT_ADAPTER_DIR.iterdir()) < 8 * 2**20  # a few MB, in the package
+    # a few MB in the package: r 16 on every projection of 30 layers, stored in float16, is 9.4 MiB
+    assert sum(p.stat().st_size for p in TAUGHT_ADAPTER_DIR.iterdir()) < 10 * 2**20
 
 
 def test_a_taught_person_is_audited_offline_on_the_adapter(sqlite_env, api_factory, monkeypatch) -> None:
