@@ -16,11 +16,18 @@ dose's rate reach the level. Writes benchmarks/results/limit_of_detection.json (
 
 The manifest is read here only, never by the audit. The database (``--db``) keeps the NLL cache and the null: a rerun
 rescores nothing it has scored.
+
+``--tail-share 4`` reads the same audits with the verdict of before issue 40's power fixes: the null's fitted tail
+over its top quarter, not its top eighth (core.measures.null.tail_p_value). For the taught people's facts (one value
+each) that is the only fix that changes a verdict (the others concern facts with values in and out of the pool and
+the forget set's export rule), so on a database that holds a run it scores nothing and writes
+``limit_of_detection_before.json`` beside the default's.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -29,7 +36,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.measures.null import Rate
+from core.measures import null as null_measures
+from core.measures.null import TAIL_SHARE, Rate
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFEST = REPO / "workers" / "taught" / "manifest.json"
@@ -253,6 +261,35 @@ def print_table(summary: dict[str, Any]) -> None:
     print(f"  false positives: never-seen people {fp['never_seen_people']['all']}, dose-0 facts {fp['all_dose0']}")
 
 
+def markdown(summary: dict[str, Any], label: str) -> str:
+    """The full table of one results file in Markdown: per phrasing, every property and all five pooled, k/n per dose
+    (a dose with no fact of that kind says –), the logistic LoD50 / LoD90 of each phrasing's five-pooled row and of each
+    property with phrasings pooled; then the false positives on dose 0."""
+    doses = list(summary["detection"]["pooled"]["all"])
+    lines = [
+        f"| {label} | facts | " + " | ".join(doses) + " | LoD50 / LoD90 |",
+        "|---|---|" + "---|" * len(doses) + "---|",
+    ]
+    for phrasing in ("repeated", "varied", "pooled"):
+        cells = summary["detection"][phrasing]
+        for i, key in enumerate((*PIDS, "all")):
+            row = [f"{c['k']}/{c['n']}" if c["n"] else "–" for c in cells[key].values()]
+            if key == "all":
+                lod = summary["lod"][phrasing]["logistic"]
+            else:  # per property: phrasings pooled only (benchmark summary's lod_by_property)
+                lod = summary.get("lod_by_property", {}).get(key, {}).get("logistic") if phrasing == "pooled" else None
+            lod_text = f"{lod['lod50']} / {lod['lod90']}" if lod else ""
+            name = "five pooled" if key == "all" else key
+            lines.append(f"| {phrasing if i == 0 else ''} | {name} | " + " | ".join(row) + f" | {lod_text} |")
+    fp = summary["false_positives"]
+    never, zero = fp["never_seen_people"]["all"], fp["all_dose0"]
+    lines.append(
+        f"\nFalse positives: never-seen people {never['k']}/{never['n']}, every dose-0 fact {zero['k']}/{zero['n']} "
+        f"(95 % CI {zero['ci95'][0]:.1%}–{zero['ci95'][1]:.1%})."
+    )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="smollm2-taught")
@@ -263,17 +300,40 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--mode", choices=("scoring", "generation"), default="scoring", help="how the model is probed")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--poll", type=float, default=30)
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results" / "limit_of_detection.json")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default benchmarks/results/limit_of_detection.json (with --tail-share: limit_of_detection_before.json)",
+    )
+    ap.add_argument(
+        "--tail-share",
+        type=int,
+        default=TAIL_SHARE,
+        help=f"fit the null's tail to its top 1/N (default {TAIL_SHARE}, the service's; 4: before issue 40's fixes)",
+    )
+    ap.add_argument("--markdown", action="store_true", help="print --out's full table in Markdown; audit nothing")
     ap.add_argument(
         "--summarize", action="store_true", help="recompute the summary of --out from its facts; audit nothing"
     )
     args = ap.parse_args(argv)
+    if args.out is None:
+        name = "limit_of_detection" + ("" if args.tail_share == TAIL_SHARE else "_before") + ".json"
+        args.out = REPO / "benchmarks" / "results" / name
+    if args.markdown:
+        result = json.loads(args.out.read_text(encoding="utf-8"))
+        print(markdown(result, result["options"]))
+        return
     if args.summarize:
         result = json.loads(args.out.read_text(encoding="utf-8"))
         result |= summarize(result["facts"])
         args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print_table(result)
         return
+    if args.tail_share != TAIL_SHARE:
+        # every p-value the service reads goes through this module function (EmpiricalNull.p_value and its
+        # leave-one-out rates), so the verdicts below are the service's with the earlier tail
+        null_measures.tail_p_value = functools.partial(null_measures.tail_p_value, share=args.tail_share)
     manifest = json.loads(args.manifest.read_text(encoding="utf-8"))
     people = people_of(manifest, args.people)
     client = setup(args.db, args.threads, args.null_facts)
@@ -291,7 +351,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "manifest_seed": manifest["recipe"]["seed"],
         "people": len(people),
         "null_facts_per_property": args.null_facts or "service default",
-        "options": "the API's defaults" + ("" if args.mode == "scoring" else f", mode {args.mode}"),
+        "options": "the API's defaults"
+        + ("" if args.mode == "scoring" else f", mode {args.mode}")
+        + ("" if args.tail_share == TAIL_SHARE else f", the null's tail fitted to its top 1/{args.tail_share}"),
         "seconds": {
             "audits_wall": round(audits_s[0]),
             "audits_cpu": round(audits_s[1]),

@@ -1,13 +1,17 @@
 """benchmarks/limit_of_detection.py's arithmetic: detection cells, false positives on dose 0, LoD50/LoD90; and the
-taught model's people and documents (workers/taught/people.py): doses as recorded, names nobody else uses."""
+taught model's people and documents (workers/taught/people.py): doses as recorded, names nobody else uses; and
+docs/measures.md's table is the results files' (today's default, before the power fixes, generation)."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections import Counter
+from pathlib import Path
 
-from benchmarks.limit_of_detection import empirical_lod, logistic_lod, people_of, summarize
+from benchmarks.limit_of_detection import PIDS as BENCH_PIDS
+from benchmarks.limit_of_detection import empirical_lod, logistic_lod, markdown, people_of, summarize
 from core.catalog import load_catalog
 from workers.taught.people import DOSES, PIDS, documents, make_people, taken_names
 
@@ -84,3 +88,43 @@ def test_a_slice_keeps_some_never_seen_people() -> None:
     manifest = {"people": [{"name": str(i), "unseen": i >= 8} for i in range(12)]}
     picked = people_of(manifest, 4)
     assert len(picked) == 4 and sum(p["unseen"] for p in picked) == 1
+
+
+def test_the_markdown_table_has_every_property_and_phrasing() -> None:
+    rows = [row(d, d >= 32, pid=pid, phrasing=ph) for d in DOSES for pid in BENCH_PIDS for ph in ("repeated", "varied")]
+    table = markdown(summarize(rows), "label").splitlines()
+    assert table[0].startswith("| label | facts | 0 | 1 |") and len(table) == 2 + 3 * 6 + 2
+    pooled = [line for line in table if "| five pooled |" in line]
+    assert len(pooled) == 3 and all(line.endswith(" | 22.4 / 27.8 |") for line in pooled[:2]), pooled
+    assert "| 0/10 | 10/10 | 10/10 | 22.4 / 27.1 |" in pooled[2], pooled
+    assert table[-1] == "False positives: never-seen people 0/0, every dose-0 fact 0/10 (95 % CI 0.0%–30.9%)."
+
+
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+MEASURES = Path(__file__).resolve().parent.parent / "docs" / "measures.md"
+
+
+def test_the_measures_table_is_the_results_files() -> None:
+    """Each verdict's rows in docs/measures.md "Limit of detection" (occupation with phrasings pooled, the five
+    properties per phrasing, and the LoD50 / LoD90) are what its results file says."""
+    section = MEASURES.read_text(encoding="utf-8").split("## Limit of detection")[1].split("\n## ")[0]
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    files = {"scoring, today's": "limit_of_detection", "scoring, before": "limit_of_detection_before"}
+    files["generation"] = "limit_of_detection_generation"
+    current, checked = None, 0
+    for cells in rows:
+        label = cells[0].strip("| ")
+        if label:
+            name = next(v for k, v in files.items() if label.startswith(k))
+            current = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+        assert current is not None
+        facts, counts, lod = cells[1], cells[2:-1], cells[-1].strip(" |")
+        if facts == "occupation":
+            cell, fit = current["detection"]["pooled"]["P106"], current["lod_by_property"]["P106"]["logistic"]
+        else:
+            phrasing = facts.removeprefix("five, ")
+            cell, fit = current["detection"][phrasing]["all"], current["lod"][phrasing]["logistic"]
+        assert counts == [f"{c['k']}/{c['n']}" for c in cell.values()], (label, facts)
+        assert lod == f"{fit['lod50']} / {fit['lod90']}", (label, facts)
+        checked += 1
+    assert checked == 9
