@@ -1,9 +1,11 @@
-"""Stored rows for tests of misattribution verdicts without running a model: a fact result whose best false value
-has a given statistic, and a finished null of the audit's configuration whose fictitious facts have known ones."""
+"""Stored rows for tests of verdicts without running a model: a fact result whose best false value has a given
+statistic, and a finished null of the audit's configuration whose fictitious facts have known verdict columns (the
+forget set's tests and the misattribution tests alike)."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 FINGERPRINT = "e" * 64
 
@@ -55,9 +57,9 @@ def stored_result(s, audit, subject, pid: str, truth: str, wrong: str | None, st
     s.add(result)
 
 
-def stored_null(s, audit, pids: list[str], with_statistic: bool = True) -> None:
-    """A finished null of the audit's configuration: per property 100 fictitious facts, misattribution 0.5 for one
-    and -1.0 for the others (None: a null from before the statistic)."""
+def finished_null(s, audit, pids: list[str], fingerprint: str, fields: Callable[[int], dict]) -> None:
+    """A finished null of the audit's configuration on the model ``fingerprint``: per property 100 fictitious facts,
+    fact i's verdict columns ``fields(i)`` (share, strict, lenient, z_star, n_z, statistic, misattribution, ...)."""
     from app.db.models import Audit, NullDistribution, NullFact
     from app.nulls.calibrate import Calibrator
 
@@ -72,30 +74,28 @@ def stored_null(s, audit, pids: list[str], with_statistic: bool = True) -> None:
             key=Calibrator(s).key(audit, pid),
             config={"lookalikes": "reversed"},
             method="full",
-            fingerprint=FINGERPRINT,
+            fingerprint=fingerprint,
             people=100,
             n_facts=100,
         )
         s.add(row)
         s.flush()
-        s.add_all(
-            NullFact(
-                distribution_id=row.id,
-                person=i,
-                name=f"Person {i}",
-                value="v",
-                assigned=True,
-                share=0.0,
-                strict=False,
-                lenient=False,
-                z_star=None,
-                n_templates=2,
-                n_z=0,
-                statistic=-0.5 + i / 1000,
-                misattribution=(0.5 if i == 0 else -1.0) if with_statistic else None,
-            )
-            for i in range(100)
-        )
+        common = {"distribution_id": row.id, "value": "v", "assigned": True}
+        s.add_all(NullFact(person=i, name=f"Person {i}", **(common | fields(i))) for i in range(100))
+
+
+def stored_null(s, audit, pids: list[str], with_statistic: bool = True) -> None:
+    """A finished null of the audit's configuration: per property 100 fictitious facts, misattribution 0.5 for one
+    and -1.0 for the others (None: a null from before the statistic)."""
+
+    def fields(i: int) -> dict:
+        misattribution = (0.5 if i == 0 else -1.0) if with_statistic else None
+        return {"share": 0.0, "strict": False, "lenient": False, "z_star": None, "n_z": 0, "n_templates": 2} | {
+            "statistic": -0.5 + i / 1000,
+            "misattribution": misattribution,
+        }
+
+    finished_null(s, audit, pids, FINGERPRINT, fields)
 
 
 def stored_answers(s, audit, subject, pid: str, truth: str, wrong: str, said: int, statistic: float) -> None:

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from tests.support.misattributed import finished_null
 from tests.support.stored import stored_subject_audit
 
 
@@ -128,42 +129,12 @@ FINGERPRINT = "f" * 64
 def create_null(s, audit, pids: list[str]) -> None:
     """A finished null for the audit's configuration on the same model fingerprint: per property, 99 null facts
     no template retrieves and one retrieved by half the templates with z̄* 1.0."""
-    from app.db.models import Audit, NullDistribution, NullFact
-    from app.nulls.calibrate import Calibrator
 
-    null = Audit(id=uuid.uuid4().hex, kind="null", model=audit.model, options={}, status="succeeded")
-    s.add(null)
-    s.flush()
-    for pid in pids:
-        row = NullDistribution(
-            audit_id=null.id,
-            model=audit.model,
-            property_id=pid,
-            key=Calibrator(s).key(audit, pid),
-            config={"lookalikes": "reversed"},
-            method="full",
-            fingerprint=FINGERPRINT,
-            people=100,
-            n_facts=100,
-        )
-        s.add(row)
-        s.flush()
-        s.add_all(
-            NullFact(
-                distribution_id=row.id,
-                person=i,
-                name=f"Person {i}",
-                value="v",
-                assigned=True,
-                share=0.5 if i == 0 else 0.0,
-                strict=False,
-                lenient=i == 0,
-                z_star=1.0 if i == 0 else None,
-                n_templates=2,
-                n_z=int(i == 0),
-            )
-            for i in range(100)
-        )
+    def fields(i: int) -> dict:
+        first = i == 0
+        return {"share": 0.5 if first else 0.0, "strict": False, "lenient": first, "z_star": 1.0 if first else None}
+
+    finished_null(s, audit, pids, FINGERPRINT, lambda i: fields(i) | {"n_z": int(i == 0), "n_templates": 2})
 
 
 def export(api, audit_id: str, **params):
