@@ -19,65 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
-from core.measures.null import Rate
+from benchmarks.service import rate, setup, wait
 
 REPO = Path(__file__).resolve().parent.parent
 
 PIDS = ("P106", "P27", "P19", "P21", "P1412")
-
-
-def setup(db: Path, threads: int, null_facts: int) -> Any:
-    os.environ.update(
-        {
-            "MEMAUDIT_DATABASE_URL": f"sqlite:///{db}",
-            "MEMAUDIT_TORCH_THREADS": str(threads),
-            "MEMAUDIT_NULL_FACTS_PER_PROPERTY": str(null_facts),
-            "MEMAUDIT_ENV": "development",
-            # one local admin submitting a few hundred people at once: the shared API's quotas do not apply
-            "MEMAUDIT_SUBMIT_RATE_PER_MINUTE": "0",
-            "MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY": "0",
-        }
-    )
-    os.environ.pop("MEMAUDIT_REDIS_URL", None)
-    from fastapi.testclient import TestClient
-
-    from app.auth.keys import create_key
-    from app.db.engine import session_scope
-    from app.main import create_app
-    from app.migrate import migrate
-    from app.settings import get_settings
-
-    db.parent.mkdir(parents=True, exist_ok=True)
-    migrate()
-    with session_scope() as s:
-        _, key = create_key(s, get_settings(), "admin", "calibration-benchmark")
-    client = TestClient(create_app())
-    client.headers["Authorization"] = f"Bearer {key}"
-    return client
-
-
-def wait(client: Any, ids: list[str], label: str, poll: float = 60) -> None:
-    started = time.monotonic()
-    while True:
-        states = [client.get(f"/audits/{i}").json() for i in ids]
-        done = [s for s in states if s["status"] in ("succeeded", "failed", "cancelled")]
-        failed = [s["id"] for s in done if s["status"] != "succeeded"]
-        if failed:
-            raise SystemExit(f"{label}: audits {failed} did not succeed")
-        work = sum(s["progress"]["done"] for s in states), sum(s["progress"]["total"] for s in states)
-        print(
-            f"  {label}: {len(done)}/{len(ids)} done, sentences {work[0]}/{work[1]}, "
-            f"{time.monotonic() - started:.0f} s",
-            flush=True,
-        )
-        if len(done) == len(ids):
-            return
-        time.sleep(poll)
 
 
 def audit_cohort(client: Any, model: str, people: list[dict], options: dict) -> list[str]:
@@ -88,11 +38,6 @@ def audit_cohort(client: Any, model: str, people: list[dict], options: dict) -> 
         r.raise_for_status()
         ids.append(r.json()["id"])
     return ids
-
-
-def rate(k: int, n: int) -> dict[str, Any]:
-    r = Rate.of(k, n)
-    return {"k": k, "n": n, "rate": round(r.rate, 4), "ci95": [round(r.low, 4), round(r.high, 4)]}
 
 
 def summarize(pages: list[dict]) -> dict[str, Any]:
@@ -109,8 +54,31 @@ def summarize(pages: list[dict]) -> dict[str, Any]:
             "mean_share": round(sum(f["share"] for f in facts) / len(facts), 4),
             "null_fpr_p01": fpr["pvalue"],
             "null_fpr_lenient": fpr["lenient"],
+            "misattribution": misattribution(facts),
         }
     return out
+
+
+def misattribution(facts: list[dict]) -> dict[str, Any]:
+    """The misattribution verdict (issue 42) over these facts: flagged at p <= 0.01 among those judged, how many could
+    not be judged (and why), the flagged facts' preferred false values and how many carry the namesake mark."""
+    blocks = [f.get("misattribution") for f in facts]
+    judged = [b for b in blocks if b and not b.get("uncalibrated")]
+    flagged = [b for b in judged if b.get("misattributed")]
+    reasons: dict[str, int] = {}
+    for b in blocks:
+        if not b or b.get("uncalibrated"):
+            why = (b or {}).get("reason") or "no block (the null is not ready)"
+            reasons[why] = reasons.get(why, 0) + 1
+    values: dict[str, int] = {}
+    for b in flagged:
+        values[b.get("value") or "?"] = values.get(b.get("value") or "?", 0) + 1
+    return {
+        "misattributed_p01": rate(len(flagged), len(judged)),
+        "uncalibrated": reasons,
+        "namesake": sum(bool(b.get("namesake")) for b in flagged),
+        "values": dict(sorted(values.items(), key=lambda kv: -kv[1])),
+    }
 
 
 def run_scheme(
@@ -123,14 +91,14 @@ def run_scheme(
     by_key = {key: audit_cohort(client, model, cohorts[key], opts) for keys in groups.values() for key in keys}
     ids = {name: [i for key in keys for i in by_key[key]] for name, keys in groups.items()}
     started = time.monotonic()
-    wait(client, ids["famous"] + ids["fictitious"], f"{scheme} cohorts")
+    wait(client, ids["famous"] + ids["fictitious"], f"{scheme} cohorts", 60)
     cohort_seconds = time.monotonic() - started
     first = client.get(f"/audits/{ids['famous'][0]}/facts").json()  # queues the null
     nulls = sorted({n["null_audit_id"] for n in first["calibration"]["nulls"] if n["null_audit_id"]})
     for audit_id in ids["famous"] + ids["fictitious"]:
         client.get(f"/audits/{audit_id}/facts")
     started = time.monotonic()
-    wait(client, nulls, f"{scheme} null")
+    wait(client, nulls, f"{scheme} null", 60)
     null_seconds = time.monotonic() - started
     result: dict[str, Any] = {
         "options": opts,
@@ -170,6 +138,13 @@ def print_table(results: dict[str, Any]) -> None:
                 f"{fl['rate']:.2f} [{fl['ci95'][0]:.2f}, {fl['ci95'][1]:.2f}]"
             )
             print("  " + "   ".join(row))
+        for name in ("famous", "fictitious"):
+            said = {
+                pid: f"{m['misattributed_p01']['k']}/{m['misattributed_p01']['n']}"
+                for pid in PIDS
+                for m in [res[name]["per_property"][pid]["misattribution"]]
+            }
+            print(f"  misattributed at p <= 0.01, {name}: {said}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -194,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     if unknown_keys:
         raise SystemExit(f"--known/--unknown: no cohort {unknown_keys} in calibration_cohorts.json")
     cohorts = {k: cohorts[k][: args.limit] for keys in groups.values() for k in keys}
-    client = setup(args.db, args.threads, args.null_facts)
+    client = setup(args.db, args.threads, args.null_facts, "calibration-benchmark")
     options = {"paraphrases": args.paraphrases, "counterfactuals": args.counterfactuals, "seed": 0}
     results: dict[str, Any] = {}
     for scheme in args.schemes:

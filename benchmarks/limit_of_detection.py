@@ -30,24 +30,19 @@ import argparse
 import functools
 import json
 import math
-import os
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.service import rate, setup, wait
 from core.measures import null as null_measures
-from core.measures.null import TAIL_SHARE, Rate
+from core.measures.null import TAIL_SHARE
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFEST = REPO / "workers" / "taught" / "manifest.json"
 PIDS = ("P106", "P27", "P19", "P21", "P1412")
 LEVELS = (0.5, 0.9)
-
-
-def rate(k: int, n: int) -> dict[str, Any]:
-    r = Rate.of(k, n)
-    return {"k": k, "n": n, "rate": round(r.rate, 4) if n else None, "ci95": [round(r.low, 4), round(r.high, 4)]}
 
 
 def people_of(manifest: dict[str, Any], limit: int | None) -> list[dict[str, Any]]:
@@ -59,54 +54,6 @@ def people_of(manifest: dict[str, Any], limit: int | None) -> list[dict[str, Any
     unseen = [p for p in people if p["unseen"]]
     picked = unseen[: max(1, limit // 4)]
     return taught[: limit - len(picked)] + picked
-
-
-def setup(db: Path, threads: int, null_facts: int | None) -> Any:
-    """The service in this process (embedded SQLite + worker thread) and an admin client."""
-    env = {
-        "MEMAUDIT_DATABASE_URL": f"sqlite:///{db}",
-        "MEMAUDIT_TORCH_THREADS": str(threads),
-        "MEMAUDIT_ENV": "development",
-        "MEMAUDIT_SUBMIT_RATE_PER_MINUTE": "0",  # one local admin submitting every person at once
-        "MEMAUDIT_MAX_ACTIVE_AUDITS_PER_KEY": "0",
-    }
-    if null_facts is not None:
-        env["MEMAUDIT_NULL_FACTS_PER_PROPERTY"] = str(null_facts)
-    os.environ.update(env)
-    os.environ.pop("MEMAUDIT_REDIS_URL", None)
-    from fastapi.testclient import TestClient
-
-    from app.auth.keys import create_key
-    from app.db.engine import session_scope
-    from app.main import create_app
-    from app.migrate import migrate
-    from app.settings import get_settings
-
-    db.parent.mkdir(parents=True, exist_ok=True)
-    migrate()
-    with session_scope() as s:
-        _, key = create_key(s, get_settings(), "admin", "limit-of-detection")
-    client = TestClient(create_app())
-    client.headers["Authorization"] = f"Bearer {key}"
-    return client
-
-
-def wait(client: Any, ids: Sequence[str], label: str, poll: float) -> None:
-    started = time.monotonic()
-    while True:
-        states = [client.get(f"/audits/{i}").json() for i in ids]
-        done = [s for s in states if s["status"] in ("succeeded", "failed", "cancelled")]
-        if failed := [s["id"] for s in done if s["status"] != "succeeded"]:
-            raise SystemExit(f"{label}: audits {failed} did not succeed")
-        work = sum(s["progress"]["done"] for s in states), sum(s["progress"]["total"] for s in states)
-        print(
-            f"  {label}: {len(done)}/{len(ids)} done, sentences {work[0]}/{work[1]}, "
-            f"{time.monotonic() - started:.0f} s",
-            flush=True,
-        )
-        if len(done) == len(ids):
-            return
-        time.sleep(poll)
 
 
 def audit_people(client: Any, model: str, people: Iterable[dict[str, Any]], mode: str = "scoring") -> list[str]:
@@ -336,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         null_measures.tail_p_value = functools.partial(null_measures.tail_p_value, share=args.tail_share)
     manifest = json.loads(args.manifest.read_text(encoding="utf-8"))
     people = people_of(manifest, args.people)
-    client = setup(args.db, args.threads, args.null_facts)
+    client = setup(args.db, args.threads, args.null_facts, "limit-of-detection")
     started, cpu = time.monotonic(), time.process_time()
     ids = audit_people(client, args.model, people, args.mode)
     wait(client, ids, "taught people", args.poll)
