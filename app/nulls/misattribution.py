@@ -7,6 +7,8 @@ statistic existed (the smollm2-135m null shipped before it) hold no such statist
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import replace
 
 from app.db.models import Audit, FactResult
@@ -21,6 +23,10 @@ OLD_NULL = (
     " version is one): POST a null audit (kind null) to compute it again"
 )
 NO_SHAPE = "no null facts of this fact's shape (true values, in the pool or not): no p-value"
+KEPT = 64  # misattribution nulls kept built per process (one per succeeded null's property and shape)
+_MISSING = object()
+_built: OrderedDict[tuple[str, str, int, int, bool], EmpiricalNull | None] = OrderedDict()
+_built_lock = threading.Lock()
 
 
 def _why_none(result: FactResult) -> str:
@@ -36,7 +42,6 @@ class MisattributionJudge:
 
     def __init__(self, calibrator: Calibrator) -> None:
         self.calibrator = calibrator
-        self._nulls: dict[tuple[int, int, bool], EmpiricalNull | None] = {}
 
     def judge(self, audit: Audit, result: FactResult) -> MisattributionRead | None:
         """The fact's misattribution block; None where its null is not ready (pending, failed or missing)."""
@@ -63,17 +68,27 @@ class MisattributionJudge:
         )
 
     def _null(self, found: Resolved, shape: tuple[int, bool]) -> tuple[EmpiricalNull | None, str]:
-        """The null of the misattribution statistic for one shape (cached per null), or why there is none."""
-        key = (id(found.null), *shape)
+        """The null of the misattribution statistic for one shape, or why there is none. Built once per process
+        and succeeded null (the last KEPT), as calibrate.finished_null loads the null's facts: a succeeded null's
+        facts never change, and sorting them again for every read of a page was a read's cost."""
         if shape[0] > MAX_TRUE_VALUES or found.shapes.get(shape) is None:
             return None, NO_SHAPE
-        if key not in self._nulls:
+        assert found.row is not None
+        key = (str(self.calibrator.session.get_bind().url), found.row.audit_id, found.row.id, *shape)
+        with _built_lock:
+            built = _built.get(key, _MISSING)
+            if built is not _MISSING:
+                _built.move_to_end(key)
+        if built is _MISSING:
             facts = self._facts(found, shape)
             ok = bool(facts) and all(f.misattribution is not None for f in facts)
             stats = [replace(f, statistic=f.misattribution) for f in facts] if ok else []
-            self._nulls[key] = EmpiricalNull(stats) if stats else None
-        null = self._nulls[key]
-        return null, "" if null is not None else OLD_NULL
+            built = EmpiricalNull(stats) if stats else None
+            with _built_lock:
+                _built[key] = built
+                while len(_built) > KEPT:
+                    _built.popitem(last=False)
+        return built, "" if built is not None else OLD_NULL
 
     def _facts(self, found: Resolved, shape: tuple[int, bool]) -> list[FactStat]:
         """The null facts that judge a shape: one per fictitious person. A pseudo-truth null's other rows are no
