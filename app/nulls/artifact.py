@@ -57,7 +57,7 @@ MAX_TEXT = 1000  # characters of a Text column's value (a catalog value)
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 SKIPPED_COLUMNS = ("id", "distribution_id")  # row ids: the importing database gives its own
 # Columns a file from an earlier version may lack: its null facts get NULL there, and what needs the column says
-# `uncalibrated` (misattribution, issue 42: the smollm2-135m null shipped before it was computed)
+# `uncalibrated` (misattribution, issue 42: a null exported before it was computed)
 OPTIONAL_COLUMNS = ("misattribution",)
 
 

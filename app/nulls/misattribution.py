@@ -2,7 +2,7 @@
 false candidate's mean lead, core.measures.misattribution; generation: the most-said false value's share of the
 answers, core.measures.answers) judged against the same statistic of the fictitious people's
 facts of its shape in the verdict's null (m true values, in the pool or not). Reads only; nulls computed before the
-statistic existed (the smollm2-135m null shipped before it) hold no such statistic and say `uncalibrated`.
+statistic existed (a file exported before it, imported) hold no such statistic and say `uncalibrated`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat
 OLD_RESULT = "this result was stored before the misattribution statistic existed: audit the subject again"
 NO_FALSE_VALUE = "every candidate is a true value or merged into one: there is no false value to prefer"
 OLD_NULL = (
-    "the null was computed before the misattribution statistic existed (the smollm2-135m null shipped with this"
-    " version is one): POST a null audit (kind null) to compute it again"
+    "the null was computed before the misattribution statistic existed: POST a null audit (kind null) to compute"
+    " it again"
 )
 NO_SHAPE = "no null facts of this fact's shape (true values, in the pool or not): no p-value"
 KEPT = 64  # misattribution nulls kept built per process (one per succeeded null's property and shape)

@@ -368,9 +368,9 @@ def test_an_adapter_model_never_takes_its_base_models_shipped_null():
 
 @pytest.mark.parametrize("shipped", ["groundtruth-tiny", "smollm2-135m"])
 def test_the_prefix_check_takes_every_shipped_null(shipped):
-    """The shipped nulls pass the import's prefix check: groundtruth-tiny's carries the misattribution column,
-    smollm2-135m's predates it (an optional column, artifact.OPTIONAL_COLUMNS); CI once refused the latter's columns
-    before reading its format. A file lacking a required column is still refused."""
+    """The shipped nulls pass the import's prefix check and carry the misattribution column; a file from before it
+    (an optional column, artifact.OPTIONAL_COLUMNS: the smollm2-135m file shipped without it until 2026-11-28, and CI
+    once refused its columns before reading its format) still passes. A file lacking a required column is refused."""
     import gzip
 
     from app.errors import InvalidInput
@@ -379,6 +379,10 @@ def test_the_prefix_check_takes_every_shipped_null(shipped):
 
     text = gzip.decompress((SHIPPED_DIR / f"{shipped}.null.json.gz").read_bytes())
     check_prefix(text[:PREFIX_BYTES])
+    assert b'"misattribution"]' in text[:PREFIX_BYTES], "the shipped null lacks the misattribution column"
+    older = text.replace(b',"misattribution"]', b"]", 1)  # the first distribution's columns, from before it
+    assert older != text
+    check_prefix(older[:PREFIX_BYTES])
     lacking = text.replace(b'"statistic",', b"", 1)  # the first distribution's columns without a required one
     assert lacking != text
     with pytest.raises(InvalidInput) as refused:
