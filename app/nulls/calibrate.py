@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Generic, TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -235,36 +236,61 @@ class LoadedNull:
     null: EmpiricalNull | None  # None: no null fact in the pool
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Kept(Generic[K, V]):
+    """What was built from a succeeded null, kept per process (the last ``limit``, least recently used out): a
+    succeeded null's facts never change (its jobs write only while it runs; deleting it deletes the row, and a new
+    null is a new audit id), so nothing built from them goes stale. Thread-safe; two threads may build the same
+    value at once, and either is kept (they are equal)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._kept: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K, build: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+        value = build()
+        with self._lock:
+            self._kept[key] = value
+            while len(self._kept) > self.limit:
+                self._kept.popitem(last=False)
+        return value
+
+
+def null_key(session: Session, row: NullDistribution) -> tuple[str, str, int]:
+    """Which succeeded null's distribution ``row`` is, across the databases one process may serve (tests)."""
+    return (str(session.get_bind().url), row.audit_id, row.id)
+
+
 LOADED_KEPT = 16  # finished nulls kept loaded per process (a few MB each)
-_loaded: OrderedDict[tuple[str, str, int, bool], LoadedNull] = OrderedDict()
-_loaded_lock = threading.Lock()
+_loaded: Kept[tuple[str, str, int, bool], LoadedNull] = Kept(LOADED_KEPT)
 
 
 def finished_null(session: Session, row: NullDistribution, assigned_only: bool) -> LoadedNull:
     """The null facts of a succeeded null's distribution ``row``, loaded once per process and kept (the last
-    LOADED_KEPT): a succeeded null's facts never change (its jobs write only while it runs; deleting it deletes
-    the row, and a new null is a new audit id), and loading them again for every read was most of a read's time
+    LOADED_KEPT, :class:`Kept`): loading them again for every read was most of a read's time
     (``GET /audits/{id}/facts``: 2,000-20,000 rows per property and request). The caller has read the null's
     audit as succeeded. The loaded objects are shared: nobody mutates them."""
-    key = (str(session.get_bind().url), row.audit_id, row.id, assigned_only)
-    with _loaded_lock:
-        if key in _loaded:
-            _loaded.move_to_end(key)
-            return _loaded[key]
-    every = tuple(repository.fact_stats(session, row.id, assigned_only=assigned_only))
-    shapes: dict[tuple[int, bool], list[FactStat]] = {}
-    for _, _, stat in every:
-        shapes.setdefault((stat.n_values, stat.in_pool), []).append(stat)
-    tail = not is_generation(row.config)  # generation's share is discrete: no fitted tail
-    nulls = {shape: EmpiricalNull(stats, tail) for shape, stats in shapes.items()}
-    in_pool = [s for _, _, s in every if s.in_pool]
-    null = nulls.get((1, True)) or (EmpiricalNull(in_pool, tail) if in_pool else None)
-    loaded = LoadedNull(every, nulls, null)
-    with _loaded_lock:
-        _loaded[key] = loaded
-        while len(_loaded) > LOADED_KEPT:
-            _loaded.popitem(last=False)
-    return loaded
+
+    def load() -> LoadedNull:
+        every = tuple(repository.fact_stats(session, row.id, assigned_only=assigned_only))
+        shapes: dict[tuple[int, bool], list[FactStat]] = {}
+        for _, _, stat in every:
+            shapes.setdefault((stat.n_values, stat.in_pool), []).append(stat)
+        tail = not is_generation(row.config)  # generation's share is discrete: no fitted tail
+        nulls = {shape: EmpiricalNull(stats, tail) for shape, stats in shapes.items()}
+        in_pool = [s for _, _, s in every if s.in_pool]
+        null = nulls.get((1, True)) or (EmpiricalNull(in_pool, tail) if in_pool else None)
+        return LoadedNull(every, nulls, null)
+
+    return _loaded.get((*null_key(session, row), assigned_only), load)
 
 
 class Calibrator:

@@ -7,12 +7,10 @@ statistic existed (a file exported before it, imported) hold no such statistic a
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import replace
 
 from app.db.models import Audit, FactResult
-from app.nulls.calibrate import Calibrator, Resolved, finished_null
+from app.nulls.calibrate import Calibrator, Kept, Resolved, finished_null, null_key
 from app.nulls.schemas import MisattributionRead
 from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat
 
@@ -24,9 +22,7 @@ OLD_NULL = (
 )
 NO_SHAPE = "no null facts of this fact's shape (true values, in the pool or not): no p-value"
 KEPT = 64  # misattribution nulls kept built per process (one per succeeded null's property and shape)
-_MISSING = object()
-_built: OrderedDict[tuple[str, str, int, int, bool], EmpiricalNull | None] = OrderedDict()
-_built_lock = threading.Lock()
+_built: Kept[tuple[str, str, int, int, bool], EmpiricalNull | None] = Kept(KEPT)
 
 
 def _why_none(result: FactResult) -> str:
@@ -69,25 +65,18 @@ class MisattributionJudge:
 
     def _null(self, found: Resolved, shape: tuple[int, bool]) -> tuple[EmpiricalNull | None, str]:
         """The null of the misattribution statistic for one shape, or why there is none. Built once per process
-        and succeeded null (the last KEPT), as calibrate.finished_null loads the null's facts: a succeeded null's
-        facts never change, and sorting them again for every read of a page was a read's cost."""
+        and succeeded null (the last KEPT; calibrate.Kept, as finished_null keeps the null's facts): sorting them
+        again for every read of a page was a read's cost."""
         if shape[0] > MAX_TRUE_VALUES or found.shapes.get(shape) is None:
             return None, NO_SHAPE
         assert found.row is not None
-        key = (str(self.calibrator.session.get_bind().url), found.row.audit_id, found.row.id, *shape)
-        with _built_lock:
-            built = _built.get(key, _MISSING)
-            if built is not _MISSING:
-                _built.move_to_end(key)
-        if built is _MISSING:
+
+        def build() -> EmpiricalNull | None:
             facts = self._facts(found, shape)
             ok = bool(facts) and all(f.misattribution is not None for f in facts)
-            stats = [replace(f, statistic=f.misattribution) for f in facts] if ok else []
-            built = EmpiricalNull(stats) if stats else None
-            with _built_lock:
-                _built[key] = built
-                while len(_built) > KEPT:
-                    _built.popitem(last=False)
+            return EmpiricalNull([replace(f, statistic=f.misattribution) for f in facts]) if ok else None
+
+        built = _built.get((*null_key(self.calibrator.session, found.row), *shape), build)
         return built, "" if built is not None else OLD_NULL
 
     def _facts(self, found: Resolved, shape: tuple[int, bool]) -> list[FactStat]:
