@@ -20,10 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.misattribution_strangers import strangers as benchmark_strangers
 from core import defaults
-from core.catalog import load_catalog
 from core.measures.null import Rate
-from core.names.fictitious import cohort
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.slow
@@ -45,14 +44,11 @@ def namesake_values(manifest: dict, name: str) -> dict[str, set[str]]:
 
 
 def strangers(manifest: dict, pids: list[str]) -> list[dict]:
-    """Fictitious people whose first and last names are no trained or held-out person's."""
-    parts = {p for person in manifest["trained"] + manifest["held_out"] for p in person["name"].split()}
-    people = []
-    for person in cohort(STRANGERS * 2, pids, load_catalog(), seed=4242):
-        if not parts & set(person.name.split()) and len(people) < STRANGERS:
-            people.append({"name": person.name, "facts": {pid: [person.facts[pid]] for pid in pids}})
-    assert len(people) == STRANGERS
-    return people
+    """Fictitious people whose first and last names are no trained or held-out person's: the first STRANGERS of the
+    cohort benchmarks.misattribution_strangers measures on 1,000 facts, their facts as {property: [value]}."""
+    assert pids == sorted(manifest["properties"]), pids  # the benchmark's properties
+    people = benchmark_strangers(manifest, STRANGERS)
+    return [{"name": p["name"], "facts": {f["property"]: [f["value"]] for f in p["facts"]}} for p in people]
 
 
 def audit(api, people: list[dict]) -> list[list[dict]]:
