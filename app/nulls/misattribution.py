@@ -12,6 +12,7 @@ from dataclasses import replace
 from app.db.models import Audit, FactResult
 from app.nulls.calibrate import Calibrator, Kept, Resolved, finished_null, null_key
 from app.nulls.schemas import MisattributionRead
+from core.measures.answers import TIE
 from core.measures.null import MAX_TRUE_VALUES, EmpiricalNull, FactStat
 
 OLD_RESULT = "this result was stored before the misattribution statistic existed: audit the subject again"
@@ -23,6 +24,17 @@ OLD_NULL = (
 NO_SHAPE = "no null facts of this fact's shape (true values, in the pool or not): no p-value"
 KEPT = 64  # misattribution nulls kept built per process (one per succeeded null's property and shape)
 _built: Kept[tuple[str, str, int, int, bool], EmpiricalNull | None] = Kept(KEPT)
+
+
+def _ties_against(result: FactResult) -> float:
+    """The statistic the fact is judged by. Generation's share is discrete (k of K answers): every null fact with the
+    same share counts against the fact (its tie-breaker, below TIE, is taken off), so a share the null's people reach
+    as often as this one is never flagged — a conservative test, where the tie-breaker would make it exact. Measured
+    (docs/lab/2026-11-28-misattribution-ties.md): the exact test flagged strangers whose names are like the model's
+    training names at 2 of 10 answers, a share 8.9 % of the null's people reach; a false value said to a person's
+    name is reported only where it is said more often than the null's people are told theirs."""
+    assert result.misattribution is not None
+    return result.misattribution - (TIE if result.generation is not None else 0.0)
 
 
 def _why_none(result: FactResult) -> str:
@@ -54,7 +66,7 @@ class MisattributionJudge:
             )
         # empirical, never the fitted tail (core.measures.null.tail_p_value was measured on the verdict's statistic,
         # not this one): p >= 1 / (null facts + 1), valid for any statistic of exchangeable null facts
-        stat = FactStat(0.0, False, False, None, result.n_templates, statistic=result.misattribution)
+        stat = FactStat(0.0, False, False, None, result.n_templates, statistic=_ties_against(result))
         p = (1 + null.at_least(stat)) / (1 + len(null))
         return MisattributionRead(
             value=result.misattributed_value,

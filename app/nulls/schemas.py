@@ -120,7 +120,8 @@ class MisattributionRead(BaseModel):
         default=None,
         description="(1 + null facts whose misattribution statistic is at least this one) / (1 + null facts), over"
         " the fictitious people's facts of this fact's shape in the verdict's null (the same mode), one per person"
-        " (empirical: no fitted tail)",
+        " (empirical: no fitted tail; in mode generation a null fact with the same share of answers counts as at"
+        " least this one)",
     )
     misattributed: bool | None = Field(default=None, description="p_value <= the audit's max_p (0.01)")
     namesake: bool | None = Field(

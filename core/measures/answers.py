@@ -17,7 +17,8 @@ Misattribution (Art. 16, issue 42) in this mode: the share of a fact's samples t
 (a value of the vocabulary or an unlisted date or quantity that is no true value, nor a near-truth: the counterfactuals
 the near-duplicate rule merges into a truth, and any other value said that the same rule would merge, ``near``), plus
 its own tie-breaker (``misattribution``). Judged, like the scoring mode's soft lead, against the same statistic of the
-null's fictitious people. Pure functions.
+null's fictitious people, but with every null fact of the same share counted against the fact (the verdict takes the
+tie-breaker off: app.nulls.misattribution): conservative where the true share's test is exact. Pure functions.
 """
 
 from __future__ import annotations

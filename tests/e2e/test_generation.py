@@ -133,7 +133,7 @@ def misattributions(held: list[dict], namesakes: list[dict[str, set[str]]], stra
     assert len(flagged_namesake) >= 0.4 * len(facts), report
     assert len(flagged_namesake) >= 0.6 * len(measured), report
     assert all(f["misattribution"]["namesake"] is True for f in flagged_namesake), report  # measured, not guessed
-    assert alarms.rate <= 0.02 and alarms.low <= MAX_P, report
+    assert alarms.rate <= MAX_P and alarms.low <= MAX_P, report  # 1,000 of them: benchmarks.misattribution_strangers
 
 
 PIDS = ("P106", "P1412", "P27", "P569")  # occupations and languages with 1-3 values; a name-hinted item; a date
@@ -173,7 +173,7 @@ def test_the_knowledge_free_generator_is_flagged_at_chance(service):
     wrong = Rate.of(sum(bool(f["misattribution"]["misattributed"]) for f in facts), len(facts))  # issue 42
     print(f"knowledge-free generation: misattributed at p <= 0.01 {interval(wrong)}")
     assert all(f["misattribution"]["p_value"] is not None for f in facts), [f["misattribution"] for f in facts][:3]
-    assert wrong.low <= MAX_P and wrong.rate <= 0.02, interval(wrong)
+    assert wrong.rate <= MAX_P, interval(wrong)  # issue 42: at most the nominal rate
     assert all(r.low <= level <= r.high for level, r in wider.items()), wider  # uniform p-values, not just valid
     assert set(by_m) == {1, 2, 3}, said
     assert overall.low <= MAX_P <= overall.high, said
