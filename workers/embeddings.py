@@ -66,7 +66,14 @@ def check_pooling(path: Path) -> None:
 
 @lru_cache(maxsize=1)
 def _model() -> tuple[Any, Any, int]:
-    """(tokenizer, encoder, max tokens), loaded once per process."""
+    """(tokenizer, encoder, max tokens), loaded once per process (imports included, under the process's load lock)."""
+    from workers.lm.base import LOAD_LOCK
+
+    with LOAD_LOCK:
+        return _load()
+
+
+def _load() -> tuple[Any, Any, int]:
     import torch  # lazy: only processes that embed values load torch here
     from transformers import AutoModel, AutoTokenizer
 

@@ -187,6 +187,11 @@ def score_all(
     model than the audit's (a verification scores its before and after models)."""
     scorer = scorer or ctx.scorer()
     unique = {p[0] + p[1]: p for p in pairs}
+    if not getattr(scorer, "caches_nlls", True):  # its NLL costs less than a cache look-up (knowledge-free)
+        nll: dict[str, float] = {}
+        score_chunks(ctx, scorer, unique, {}, list(unique), nll, [0, len(unique)], store=False)
+        stats = {"sentences": len(unique), "scored": len(unique), "cached": 0, "generic_scored": 0}
+        return nll, stats | {"fingerprint": scorer.fingerprint, "document_start": scorer.document_start}
     hashes = {text: cache.text_hash(text) for text in unique}
     with session_scope() as s:
         known = cache.lookup(s, scorer.fingerprint, hashes.values())
@@ -226,9 +231,10 @@ def score_chunks(
     nll: dict[str, float],
     progress: list[int],
     session: Session | None = None,
+    store: bool = True,
 ) -> None:
     """Score ``todo`` in engine-sized chunks and cache each chunk (in ``session`` when given: the caller commits
-    it, releasing the shared lock it holds; else in a transaction of its own)."""
+    it, releasing the shared lock it holds; else in a transaction of its own; ``store`` False: not cached)."""
     done, total = progress
     for i in range(0, len(todo), SCORE_CHUNK):
         chunk = todo[i : i + SCORE_CHUNK]
@@ -239,9 +245,9 @@ def score_chunks(
             raise JobError(f"cannot score a canary: {exc}") from exc
         fresh = dict(zip(chunk, values, strict=True))
         nll.update(fresh)
-        if session is not None:
+        if store and session is not None:
             cache.store(session, scorer.fingerprint, {hashes[t]: v for t, v in fresh.items()})
-        else:
+        elif store:
             with session_scope() as s:
                 cache.store(s, scorer.fingerprint, {hashes[t]: v for t, v in fresh.items()})
         done += len(chunk)

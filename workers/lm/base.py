@@ -6,6 +6,7 @@ model. Error messages carry indexes and counts only, never the sentence text (it
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -63,6 +64,14 @@ PROBE_PAIRS: tuple[tuple[str, str], ...] = (
 )
 
 
+# Held while a model, tokenizer or embedding model is loaded (workers.lm.registry.get_scorer, workers.embeddings):
+# transformers imports its modules on first use, and two threads of one process importing them at once can see a
+# partially initialised module ("cannot import name 'GenericForQuestionAnswering' from transformers.modeling_layers",
+# seen when an embedded runner's job embedded values while another thread loaded groundtruth-tiny). Taken last,
+# after any lock of the caller's, and never held while taking another: no lock-order cycle.
+LOAD_LOCK = threading.RLock()
+
+
 @runtime_checkable
 class Scorer(Protocol):
     """A loaded causal language model that scores and completes text.
@@ -73,6 +82,8 @@ class Scorer(Protocol):
     ``document_start``: the token text prepended before every sentence (the model's BOS, or its documented
     document-start token such as ``<|endoftext|>``).
     ``max_length``: context length in tokens (document-start token included).
+    A backend whose NLL costs less than a cache look-up may set ``caches_nlls = False`` (the jobs then score every
+    sentence and store none; workers.jobs.scoring.score_all): the knowledge-free scorer does.
     """
 
     name: str

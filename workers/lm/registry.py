@@ -23,7 +23,7 @@ from huggingface_hub import snapshot_download
 
 from app.settings import ModelSpec, Settings, get_settings
 from core.models import ADAPTER_MARK, HF_PREFIX, ModelNameError, parse_model_name
-from workers.lm.base import ModelLoadError, Scorer
+from workers.lm.base import LOAD_LOCK, ModelLoadError, Scorer
 
 __all__ = [
     "BACKENDS",
@@ -189,7 +189,7 @@ def get_scorer(name: str) -> Scorer:
         if scorer is not None:
             _CACHE.move_to_end(key)
             return scorer
-        with hf_errors_hidden(name):
+        with hf_errors_hidden(name), LOAD_LOCK:
             scorer = load_scorer(name, settings)
         _CACHE[key] = scorer
         if len(_CACHE) > max(1, settings.max_loaded_models):
