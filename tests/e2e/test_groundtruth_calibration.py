@@ -4,9 +4,10 @@ API -> embedded worker -> stored results -> null audit -> calibrated facts): tra
 policy's false-positive rate agrees with the held-out rate within its 95 % interval.
 
 Held-out people appear nowhere in the model's training data, so every verdict on them is a false positive; the
-null is made of other fictitious people (Faker names fitting their facts) that the service generates itself.
-To fit a shared CPU: baseline + 3 paraphrases and 20 counterfactuals (service default: all, 100), 100 null facts
-per property (default 200; p <= 0.01 needs at least 99). All 40 held-out people (200 facts), 10 trained (50).
+null is made of other fictitious people (the hand-written roster) that the service computes itself. Baseline + 3
+paraphrases and 20 counterfactuals (one paraphrase more than the service's default, core/defaults.py: a null of its
+own, computed here, not the shipped one), 100 null facts per property (default 200; p <= 0.01 needs at least 99).
+All 40 held-out people (200 facts), 10 trained (50).
 """
 
 from __future__ import annotations
