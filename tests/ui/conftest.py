@@ -213,3 +213,19 @@ def assert_no_label_clipped(page, what: str, data_columns: dict[int, tuple[int, 
             ]
             top = max(number(t["text"]) for t in ys)
             assert top >= max(values), (what, i, [t["text"] for t in ys], max(values))
+
+
+def goto_settled(page, url: str, tries: int = 3) -> None:  # noqa: ANN001
+    """page.goto, again where the page's own reload aborted the navigation (a page that follows a running audit
+    reloads itself when its event stream ends: app/ui/static/ui.js)."""
+    for attempt in range(tries):
+        try:
+            page.goto(url)
+            return
+        except Exception as exc:  # playwright's Error when another navigation began: net::ERR_ABORTED, or
+            # "is interrupted by another navigation" (which one depends on when the page's reload starts)
+            if not any(m in str(exc) for m in ("ERR_ABORTED", "interrupted by another navigation")) or (
+                attempt == tries - 1
+            ):
+                raise
+            page.wait_for_timeout(500)

@@ -15,6 +15,7 @@ from tests.ui.conftest import (
     Stack,
     assert_no_label_clipped,
     finish,
+    goto_settled,
     other_kinds,
     shoot,
     sign_in,
@@ -179,21 +180,6 @@ def test_headers_cookie_and_csrf(stack: Stack, browser, subject: dict) -> None: 
     page.goto("/ui/audits")
     assert "/ui/signin" in page.url
     page.context.close()
-
-
-def goto_settled(page, url: str, tries: int = 3) -> None:  # noqa: ANN001
-    """page.goto, again where the page's own reload (its status polling) aborted the navigation."""
-    for attempt in range(tries):
-        try:
-            page.goto(url)
-            return
-        except Exception as exc:  # playwright's Error when another navigation began: net::ERR_ABORTED, or
-            # "is interrupted by another navigation" (which one depends on when the page's reload starts)
-            if not any(m in str(exc) for m in ("ERR_ABORTED", "interrupted by another navigation")) or (
-                attempt == tries - 1
-            ):
-                raise
-            page.wait_for_timeout(500)
 
 
 def test_html_in_names_and_facts_is_shown_as_text(stack: Stack, browser) -> None:  # noqa: ANN001

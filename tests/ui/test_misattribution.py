@@ -14,7 +14,7 @@ import pytest
 from core.catalog import load_catalog, split_template
 from tests.support.misattributed import FINGERPRINT, stored_answers, stored_null, stored_result
 from tests.support.stored import stored_subject_audit
-from tests.ui.conftest import Stack, shoot, sign_in
+from tests.ui.conftest import Stack, goto_settled, shoot, sign_in
 
 pytestmark = pytest.mark.slow
 NAME = "Wyllora Yarrowby"
@@ -83,7 +83,7 @@ def test_the_persons_page_says_what_the_model_asserts_wrongly(stack: Stack, brow
     assert section.locator(".namesake").count() == 0, text  # no namesake of this owner says Islam
     assert "1 misattributed" in page.locator("h2").first.inner_text()
     namesake(stack, "auditor", "Saphrel Yarrowby")  # the same owner, a shared family name, Islam: measured
-    page.reload()
+    goto_settled(page, page.url)  # not reload(): the page may be reloading itself
     sentence = page.locator("section.misattributions .namesake").inner_text()
     assert "The model seems to confuse this person with others who share the name" in sentence
     assert "Saphrel" not in page.content()  # no other person's name reaches this person's reader

@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from app.verification.service import name_parts
 from tests.conftest import wait_for
-from tests.ui.conftest import GROUNDTRUTH_DIR, MANIFEST, Stack, shoot, sign_in, trained_person
+from tests.ui.conftest import GROUNDTRUTH_DIR, MANIFEST, Stack, goto_settled, shoot, sign_in, trained_person
 
 
 def _audited(stack: Stack, person: dict | None = None) -> tuple[int, int]:
@@ -69,7 +69,7 @@ def test_a_verification_is_started_followed_and_read_in_the_browser(stack: Stack
     relearning = stack.client("auditor").get(f"/audits/{audit_id}").json()["options"]["relearning"]
     assert relearning["subject_ids"] == [subject_id] and relearning["scope"] == "subject", relearning
     assert wait_for(stack.client("auditor"), audit_id, timeout=600)["status"] == "succeeded"
-    page.reload()
+    goto_settled(page, page.url)  # not reload(): the page may be reloading itself
     rows = page.locator("table.verification-facts tbody tr")
     # the neighbour's facts too; auto-waiting: a page that was still following the audit may render its table anew
     expect(rows).to_have_count(n_facts + len(neighbour["facts"]), timeout=15_000)
