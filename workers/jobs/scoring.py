@@ -190,8 +190,7 @@ def score_all(
     if not getattr(scorer, "caches_nlls", True):  # its NLL costs less than a cache look-up (knowledge-free)
         nll: dict[str, float] = {}
         score_chunks(ctx, scorer, unique, {}, list(unique), nll, [0, len(unique)], store=False)
-        stats = {"sentences": len(unique), "scored": len(unique), "cached": 0, "generic_scored": 0}
-        return nll, stats | {"fingerprint": scorer.fingerprint, "document_start": scorer.document_start}
+        return nll, _scoring_stats(scorer, len(unique), len(unique), 0)
     hashes = {text: cache.text_hash(text) for text in unique}
     with session_scope() as s:
         known = cache.lookup(s, scorer.fingerprint, hashes.values())
@@ -212,14 +211,19 @@ def score_all(
             generic_scored = len(missing)
             progress[0] += len(waiting) - len(missing)
     score_chunks(ctx, scorer, unique, hashes, own, nll, progress)
-    scored = len(own) + generic_scored
-    stats = {
-        "sentences": len(unique),
+    return nll, _scoring_stats(scorer, len(unique), len(own) + generic_scored, generic_scored)
+
+
+def _scoring_stats(scorer: Scorer, sentences: int, scored: int, generic_scored: int) -> dict[str, Any]:
+    """The audit summary's `scoring` block: what was scored, what came from the cache, with which weights."""
+    return {
+        "sentences": sentences,
         "scored": scored,
-        "cached": len(unique) - scored,
+        "cached": sentences - scored,
         "generic_scored": generic_scored,
+        "fingerprint": scorer.fingerprint,
+        "document_start": scorer.document_start,
     }
-    return nll, stats | {"fingerprint": scorer.fingerprint, "document_start": scorer.document_start}
 
 
 def score_chunks(
