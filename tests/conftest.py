@@ -31,8 +31,8 @@ hypothesis.settings.load_profile("memaudit")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest test files first (tests/support/schedule.py): `make test`'s xdist processes take files in this
-    order (--no-loadscope-reorder), so both finish close together; while llama-cpp-python builds in the background,
-    the served-model files last (their fixture waits for the build)."""
+    order (--no-loadscope-reorder), so they finish close together; when llama-cpp-python is compiled in the background
+    (the vendored wheel did not load here), the served-model files last (their fixture waits for the build)."""
     from tests.support import llama_build
     from tests.support.schedule import load_durations, longest_first
 

@@ -65,5 +65,9 @@ def test_make_test_starts_the_compile_in_the_background_not_before_the_first_tes
     compile_lines = [i for i, line in enumerate(lines) if "CMAKE_ARGS=" in line]
     assert len(compile_lines) == 1, dry
     assert "tests.support.llama_build start" in lines[compile_lines[0]], "the compile runs in the background"
+    # the vendored wheel first, in the foreground: where it loads, nothing runs in the background and the served
+    # files are scheduled by their length (tests/conftest.py)
+    wheel_line = next(i for i, line in enumerate(lines) if "install -q --force-reinstall --no-deps vendor/" in line)
+    assert lines[wheel_line].lstrip().startswith("if ") and wheel_line < compile_lines[0], dry
     pytest_line = next(i for i, line in enumerate(lines) if re.search(r"-m pytest\b", line))
     assert compile_lines[0] < pytest_line
