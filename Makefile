@@ -65,9 +65,10 @@ llama-wheel:
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel -q --no-deps --no-binary llama-cpp-python --no-cache-dir -w vendor/llama-cpp "llama-cpp-python==$(LLAMA_WHEEL_VERSION)"
 	sha256sum vendor/llama-cpp/llama_cpp_python-*.whl
 
-# The vendored wheel in the foreground (seconds): then no build runs in the background and the served-model files are
-# scheduled by their length like every other file (run last, the longest of them ran alone for ~3 min at the end of
-# the suite while the other processes had nothing left). Where the wheel does not load, the compile in the background.
+# The vendored wheel in the foreground (seconds): then no build runs in the background, no test waits for one, and the
+# served-model files are scheduled by their length like every other file. Where the wheel does not load, the compile
+# runs in the background and those files go last (tests/conftest.py). (Run last, they had ended the suite alone for
+# ~3 min; scheduled by length the suite took as long: it is CPU-bound, docs/lab/2026-11-29-suite-tail.md.)
 llama-build-background: install
 	@if $(LLAMA_FROM_WHEEL); then \
 	  rm -f "$(LLAMA_BUILD_DIR)/pid" "$(LLAMA_BUILD_DIR)/status"; \
