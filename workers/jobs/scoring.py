@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Set
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -249,10 +250,8 @@ def score_chunks(
             raise JobError(f"cannot score a canary: {exc}") from exc
         fresh = dict(zip(chunk, values, strict=True))
         nll.update(fresh)
-        if store and session is not None:
-            cache.store(session, scorer.fingerprint, {hashes[t]: v for t, v in fresh.items()})
-        elif store:
-            with session_scope() as s:
+        if store:
+            with nullcontext(session) if session is not None else session_scope() as s:
                 cache.store(s, scorer.fingerprint, {hashes[t]: v for t, v in fresh.items()})
         done += len(chunk)
         ctx.progress(done, total)

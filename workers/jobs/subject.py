@@ -151,7 +151,7 @@ def _store(audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, f
                 **_misattribution(plan, outcomes),
             }
         )
-        counterfactuals += [{"fact": k, "position": i, "value": v} for i, v in enumerate(plan.counterfactuals)]
+        counterfactuals.append(plan.counterfactuals)
         results.append(po)
     with session_scope() as s:
         repository.delete_results(s, audit_id)  # a rerun replaces results
@@ -162,24 +162,30 @@ def _store(audit_id: str, plans: list[PropertyPlan], name: str, nll: dict[str, f
     return summary
 
 
-def _insert_results(s: Session, facts: list[dict], canaries: list[tuple], counterfactuals: list[dict]) -> None:
+def _insert_results(s: Session, facts: list[dict], canaries: list[tuple], counterfactuals: list[list[str]]) -> None:
     """The results' rows by one bulk INSERT per table (facts and canaries return their ids in order), not the ORM's
     unit of work, which held ~10 % of a subject audit's time on the knowledge-free model (hundreds of candidate rows
-    per audit; docs/lab/2026-11-29-suite-tail.md)."""
+    per audit; docs/lab/2026-11-29-suite-tail.md). ``canaries``: (fact's index, row, candidates' rows);
+    ``counterfactuals``: each fact's values, in order."""
     if not facts:
         return
     fact_ids = s.scalars(insert(FactResult).returning(FactResult.id, sort_by_parameter_order=True), facts).all()
-    if counterfactuals:
-        rows = [
-            {"fact_result_id": fact_ids[r["fact"]], "position": r["position"], "value": r["value"]}
-            for r in counterfactuals
-        ]
-        s.execute(insert(CounterfactualValue), rows)
+    values = [
+        {"fact_result_id": fid, "position": i, "value": v}
+        for fid, own in zip(fact_ids, counterfactuals, strict=True)
+        for i, v in enumerate(own)
+    ]
+    if values:
+        s.execute(insert(CounterfactualValue), values)
     if not canaries:
         return
     rows = [canary | {"fact_result_id": fact_ids[k]} for k, canary, _ in canaries]
     canary_ids = s.scalars(insert(Canary).returning(Canary.id, sort_by_parameter_order=True), rows).all()
-    scores = [row | {"canary_id": cid} for cid, (_, _, rows) in zip(canary_ids, canaries, strict=True) for row in rows]
+    scores = [
+        candidate | {"canary_id": cid}
+        for cid, (_, _, candidates) in zip(canary_ids, canaries, strict=True)
+        for candidate in candidates
+    ]
     if scores:
         s.execute(insert(CandidateScore), scores)
 
