@@ -15,6 +15,10 @@ import httpx
 from tests.conftest import make_key
 
 SLOW_CLIENTS = 12
+# An answer that waited on nothing arrives within this many seconds; one that waited would take at least 5 s (the
+# 6 s body limit these tests set, Wikidata's 5 s a call, the 21 MB body's parse). Not 1 s: at 15 % hypervisor steal
+# and load 4 on 2 cores, a same-key read answered in 1.8 s with nothing held (2026-11-29).
+PROMPT = 3.0
 
 
 def _trickle(url: str, head: str, stop: threading.Event, answers: list[bytes], every: float = 0.5) -> None:
@@ -60,7 +64,7 @@ def _health_latencies(url: str, seconds: float) -> list[tuple[int, float]]:
 
 def test_slow_sign_in_bodies_never_hold_up_health(live_api):
     """The probe: 12 connections trickling a body to POST /ui/signin held /health for 60 s (the admission slots
-    were taken before the body was read). Now /health answers within 1 s throughout, and each slow body gets a
+    were taken before the body was read). Now /health answers promptly throughout, and each slow body gets a
     408 once its time limit is over."""
     api = live_api(MEMAUDIT_BODY_TIMEOUT_SECONDS="6", MEMAUDIT_MAX_CONCURRENT_REQUESTS="10")
     head = (
@@ -84,7 +88,7 @@ def test_slow_sign_in_bodies_never_hold_up_health(live_api):
     assert all(status == 200 for status, _ in latencies), latencies
     worst = max(seconds for _, seconds in latencies)
     print(f"\n/health with {SLOW_CLIENTS} slow sign-in bodies: {len(latencies)} answers, worst {worst * 1000:.0f} ms")
-    assert worst < 1.0, latencies
+    assert worst < PROMPT, latencies
     assert len(answers) == SLOW_CLIENTS and all(a.startswith(b"HTTP/1.1 408") for a in answers), answers[:2]
     assert all(b'"field": "body"' in a for a in answers)
 
@@ -108,7 +112,7 @@ def test_a_slow_keyed_body_holds_no_admission_slot(live_api):
             for _ in range(5):
                 start = time.monotonic()
                 assert client.get("/audits").status_code == 200
-                assert time.monotonic() - start < 1.0
+                assert time.monotonic() - start < PROMPT
     finally:
         stop.set()
         for t in threads:
@@ -118,7 +122,7 @@ def test_a_slow_keyed_body_holds_no_admission_slot(live_api):
 def test_a_large_auditor_body_does_not_hold_up_health(live_api):
     """The probe: a 21 MB capacity body (under the 24 MiB limit) took 30.9 s to a 422 while /health waited up to
     20.4 s. Now it is parsed off the event loop and refused by the capacity kind's own size limit (413 naming
-    it), and /health answers within 1 s meanwhile."""
+    it), and /health answers promptly meanwhile."""
     api = live_api()
     key = make_key("auditor")
     architectures = [{"n_layer": 1, "d_model": 8 + i % 7} for i in range(700_000)]
@@ -141,7 +145,7 @@ def test_a_large_auditor_body_does_not_hold_up_health(live_api):
     worst = max(seconds for _, seconds in latencies)
     print(f"\n21 MB capacity body: answered {answer[0].status_code} after {took:.1f} s; /health worst {worst:.3f} s")
     assert all(status == 200 for status, _ in latencies)
-    assert worst < 1.0, latencies
+    assert worst < PROMPT, latencies
     assert answer[0].status_code == 413
     assert answer[0].json()["detail"][0]["field"] == "body"
     assert "capacity" in answer[0].json()["detail"][0]["message"]
@@ -199,7 +203,7 @@ def test_hung_wikidata_lookups_do_not_hold_up_health(live_api):
         latencies = _health_latencies(api.url, 3.0)
         worst = max(seconds for _, seconds in latencies)
         print(f"\n/health with 24 hung Wikidata lookups: {len(latencies)} answers, worst {worst * 1000:.0f} ms")
-        assert all(status == 200 for status, _ in latencies) and worst < 1.0, latencies
+        assert all(status == 200 for status, _ in latencies) and worst < PROMPT, latencies
     finally:
         fake.delay = 0.0
         for t in posts:

@@ -4,10 +4,13 @@ API -> embedded worker -> stored results -> null audit -> calibrated facts): tra
 policy's false-positive rate agrees with the held-out rate within its 95 % interval.
 
 Held-out people appear nowhere in the model's training data, so every verdict on them is a false positive; the
-null is made of other fictitious people (the hand-written roster) that the service computes itself. Baseline + 3
-paraphrases and 20 counterfactuals (one paraphrase more than the service's default, core/defaults.py: a null of its
-own, computed here, not the shipped one), 100 null facts per property (default 200; p <= 0.01 needs at least 99).
-All 40 held-out people (200 facts), 10 trained (50).
+null is made of other fictitious people (the hand-written roster). The service's default configuration (baseline +
+2 paraphrases, 20 counterfactuals, core/defaults.py), so the null is the one shipped for groundtruth-tiny
+(app/nulls/shipped/, 200 null facts per property and shape), as a user's first audit of this model gets it:
+tests/e2e/test_shipped_null.py rebuilds that file byte for byte from the code, and the nulls the service computes
+itself are checked by tests/e2e/test_knowledge_free.py, test_null_chunks.py and test_verification.py. (Until
+2026-11-29 this test used one paraphrase more to compute a null of 100 facts of its own: 123 of the suite's CPU-s,
+half of them that null.) All 40 held-out people (200 facts), 10 trained (50).
 """
 
 from __future__ import annotations
@@ -17,15 +20,15 @@ from pathlib import Path
 
 import pytest
 
+from core import defaults
 from core.measures.null import Rate
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.slow
 
 MANIFEST = Path(__file__).resolve().parents[2] / "workers" / "groundtruth" / "manifest.json"
-OPTIONS = {"paraphrases": 3, "counterfactuals": 20}
+OPTIONS = {"paraphrases": defaults.PARAPHRASES, "counterfactuals": defaults.COUNTERFACTUALS}
 TRAINED = 10
-NULL_FACTS = "100"
 
 
 def payload(person: dict) -> dict:
@@ -53,16 +56,13 @@ def interval(r: Rate) -> str:
     return f"{r.rate:.3f} ({r.k}/{r.n}, 95% CI {r.low:.3f}-{r.high:.3f})"
 
 
-def test_default_policy_finds_trained_facts_and_rejects_held_out_ones(sqlite_env, api_factory, monkeypatch):
-    from app.settings import get_settings
-
-    monkeypatch.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", NULL_FACTS)
-    get_settings.cache_clear()
+def test_default_policy_finds_trained_facts_and_rejects_held_out_ones(sqlite_env, api_factory):
     manifest = json.loads(MANIFEST.read_text())
     api, admin = api_factory("auditor"), api_factory("admin")
     trained_ids = run(api, manifest["trained"][:TRAINED])
     held_ids = run(api, manifest["held_out"])
     pending = api.get(f"/audits/{held_ids[0]}/facts").json()["calibration"]["nulls"]
+    assert {n["source"] for n in pending} == {"shipped"}, pending  # the default configuration's null, not computed
     for null_id in {n["null_audit_id"] for n in pending}:
         assert wait_for(admin, null_id, timeout=3600)["status"] == "succeeded"
     trained, held = facts(api, trained_ids), facts(api, held_ids)

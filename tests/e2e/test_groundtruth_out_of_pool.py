@@ -8,7 +8,9 @@ too (null_shape.in_pool false), and the default verdict (p <= 0.01) flags them a
 
 groundtruth-tiny's trained people have only pool values (it was trained on them), so it has no out-of-pool fact to
 find: recall on out-of-pool values is measured on smollm2-135m's famous cohort (benchmarks/verdict_power.py).
-40 held-out people x 4 properties, baseline + 2 paraphrases, 20 counterfactuals, nulls of 100 facts per property.
+40 held-out people x 4 properties at the service's default configuration (baseline + 2 paraphrases, 20
+counterfactuals), so the null shipped for groundtruth-tiny judges them (app/nulls/shipped/, 200 null facts per shape,
+out-of-pool shapes included; tests/e2e/test_shipped_null.py rebuilds it byte for byte): no null is computed here.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from core import defaults
 from core.catalog import load_catalog
 from core.measures.null import Rate
 from tests.conftest import wait_for
@@ -25,8 +28,7 @@ from tests.conftest import wait_for
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-OPTIONS = {"paraphrases": 2, "counterfactuals": 20}
-NULL_FACTS = "100"
+OPTIONS = {"paraphrases": defaults.PARAPHRASES, "counterfactuals": defaults.COUNTERFACTUALS}
 STATES = ("Duchy of Brunswick", "Kingdom of Hanover", "Republic of Genoa", "Kingdom of Navarre", "Duchy of Savoy")
 OCCUPATIONS = ("lighthouse keeper", "glassblower", "luthier", "falconer", "chimney sweep", "bookbinder", "cooper")
 LANGUAGES = ("Old English", "Low German", "Middle High German", "Old Norse", "Classical Chinese", "Scots", "Ladino")
@@ -43,11 +45,7 @@ def out_of_pool_facts() -> dict[str, list[str]]:
     return out
 
 
-def test_held_out_out_of_pool_values_are_flagged_at_the_null_rate(sqlite_env, api_factory, monkeypatch):
-    from app.settings import get_settings
-
-    monkeypatch.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", NULL_FACTS)
-    get_settings.cache_clear()
+def test_held_out_out_of_pool_values_are_flagged_at_the_null_rate(sqlite_env, api_factory):
     manifest = json.loads((ROOT / "workers" / "groundtruth" / "manifest.json").read_text())
     values = out_of_pool_facts()
     api, admin = api_factory("auditor"), api_factory("admin")
@@ -61,6 +59,7 @@ def test_held_out_out_of_pool_values_are_flagged_at_the_null_rate(sqlite_env, ap
     for audit_id in ids:
         assert wait_for(api, audit_id, timeout=3600)["status"] == "succeeded"
     nulls = api.get(f"/audits/{ids[0]}/facts").json()["calibration"]["nulls"]
+    assert {n["source"] for n in nulls} == {"shipped"}, nulls  # the default configuration's null, not computed
     for null_id in {n["null_audit_id"] for n in nulls}:
         assert wait_for(admin, null_id, timeout=3600)["status"] == "succeeded"
     facts = [f for aid in ids for f in api.get(f"/audits/{aid}/facts").json()["facts"]]
@@ -71,7 +70,7 @@ def test_held_out_out_of_pool_values_are_flagged_at_the_null_rate(sqlite_env, ap
         assert cal["null_shape"]["in_pool"] is False, cal
         # one per null person and shape (m = 2 where a near-duplicate counterfactual was merged into the truth), less
         # the few whose out-of-pool truth absorbed one: p <= 0.01 is reachable (with the fitted tail)
-        assert cal["null_shape"]["null_facts"] >= 90, cal
+        assert cal["null_shape"]["null_facts"] >= 190, cal
     flagged = [f for f in facts if f["calibration"]["memorized"]]
     rate = Rate.of(len(flagged), len(facts))
     by_pid = {pid: sum(f["property"] == pid for f in flagged) for pid in values}
