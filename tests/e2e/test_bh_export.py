@@ -1,6 +1,8 @@
 """Benjamini–Hochberg across a whole model's export selects at least what BH selects audit by audit: p-values are
 resolved finely enough (the null's fitted tail below 1/(N+1)) that a person's verdict does not vanish when the
-export is not sliced by audit. On groundtruth-tiny: trained people (the model knows them) and held-out people."""
+export is not sliced by audit. On groundtruth-tiny: trained people (the model knows them) and held-out people, at the
+service's default configuration, so the null shipped for groundtruth-tiny judges them (200 null facts per property and
+shape; tests/e2e/test_shipped_null.py rebuilds it byte for byte): no null is computed here."""
 
 from __future__ import annotations
 
@@ -9,20 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from app.settings import get_settings
+from core import defaults
 from tests.conftest import wait_for
 
 MANIFEST = Path(__file__).resolve().parents[2] / "workers" / "groundtruth" / "manifest.json"
 PIDS = ("P106", "P27", "P21")
-OPTIONS = {"paraphrases": 2, "counterfactuals": 20, "lookalikes": "reversed"}  # the ground-truth names have no origin
-
-
-@pytest.fixture
-def nulls_of_100(sqlite_env, monkeypatch):
-    monkeypatch.setenv("MEMAUDIT_NULL_FACTS_PER_PROPERTY", "100")
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
+OPTIONS = {"paraphrases": defaults.PARAPHRASES, "counterfactuals": defaults.COUNTERFACTUALS}
 
 
 def records(api, **params) -> set[tuple[str, str, str]]:
@@ -34,7 +28,7 @@ def records(api, **params) -> set[tuple[str, str, str]]:
 
 
 @pytest.mark.slow
-def test_bh_over_the_whole_export_keeps_what_bh_per_audit_selects(nulls_of_100, api_factory):
+def test_bh_over_the_whole_export_keeps_what_bh_per_audit_selects(sqlite_env, api_factory):
     people = json.loads(MANIFEST.read_text())
     auditor, admin = api_factory("auditor"), api_factory("admin")
     ids = []
@@ -51,7 +45,9 @@ def test_bh_over_the_whole_export_keeps_what_bh_per_audit_selects(nulls_of_100, 
         ids.append(r.json()["id"])
     for audit_id in ids:
         assert wait_for(auditor, audit_id, timeout=900)["status"] == "succeeded"
-    null_ids = {n["null_audit_id"] for n in auditor.get(f"/audits/{ids[0]}/facts").json()["calibration"]["nulls"]}
+    nulls = auditor.get(f"/audits/{ids[0]}/facts").json()["calibration"]["nulls"]
+    assert {n["source"] for n in nulls} == {"shipped"}, nulls  # the default configuration's null, not computed
+    null_ids = {n["null_audit_id"] for n in nulls}
     for null_id in null_ids:
         assert wait_for(admin, null_id, timeout=900)["status"] == "succeeded"
 
