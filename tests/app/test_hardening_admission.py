@@ -175,6 +175,7 @@ def test_a_null_import_bomb_does_not_hold_up_health(live_api):
             f" /health {len(latencies)} answers, worst {worst:.3f} s (idle: worst {max(s for _, s in idle):.3f} s)"
         )
         assert answer[0].status_code == status and answer[0].json()["detail"][0]["field"] == field, answer[0].text
-        # Before: 17.6 s. Measured here: at most 0.3-1.2 s on a machine at load 14-16 (idle: 0.1 s); the bound
-        # leaves room for such a machine's pauses, not for a parse in the API process.
-        assert all(code == 200 for code, _ in latencies) and worst <= 2.0, latencies
+        # Before: 17.6 s. Measured here: at most 0.3-1.2 s on a machine at load 14-16 (idle: 0.1 s), once 3.0 s in
+        # a full suite run (2026-11-29, steal 6 %); the bound leaves room for such a machine's pauses, not for a
+        # parse in the API process.
+        assert all(code == 200 for code, _ in latencies) and worst <= 5.0, latencies

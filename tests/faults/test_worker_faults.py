@@ -56,7 +56,9 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_audit_runs_once(fault_env):
     wait_until(lambda: audit_row(audit_id).status in ("succeeded", "failed"), 300, "the audit did not finish")
     finished = time.monotonic() - killed_at
     final = audit_row(audit_id)
-    bound = LEASE_TTL + 2 * RECONCILE_INTERVAL + 3  # lease expiry + a reconciler pass (jittered) + dequeue
+    # lease expiry + a reconciler pass (jittered) + dequeue, with slack for a loaded machine's pauses (taken over
+    # after 9.4 s once in a full suite run, 2026-11-29, when the slack was 3 s)
+    bound = LEASE_TTL + 2 * RECONCILE_INTERVAL + 7
     message = (
         f"recovery after kill -9: taken over {detected:.1f} s after the kill (bound {bound:.0f} s = lease TTL "
         f"{LEASE_TTL:.0f} s + reconciler {RECONCILE_INTERVAL:.0f} s + slack), succeeded {finished:.1f} s after"
