@@ -138,16 +138,16 @@ def sqlite_env(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("MEMAUDIT_ENV", "test")
     _reset_caches()
     yield {"MEMAUDIT_DATABASE_URL": url}
-    stop_embedded_runner()
-    _reset_caches()
+    end_embedded_service()
 
 
-def stop_embedded_runner() -> None:
-    """Stop the embedded runner of the test that ends, as the end of its process would (``shutdown``: its audits go
-    back to the queue and its running job stops at its next progress report), while the test's settings still name
-    its database. Otherwise what the test left queued or running — the default-sized null its first read of results
-    queued — went on in this pytest process's daemon thread beside the next tests (test_groundtruth_rates.py's, of
-    11 templates and 100 counterfactuals, was still scoring when the process exited: an abort in torch)."""
+def end_embedded_service() -> None:
+    """The end of a test's embedded service: its runner stops as the end of its process would (``shutdown``: its
+    audits go back to the queue and its running job stops at its next progress report), while the test's settings
+    still name its database; then the caches are reset. Otherwise what the test left queued or running — the
+    default-sized null its first read of results queued — went on in this pytest process's daemon thread beside the
+    next tests (test_groundtruth_rates.py's, of 11 templates and 100 counterfactuals, was still scoring when the
+    process exited: an abort in torch)."""
     from app.queue import EmbeddedDispatcher, _dispatcher_for
     from app.settings import get_settings
 
@@ -155,6 +155,7 @@ def stop_embedded_runner() -> None:
         runner = _dispatcher_for(get_settings().redis_url)
         if isinstance(runner, EmbeddedDispatcher):
             runner.shutdown()
+    _reset_caches()
 
 
 def make_key(role: str) -> str:

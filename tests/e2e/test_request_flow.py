@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main as cli
-from tests.conftest import Api, _reset_caches, make_key, stop_embedded_runner, wait_for
+from tests.conftest import Api, _reset_caches, end_embedded_service, make_key, wait_for
 from tests.support.ui import sign_in
 
 pytestmark = pytest.mark.slow
@@ -62,8 +62,7 @@ def test_a_request_from_intake_to_reply(sqlite_url: str, tmp_path: Path) -> None
         who, untouched = manifest["trained"][0], manifest["trained"][1]
         flow(api, regulator, token, who, untouched, tmp_path, unlearn, mp)
         print(f"\nrequest flow: {time.monotonic() - started:.0f} s")
-        stop_embedded_runner()
-        _reset_caches()
+        end_embedded_service()
 
 
 def _facts(person: dict) -> list[dict]:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Api, _reset_caches, make_key, stop_embedded_runner, wait_for
+from tests.conftest import Api, _reset_caches, end_embedded_service, make_key, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -166,8 +166,7 @@ def flow(sqlite_url: str, tmp_path_factory: pytest.TempPathFactory):  # noqa: AN
             "relearned": relearned,
             "neighbours": neighbour_ids,
         }
-        stop_embedded_runner()
-        _reset_caches()
+        end_embedded_service()
 
 
 def _share(facts: list[dict], status: str) -> tuple[int, int]:
