@@ -34,7 +34,7 @@ from app.nulls.measured import TYPICAL_NAMES as NAME_HINTED
 from app.nulls.measured import load as load_measured
 from app.nulls.measured import typical_names_caveat
 from app.nulls.schemas import CalibrationInfo, FactCalibration, NullProgress, NullRef, NullShape, RateRead
-from app.policies import fact_rates
+from app.policies import POLICIES, fact_rates
 from app.settings import Settings, get_settings
 from core.catalog import load_catalog
 from core.measures.null import (
@@ -159,7 +159,7 @@ def _share_rate(found: Resolved, stat: FactStat, legacy: bool) -> RateRead:
     assert found.null is not None
     if legacy:
         return rate_read(found.null.rate(lambda f: f.key[0] >= stat.key[0]))
-    return rate_read(found.null.rate(lambda f: round(f.share, 9) >= round(stat.share, 9)))
+    return rate_read(found.null.share_rate(stat.share))
 
 
 def _why_not(found: Resolved, stat: FactStat) -> str:
@@ -271,6 +271,8 @@ def null_key(session: Session, row: NullDistribution) -> tuple[str, str, int]:
 
 LOADED_KEPT = 16  # finished nulls kept loaded per process (a few MB each)
 _loaded: Kept[tuple[str, str, int, bool], LoadedNull] = Kept(LOADED_KEPT)
+# each policy's rate on a loaded null (shared, read-only), per max_p and the policies registered at the time
+_rates: Kept[tuple[str, str, int, bool, float, tuple[str, ...]], dict[str, Rate]] = Kept(4 * LOADED_KEPT)
 
 
 def finished_null(session: Session, row: NullDistribution, assigned_only: bool) -> LoadedNull:
@@ -355,12 +357,17 @@ class Calibrator:
 
     def _load(self, pid: str, row: NullDistribution) -> Resolved:
         # A full null is the people's own values; its other candidates are kept only to measure the shortcut.
-        loaded = finished_null(self.session, row, assigned_only=row.method != "pseudo")
-        if loaded.null is None:
+        assigned_only = row.method != "pseudo"
+        loaded = finished_null(self.session, row, assigned_only=assigned_only)
+        null = loaded.null
+        if null is None:
             raise ValueError("a null distribution needs at least one null fact")
         people = [p for p in loaded.every if p[2].n_values == 1 and p[2].in_pool]
-        rates = fact_rates(loaded.null, self.max_p)
-        return Resolved(pid, "ready", row, loaded.null, people, rates, shapes=dict(loaded.shapes))
+        # each policy's leave-one-out rate over the whole null: kept with the loaded null (it was most of a read's
+        # time once the null's facts were kept, every GET /facts recomputing the same rates)
+        key = (*null_key(self.session, row), assigned_only, self.max_p, tuple(POLICIES))
+        rates = _rates.get(key, lambda: fact_rates(null, self.max_p))
+        return Resolved(pid, "ready", row, null, people, rates, shapes=dict(loaded.shapes))
 
     def calibrate(
         self,

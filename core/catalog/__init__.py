@@ -155,7 +155,13 @@ def split_parts(parts: Sequence[str], subject: str, value: str) -> tuple[str, st
 
 def split_template(template: str, subject: str, value: str) -> tuple[str, str]:
     """:func:`split_parts` for a template string (e.g. a contextualized canary built at audit time)."""
-    return split_parts(_SLOT_RE.split(template), subject, value)
+    return split_parts(_slots(template), subject, value)
+
+
+@cache
+def _slots(template: str) -> tuple[str, ...]:
+    """A template cut at its slots (the same few templates fill every sentence of an audit)."""
+    return tuple(_SLOT_RE.split(template))
 
 
 class Catalog:

@@ -30,19 +30,18 @@ import math
 from collections.abc import Sequence
 
 
-def template_leads(scores: Sequence[float], is_ground_truth: Sequence[bool]) -> list[float | None]:
-    """d_t(u) for each candidate of one template: None for true values, the soft lead for false ones."""
+def soft_leads(scores: Sequence[float]) -> list[float]:
+    """d_t(u) for every candidate of one template as if it were false: a candidate's soft lead depends on the
+    scores alone, not on which of the others are true, so a null fact's sets of true values share one list."""
     scores = list(scores)
-    out: list[float | None] = []
+    if len(scores) < 2:
+        return [0.0] * len(scores)
+    out: list[float] = []
     # exp(x − top) per top (the maximum of the others: the same for all but the best candidate), not per pair: the
     # same terms summed in the same order, so the same floats, with n exponentials per top instead of n² in all
     exps: dict[float, list[float]] = {}
-    for i, (s, g) in enumerate(zip(scores, is_ground_truth, strict=True)):
-        others = scores[:i] + scores[i + 1 :]
-        if g or not others:
-            out.append(None if g else 0.0)
-            continue
-        top = max(others)
+    for i, s in enumerate(scores):
+        top = max(scores[:i] + scores[i + 1 :])
         e = exps.get(top)
         if e is None:
             e = exps[top] = [math.exp(x - top) for x in scores]
@@ -50,17 +49,30 @@ def template_leads(scores: Sequence[float], is_ground_truth: Sequence[bool]) -> 
     return out
 
 
-def misattribution(score_rows: Sequence[Sequence[float]], is_ground_truth: Sequence[bool]) -> tuple[float, int] | None:
+def template_leads(scores: Sequence[float], is_ground_truth: Sequence[bool]) -> list[float | None]:
+    """d_t(u) for each candidate of one template: None for true values, the soft lead for false ones."""
+    leads = soft_leads(scores)
+    return [None if g else d for d, g in zip(leads, is_ground_truth, strict=True)]
+
+
+def misattribution(
+    score_rows: Sequence[Sequence[float]],
+    is_ground_truth: Sequence[bool],
+    leads: Sequence[Sequence[float]] | None = None,
+) -> tuple[float, int] | None:
     """(M, index of the candidate asserted) over a fact's templates (``score_rows[t][i]``: template t, candidate
-    i); None where the fact has no false candidate or no template. Ties go to the first candidate."""
+    i); None where the fact has no false candidate or no template. Ties go to the first candidate. ``leads``: the
+    rows' :func:`soft_leads`, where the caller judges several sets of true values on the same rows."""
     if not score_rows or all(is_ground_truth):
         return None
-    per_template = [template_leads(row, is_ground_truth) for row in score_rows]
+    if any(len(row) != len(is_ground_truth) for row in score_rows):
+        raise ValueError("every template must score the fact's candidates")
+    per_template = leads if leads is not None else [soft_leads(row) for row in score_rows]
     best: tuple[float, int] | None = None
     for i, g in enumerate(is_ground_truth):
         if g:
             continue
-        mean = sum(leads[i] for leads in per_template) / len(per_template)  # type: ignore[misc]
+        mean = sum(row[i] for row in per_template) / len(per_template)
         if best is None or mean > best[0]:
             best = (mean, i)
     return best

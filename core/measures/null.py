@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from core.measures.misattribution import misattribution
+from core.measures.misattribution import misattribution, soft_leads
 from core.measures.wikimem import margins, truth_z
 
 SHARE_DIGITS = 9  # shares are k/T; rounding makes equal shares compare equal whatever their float path
@@ -131,6 +131,7 @@ class EmpiricalNull:
         values = [f.statistic for f in self.facts]
         fitted = tail and all(v is not None for v in values)
         self._values = sorted(values) if fitted else None  # type: ignore[type-var]
+        self._shares: list[float] | None = None  # sorted, built on the first share_rate
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -173,6 +174,12 @@ class EmpiricalNull:
             out.append(p)
         return out
 
+    def share_rate(self, share: float) -> Rate:
+        """The rate of null facts whose share is at least ``share`` (both to 9 places: float noise never decides)."""
+        if self._shares is None:
+            self._shares = sorted(round(f.share, 9) for f in self.facts)
+        return Rate.of(len(self._shares) - bisect.bisect_left(self._shares, round(share, 9)), len(self._shares))
+
     def rate(self, selects: Callable[[FactStat], bool]) -> Rate:
         return Rate.of(sum(1 for f in self.facts if selects(f)), len(self.facts))
 
@@ -204,12 +211,16 @@ def _binom_cdf(k: int, n: int, p: float) -> float:
     if p >= 1.0:
         return 0.0
     log_p, log_q = math.log(p), math.log1p(-p)
-    terms = [
-        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
-        for i in range(k + 1)
-    ]
+    terms = [c + i * log_p + (n - i) * log_q for i, c in enumerate(_log_choose(k, n))]
     top = max(terms)
     return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
+
+
+@functools.lru_cache(maxsize=256)
+def _log_choose(k: int, n: int) -> tuple[float, ...]:
+    """log C(n, i) for i = 0..k, as ``_binom_cdf`` sums them (the same floats: its bisection asks for the same (k, n)
+    at 60 values of p, and the log-gamma terms were most of its time)."""
+    return tuple(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(k + 1))
 
 
 def _solve(f: Callable[[float], float], target: float) -> float:
@@ -383,18 +394,23 @@ def set_stats(score_rows: Sequence[Sequence[float]], truth_sets: Sequence[Sequen
             lead = best - max((scores[j] for j in range(n) if j not in chosen), default=best)
             z = (lead - mean) / std if first and std > 0 else None
             per_set[k].append(_Outcome(first, z, truth_z(scores, mask)))
+    leads = [soft_leads(scores) for scores in score_rows]  # one list per template for every set of true values
     return [
-        _with_misattribution(fact_stat(outcomes, len(members)), score_rows, members, n)
+        _with_misattribution(fact_stat(outcomes, len(members)), score_rows, leads, members, n)
         for outcomes, members in zip(per_set, truth_sets, strict=True)
     ]
 
 
 def _with_misattribution(
-    stat: FactStat, score_rows: Sequence[Sequence[float]], members: Sequence[int], n: int
+    stat: FactStat,
+    score_rows: Sequence[Sequence[float]],
+    leads: Sequence[Sequence[float]],
+    members: Sequence[int],
+    n: int,
 ) -> FactStat:
     """``stat`` with the null fact's misattribution statistic (None where it has no false candidate)."""
     chosen = set(members)
-    found = misattribution(score_rows, [j in chosen for j in range(n)])
+    found = misattribution(score_rows, [j in chosen for j in range(n)], leads)
     return replace(stat, misattribution=None if found is None else found[0])
 
 
