@@ -124,6 +124,7 @@ def _listed(part: str, first: bool) -> set[str]:
     return set().union(*(index[role].get(fold(part), set()) for role in roles))
 
 
+@lru_cache(maxsize=4096)
 def name_origin(name: str) -> NameOrigin | None:
     """The origin of a name: the naming tradition (region) that best explains its first and last part, then the
     locales of that region whose lists hold a part (all of the region's when none does); None for a name with no
@@ -131,14 +132,16 @@ def name_origin(name: str) -> NameOrigin | None:
     the share of the region's locales that list each part (Faker's lists overlap: immigrant names such as
     "Vladimir" are listed for Germany and Chile too, so an exact match alone misleads). Measured on 46 hand-labelled
     names (benchmarks/calibration_cohorts.json): 38 placed in the expected tradition; the misses are neighbours
-    (Cristiano Ronaldo -> hispanic, Lionel Messi -> germanic)."""
+    (Cristiano Ronaldo -> hispanic, Lionel Messi -> germanic). Cached: a name's origin is read at its audit's
+    submission and again by its job, and a null reads each of its people's."""
     parts = [p for p in name.split() if any(c.isalpha() for c in p)]
     if not parts:
         return None
     ends = [parts[0]] if len(parts) == 1 else [parts[0], parts[-1]]
     listed = [_listed(part, i == 0) for i, part in enumerate(ends)]
     counts, totals, vocabulary = _trigram_model()
-    size = Counter(BY_LOCALE[loc].region for loc in BY_LOCALE)
+    size = _region_sizes()
+    hits = Counter(BY_LOCALE[loc].region for found in listed for loc in found)  # each part's listing locales
     best, best_score = "", -math.inf
     for region in sorted(counts):
         grams = counts[region]
@@ -147,15 +150,18 @@ def name_origin(name: str) -> NameOrigin | None:
             for part in parts
             for g in _trigrams(part)
         )
-        score += (
-            LIST_BONUS * sum(sum(BY_LOCALE[loc].region == region for loc in found) for found in listed) / size[region]
-        )
+        score += LIST_BONUS * hits[region] / size[region]
         if score > best_score:
             best, best_score = region, score
     in_region = sorted({loc for found in listed for loc in found if BY_LOCALE[loc].region == best})
     locales = tuple(in_region) or tuple(sorted(loc for loc in BY_LOCALE if BY_LOCALE[loc].region == best))
     first = fold(parts[0])
     return NameOrigin(locales, _gender(first, locales) or _gender(first, tuple(BY_LOCALE)))
+
+
+@cache
+def _region_sizes() -> Counter[str]:
+    return Counter(BY_LOCALE[loc].region for loc in BY_LOCALE)
 
 
 def _gender(first: str, locales: tuple[str, ...]) -> str | None:
