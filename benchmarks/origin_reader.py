@@ -69,7 +69,8 @@ def placement() -> dict[str, Any]:
 
 
 def _clear() -> None:
-    for fn in (lookalikes._index, lookalikes._trigram_model, lookalikes.reader_lists, lookalikes._reader_names):
+    cached = (lookalikes._index, lookalikes._trigram_model, lookalikes.reader_lists, lookalikes._reader_names)
+    for fn in (*cached, lookalikes.name_origin):
         fn.cache_clear()
 
 
