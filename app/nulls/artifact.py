@@ -275,15 +275,21 @@ def _distribution(d: Any, at: str, seen: set[str]) -> None:
     types = [table[c] for c in columns]
     index = {c: i for i, c in enumerate(columns)}
     shapes: set[int] = set()
+    at_person, at_share, at_m, at_assigned = (index[c] for c in ("person", "share", "n_values", "assigned"))
+    # (the messages are built only for the cell that fails: a shipped file holds ~10^6 cells, read at every start)
     for j, row in enumerate(rows):  # bounded by MAX_ROWS
         _need(isinstance(row, list) and len(row) == len(columns), f"{at}.rows[{j}]", "one value per column")
         for column, value in zip(types, row, strict=True):
-            _need(_cell_ok(column, value), f"{at}.rows[{j}].{column.key}", f"not a valid {column.key}")
-        person, share, m = row[index["person"]], row[index["share"]], row[index["n_values"]]
-        _need(0 <= person < people, f"{at}.rows[{j}].person", "a person index below `people`")
-        _need(0.0 <= share <= 1.0, f"{at}.rows[{j}].share", "a share between 0 and 1")
-        _need(1 <= m <= MAX_TRUE_VALUES, f"{at}.rows[{j}].n_values", f"a shape of 1 to {MAX_TRUE_VALUES} true values")
-        if row[index["assigned"]] or method == "pseudo":
+            if not _cell_ok(column, value):
+                raise InvalidInput(f"{at}.rows[{j}].{column.key}", f"not a valid {column.key}")
+        person, share, m = row[at_person], row[at_share], row[at_m]
+        if not 0 <= person < people:
+            raise InvalidInput(f"{at}.rows[{j}].person", "a person index below `people`")
+        if not 0.0 <= share <= 1.0:
+            raise InvalidInput(f"{at}.rows[{j}].share", "a share between 0 and 1")
+        if not 1 <= m <= MAX_TRUE_VALUES:
+            raise InvalidInput(f"{at}.rows[{j}].n_values", f"a shape of 1 to {MAX_TRUE_VALUES} true values")
+        if row[at_assigned] or method == "pseudo":
             shapes.add(m)
     _need(1 in shapes, f"{at}.rows", "no null fact of the single-value shape (n_values 1) that judges a fact")
 
