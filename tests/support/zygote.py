@@ -6,7 +6,8 @@ test's wall time per worker, the largest share of the workers' own CPU. The zygo
 imports those modules once per pytest process and forks one child per worker asked for. From its arguments on, the
 child runs exactly what `python -m app.cli worker ...` runs (``app.cli.main``), with the environment, working
 directory and log file the test gives it: a real, separate worker process with its own database and Redis
-connections (the zygote opens none), signals and exit status. Only the interpreter start and the imports are shared.
+connections (the zygote opens none), signals and exit status. Only the interpreter start, the imports and the read
+of the shipped nulls (package files) are shared.
 
 Fork safety: the zygote runs no torch operation, opens no connection and starts no thread before forking (checked at
 start: it refuses to run with more than one thread), so the child inherits no lock held by another thread. To that
@@ -243,6 +244,9 @@ def _serve() -> None:
     import workers.lm.hf  # noqa: F401
     import workers.lm.loading  # noqa: F401
     import workers.worker  # noqa: F401 (torch, transformers, the kinds: what every worker imports)
+    from app.nulls.shipped import shipped
+
+    shipped()  # the package's null files, read and validated (~1 CPU-s): what every API and embedded start reads
 
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
