@@ -69,7 +69,7 @@ class Property:
     _parts: tuple[tuple[str, ...], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        parts = tuple(tuple(_SLOT_RE.split(t)) for t in self.templates)
+        parts = tuple(_slots(t) for t in self.templates)
         object.__setattr__(self, "_parts", parts)
 
     @property
