@@ -100,7 +100,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory(prefix="memaudit-served-bench-") as tmp:
-        server = start_llama_server(Path(tmp), threads=args.threads)
+        # the peer as it ships (python -m llama_cpp.server), not the tests' launcher with its numpy sort
+        server = start_llama_server(Path(tmp), threads=args.threads, plain=True)
         try:
             run(args, server)
         finally:

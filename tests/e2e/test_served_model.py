@@ -58,8 +58,9 @@ def served_env(pg_env, llama_server, smollm2_tokenizer_dir, monkeypatch) -> dict
     monkeypatch.setenv("MEMAUDIT_MODELS", json.dumps(models))
     monkeypatch.setenv("MEMAUDIT_MODELS__served__API_KEY", llama_server.api_key)
     monkeypatch.setenv("MEMAUDIT_MODELS__served_badkey__API_KEY", WRONG_KEY)
-    # reading the audit's facts queues its null; at ~3 s per served sentence a default-sized one would hold the
-    # worker for hours ahead of the next audits (a started null is not preempted: docs/nulls.md)
+    # reading the audit's facts queues its null; at ~0.3 s per served sentence (1 s and more on a loaded machine) a
+    # default-sized one would hold the worker for hours ahead of the next audits (a started null is not preempted:
+    # docs/nulls.md)
     for name, value in (("NULL_FACTS_PER_PROPERTY", "1"), ("NULL_MIN_PEOPLE", "1"), ("NULL_MAX_PEOPLE", "1")):
         monkeypatch.setenv(f"MEMAUDIT_{name}", value)
     from app.settings import get_settings

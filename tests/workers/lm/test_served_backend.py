@@ -12,14 +12,17 @@ document start's own hidden state); the four probe sentences by at most 0.19. TO
 from __future__ import annotations
 
 import copy
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from app.settings import ModelSpec, Settings, default_models
 from tests.support.llama_server import (
+    LAUNCHER,
     LLAMA_CPP_MISSING,
     SERVED_NAME,
     SKIP_REASON,
@@ -78,7 +81,8 @@ def served(llama_server: LlamaServer, smollm2_tokenizer_dir: Path) -> ServedScor
 
 @pytest.fixture(scope="module")
 def audit_nlls(served: ServedScorer) -> list[float]:
-    """The served NLLs of audit_pairs() (scored once: llama-cpp-python takes ~0.8 CPU-s a sentence on this CPU)."""
+    """The served NLLs of audit_pairs(), scored once: ~0.25 CPU-s a sentence on the tests' server (~0.8 on
+    llama-cpp-python's own, tests/support/llama_serve.py)."""
     return served.score(audit_pairs())
 
 
@@ -150,7 +154,7 @@ def test_sentences_are_checked_before_any_request(served, proxy):
 def through(proxy: Proxy, served: ServedScorer, key: str | None, *, timeout: float, retries: int) -> ServedScorer:
     """The loaded scorer, its requests sent through ``proxy`` (a copy: the module's scorer keeps its own client).
     Loading it again through the proxy would repeat the load-time checks (14 completions, 8 of them echoed prompts
-    at ~0.8 CPU-s each on the server) for nothing these tests check."""
+    at ~0.25 CPU-s each on the server) for nothing these tests check."""
     scorer = copy.copy(served)
     scorer.client = ServedClient("served", proxy.url, key, timeout=timeout, retries=retries, concurrency=1)
     return scorer
@@ -193,6 +197,24 @@ def test_misaligned_server_is_refused(smollm2_tokenizer_dir, tmp_path):
             load(spec_for(server.url, smollm2_tokenizer_dir))
     finally:
         server.stop()
+
+
+def test_the_launchers_sort_changes_no_answer(llama_server, tmp_path):
+    """The session's server runs through tests/support/llama_serve.py (the vocabulary sort by numpy); the peer's own
+    ``python -m llama_cpp.server`` answers the same echoed completion, every token and top log-prob alike."""
+    body = {"model": SERVED_NAME, "prompt": "<|endoftext|>Marie Curie was born in Warsaw.", "max_tokens": 2}
+    body |= {"echo": True, "logprobs": 3, "temperature": 0}
+    plain = start_llama_server(tmp_path, plain=True)
+    try:
+        theirs = httpx.post(f"{plain.url}/completions", json=body, timeout=120).json()["choices"]
+    finally:
+        plain.stop()
+    headers = {"Authorization": f"Bearer {llama_server.api_key}"}
+    mine = httpx.post(f"{llama_server.url}/completions", json=body, headers=headers, timeout=120).json()["choices"]
+    assert mine == theirs
+    tops = mine[0]["logprobs"]["top_logprobs"]  # the echoed tokens' and the generated: the 3 best of each and its own
+    assert len(tops) >= 9 and all(len(top) >= 3 for top in tops[1:])
+    assert llama_server.args[1] == str(LAUNCHER) or os.environ.get("MEMAUDIT_TEST_LLAMA_PLAIN") == "1"
 
 
 def test_server_without_logits_all_is_refused(smollm2_tokenizer_dir, tmp_path):
