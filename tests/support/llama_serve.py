@@ -5,7 +5,7 @@ whole-vocabulary log-probs.
 For every token of an echoed prompt, ``Llama._create_completion`` (llama_cpp/llama.py, 0.3.36) builds its
 ``top_logprobs`` from ``list(sorted(zip(logprobs_token, range(len(logprobs_token))), reverse=True))``: a Python sort
 of 49,152 (numpy float, index) pairs, 50-85 ms a token on this machine, where llama.cpp's decode of the token costs a
-few. Profiled (py-spy, tests/workers/lm/test_served_backend.py), that line was 60 % of the file's CPU. Here the
+few. Profiled (py-spy, tests/workers/lm/test_served_backend.py), that line was 54 % of the file's CPU. Here the
 module's ``sorted`` is :func:`exact_sorted`: for exactly that call (an unstarted zip of a 1-D float array and its
 positions, descending, no key) it orders the pairs with numpy and builds the same list, equal pairs of the same types
 in the same order; any other call goes to the builtin. An echoed 55-token prompt then costs the server 1.1 CPU-s
