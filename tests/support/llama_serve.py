@@ -48,7 +48,10 @@ def _descending_logprobs(pairs: zip) -> list[tuple[Any, int]] | None:
     state = pairs.__reduce__()
     if len(state) != 2 or len(state[1]) != 2:  # a strict zip carries a third item
         return None
-    sources = [iterator.__reduce__() if hasattr(iterator, "__reduce__") else None for iterator in state[1]]
+    try:
+        sources = [iterator.__reduce__() for iterator in state[1]]
+    except TypeError:  # an iterator that cannot say its state (a generator)
+        return None
     if any(not (isinstance(s, tuple) and len(s) == 3 and s[0] is iter and s[2] == 0) for s in sources):
         return None  # not two unstarted sequence iterators
     (row,), (positions,) = sources[0][1], sources[1][1]
