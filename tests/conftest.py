@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 # One torch (and BLAS) thread per test process and per process it starts, as a worker has (MEMAUDIT_TORCH_THREADS,
 # default 1, is applied where a model is loaded): torch work that loads no model (the capacity job's training, run in
 # the test process or a child) otherwise ran two threads beside two other xdist processes on two cores, spinning.
-# test_capacity_job.py alone: 44.4 -> 30.5 CPU-s. A test that asks for more threads still gets them.
+# test_capacity_job.py alone: 44.4 -> 30.5-35.5 CPU-s (two runs). A test that asks for more threads still gets them.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 # Property tests check results, never time: hypothesis' 200 ms deadline per example and its "data generation is too
