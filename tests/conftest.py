@@ -16,7 +16,7 @@ from pathlib import Path
 import hypothesis
 import pytest
 
-from tests.support import zygote
+from tests.support import gc_pace, zygote
 from tests.support.llama_server import llama_server, smollm2_tokenizer_dir  # noqa: F401 (served-model fixtures)
 from tests.support.servers import Postgres, Redis, start_postgres, start_redis
 
@@ -27,6 +27,9 @@ REPO = Path(__file__).resolve().parent.parent
 # the test process or a child) otherwise ran two threads beside two other xdist processes on two cores, spinning.
 # test_capacity_job.py alone: 44.4 -> 30.5-35.5 CPU-s (two runs). A test that asks for more threads still gets them.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# The garbage collector at a slower pace in the test processes (tests/support/gc_pace.py says why and what was measured).
+gc_pace.pace()
 
 # Property tests check results, never time: hypothesis' 200 ms deadline per example and its "data generation is too
 # slow" health check are timed assertions; on a loaded 2-core machine (three xdist processes beside torch) a scipy

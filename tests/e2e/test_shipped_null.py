@@ -23,7 +23,6 @@ SAMPLE = 2  # fictitious people recomputed: the cohort's first (a null's people 
 # of the code moves them by far more; a p-value moves only where a null fact's statistic lies within this of the
 # audited fact's.
 TOLERANCE = 1e-3
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def shipped_file(model: str) -> Path:
@@ -174,14 +173,15 @@ def test_a_one_shot_audit_prints_p_values_from_the_shipped_null(cli_env, tmp_pat
 def test_nulls_ship_rebuilds_the_shipped_null_byte_for_byte(tmp_path):
     """`memaudit nulls ship` for groundtruth-tiny (151,380 sentences; ~4 min on a loaded 2-core machine), on its own
     fresh database, writes exactly the package's file: the same code on the same machine writes the same bytes. Its
-    environment is the shell's without any MEMAUDIT_ setting, as a maintainer runs it (the command pins the rest)."""
+    environment is the shell's without any MEMAUDIT_ setting, as a maintainer runs it (the command pins the rest);
+    forked from the suite's zygote like the other commands (tests/support/cli.py: the imports shared, ~9 of its
+    CPU-s; from ``app.cli.main`` on it is the command's own process)."""
     import os
-    import subprocess
-    import sys
+
+    from tests.support.cli import memaudit
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMAUDIT_")}
-    command = [sys.executable, "-m", "app.cli", "nulls", "ship", "--model", "groundtruth-tiny", "--out", str(tmp_path)]
-    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800, cwd=ROOT)
+    run = memaudit(env, "nulls", "ship", "--model", "groundtruth-tiny", "--out", str(tmp_path), timeout=1800)
     assert run.returncode == 0, run.stderr[-3000:]
     built = (tmp_path / "groundtruth-tiny.null.json.gz").read_bytes()
     assert built == shipped_file("groundtruth-tiny").read_bytes(), (

@@ -247,6 +247,10 @@ def _serve() -> None:
     from app.nulls.shipped import shipped
 
     shipped()  # the package's null files, read and validated (~1 CPU-s): what every API and embedded start reads
+    # what was imported, frozen out of every later collection here and in the children (tests/support/gc_pace.py)
+    from tests.support import gc_pace
+
+    gc_pace.freeze()
 
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
