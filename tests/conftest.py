@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 # test_capacity_job.py alone: 44.4 -> 30.5-35.5 CPU-s (two runs). A test that asks for more threads still gets them.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-# The garbage collector at a slower pace in the test processes (tests/support/gc_pace.py says why and what was measured).
+# The garbage collector at a slower pace in the test processes (tests/support/gc_pace.py: why, and what was measured).
 gc_pace.pace()
 
 # Property tests check results, never time: hypothesis' 200 ms deadline per example and its "data generation is too
