@@ -171,11 +171,11 @@ def test_a_one_shot_audit_prints_p_values_from_the_shipped_null(cli_env, tmp_pat
 
 @pytest.mark.slow
 def test_nulls_ship_rebuilds_the_shipped_null_byte_for_byte(tmp_path):
-    """`memaudit nulls ship` for groundtruth-tiny (151,380 sentences; ~4 min on a loaded 2-core machine), on its own
-    fresh database, writes exactly the package's file: the same code on the same machine writes the same bytes. Its
-    environment is the shell's without any MEMAUDIT_ setting, as a maintainer runs it (the command pins the rest);
-    forked from the suite's zygote like the other commands (tests/support/cli.py: the imports shared, ~9 of its
-    CPU-s; from ``app.cli.main`` on it is the command's own process)."""
+    """`memaudit nulls ship` for groundtruth-tiny (151,380 sentences; 82 s alone on 2 cores, 100-130 s in the suite),
+    on its own fresh database, writes exactly the package's file: the same code on the same machine writes the same
+    bytes. Its environment is the shell's without any MEMAUDIT_ setting, as a maintainer runs it (the command pins
+    the rest); forked from the suite's zygote like the other commands (tests/support/cli.py: the imports shared, ~9
+    of its CPU-s; from ``app.cli.main`` on it is the command's own process)."""
     import os
 
     from tests.support.cli import memaudit
