@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import pytest
 
 from app.settings import GROUNDTRUTH_DIR
 from tests.conftest import REPO, _reset_caches, make_key, migrated_database, start_worker, stop_worker, wait_for
+from tests.support import zygote
 from tests.support.live import LiveApi, start_api
 
 MANIFEST = REPO / "workers" / "groundtruth" / "manifest.json"
@@ -40,10 +43,21 @@ class Stack:
     api: LiveApi
     keys: dict[str, str]
     shots: Path
+    worker: zygote.Process
     audits: dict[str, str] = field(default_factory=dict)  # kind -> a finished audit of it
 
     def client(self, role: str):  # noqa: ANN201
         return self.api.client(self.keys[role])
+
+    @contextmanager
+    def worker_paused(self) -> Iterator[None]:
+        """The worker stopped (SIGSTOP) for the block: what it has not finished stays unfinished while a test
+        looks, however fast or slow the machine is; it resumes (SIGCONT) where it stopped."""
+        self.worker.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self.worker.send_signal(signal.SIGCONT)
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +86,7 @@ def stack(postgres, redis_server, tmp_path_factory: pytest.TempPathFactory, requ
         api = start_api(env, logs / "api.log")
         keys = {role: make_key(role) for role in ROLES} | {"other_auditor": make_key("auditor")}
         try:
-            yield Stack(api, keys, shots)
+            yield Stack(api, keys, shots, worker)
         finally:
             api.stop()
             stop_worker(worker)  # not RQ's warm shutdown: it finished the null chunk it ran, which no test reads

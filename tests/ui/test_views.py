@@ -18,13 +18,16 @@ from tests.ui.conftest import Stack, assert_no_label_clipped, shoot, sign_in
 MODEL = "groundtruth-tiny"
 # A null with 120 facts per property: with pseudo-truths (occupation) three fictitious people give them, so a
 # p-value can reach 1/121 < 0.01; the other properties' nulls stay at three people (p ≥ 0.25: never memorized).
+# Its jobs of ~1,000 sentences (half the default) alternate with the batch's audits on the one worker: the batch
+# ends with 11 of the null's 15 jobs still to run (the order of the queues, not the machine's speed, decides that).
 STACK_ENV = {
     "MEMAUDIT_NULL_MIN_PEOPLE": "3",
     "MEMAUDIT_NULL_MAX_PEOPLE": "3",
     "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "120",
+    "MEMAUDIT_NULL_JOB_SENTENCES": "1000",
 }
-# every template (slow enough that the nulls still run when the audits end), reversed-letter look-alikes
-OPTIONS = {"counterfactuals": 40, "paraphrases": None, "lookalikes": "reversed"}
+# every template, 20 counterfactuals (at 10 no trained person's fact reached p ≤ 0.01), reversed-letter look-alikes
+OPTIONS = {"counterfactuals": 20, "paraphrases": None, "lookalikes": "reversed"}
 
 
 def person(group: str, i: int) -> dict:
@@ -63,22 +66,23 @@ def cohort(stack: Stack, browser) -> Iterator[dict]:  # noqa: ANN001
     ).json()
     batch_id = created.json()["id"]
     deadline = time.monotonic() + 600
+    assert wait_for(other, single["id"], timeout=300)["status"] == "succeeded"  # an interactive audit: first
     while auditor.get(f"/batches/{batch_id}").json()["status"] != "finished":
         assert time.monotonic() < deadline, "the batch did not finish"
-        time.sleep(1)
-    assert wait_for(other, single["id"], timeout=300)["status"] == "succeeded"
-    ids = [a["id"] for a in auditor.get(f"/batches/{batch_id}/audits").json()["items"]]
+        time.sleep(0.2)
+    with stack.worker_paused():  # the nulls run behind the audits: what they have not done stays undone meanwhile
+        ids = [a["id"] for a in auditor.get(f"/batches/{batch_id}/audits").json()["items"]]
+        first = ids[0]
+        assert None in verdicts(admin, first)  # the verdicts wait for the nulls
+        page = sign_in(browser, stack, stack.keys["admin"], f"/ui/audits/{first}")
+        pending = {
+            "cells": page.locator("td.verdict .pending").count(),
+            "links": [a.get_attribute("href") for a in page.locator("td.verdict a.null-link").all()],
+            "text": page.locator("td.verdict").first.inner_text(),
+        }
+        page.context.close()
     names = dict(zip(ids, [p["name"] for p in people], strict=True))  # roster order
     names[single["id"]] = single_person["name"]
-    first = ids[0]
-    assert None in verdicts(admin, first)  # the nulls run behind the audits: the verdicts wait for them
-    page = sign_in(browser, stack, stack.keys["admin"], f"/ui/audits/{first}")  # while they run
-    pending = {
-        "cells": page.locator("td.verdict .pending").count(),
-        "links": [a.get_attribute("href") for a in page.locator("td.verdict a.null-link").all()],
-        "text": page.locator("td.verdict").first.inner_text(),
-    }
-    page.context.close()
     while any(v is None for audit_id in names for v in verdicts(admin, audit_id)):  # until every null has run
         assert time.monotonic() < deadline + 900, "the nulls did not finish"
         time.sleep(2)
