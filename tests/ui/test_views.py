@@ -25,6 +25,8 @@ STACK_ENV = {
     "MEMAUDIT_NULL_MAX_PEOPLE": "3",
     "MEMAUDIT_NULL_FACTS_PER_PROPERTY": "120",
     "MEMAUDIT_NULL_JOB_SENTENCES": "1000",
+    # the worker is paused while the test reads the pending verdicts (seconds): its job's lease outlives that pause
+    "MEMAUDIT_LEASE_TTL_SECONDS": "300",
 }
 # every template, 20 counterfactuals (at 10 no trained person's fact reached p ≤ 0.01), reversed-letter look-alikes
 OPTIONS = {"counterfactuals": 20, "paraphrases": None, "lookalikes": "reversed"}
