@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # types only: the registry imports this module
     from app.settings import ModelSpec, Settings
@@ -115,3 +115,21 @@ def check_not_empty(pairs: Sequence[tuple[str, str]]) -> None:
     for index, (prefix, continuation) in enumerate(pairs):
         if not (prefix + continuation).strip():
             raise EmptySentence(index)
+
+
+def plain_ids(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
+    """Token ids of each text without special tokens: ``tokenizer(texts, add_special_tokens=False)["input_ids"]``.
+    A fast tokenizer whose Rust backend holds no truncation or padding and parses special tokens as the wrapper
+    would is asked directly: the same ids without the wrapper's per-text Python (its ``_convert_encoding`` was a third
+    of tokenizing a null's sentences; docs/lab/2026-11-29-engine-overheads.md)."""
+    if not texts:
+        return []
+    backend = getattr(tokenizer, "_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
+    if (
+        backend is not None
+        and backend.truncation is None
+        and backend.padding is None
+        and backend.encode_special_tokens == bool(getattr(tokenizer, "split_special_tokens", False))
+    ):
+        return [encoding.ids for encoding in backend.encode_batch(list(texts), add_special_tokens=False)]
+    return [list(ids) for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]]

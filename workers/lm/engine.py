@@ -32,7 +32,8 @@ Mode = Literal["expand", "packed"]
 LOGITS_BUDGET_BYTES = 256 * 2**20  # fp32 logits (+ slack), per forward pass, on a CPU
 GPU_LOGITS_BUDGET_BYTES = 2 * 2**30  # on CUDA: 5,461 scored positions of a 49,152-token vocabulary (docs/engine.md)
 MAX_GROUPS_PER_CHUNK = 256  # bounds the prefix KV kept alive while its continuations run
-SOFTMAX_ROWS = 8  # rows normalised together: 8 x vocab floats stay in the CPU cache
+SOFTMAX_ROWS = 8  # rows normalised together at least
+SOFTMAX_BLOCK_BYTES = 8 * 49_152 * 4  # ... and as many as fit in this: 8 rows of a 49,152-token vocabulary (fp32)
 
 
 @dataclass
@@ -231,19 +232,21 @@ class Engine:
 
 def pick_nll(logits: torch.Tensor, rows: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """-log softmax(logits[rows])[targets], float64 out (for summing). The normaliser is always computed in fp32:
-    half-precision normalisers are off by ~1e-2 nats. log_softmax runs over SOFTMAX_ROWS rows at a time: a block
-    that stays in cache is ~9x faster on CPU than one pass over the whole (N, vocab) matrix."""
+    half-precision normalisers are off by ~1e-2 nats. log_softmax runs over a block of rows at a time that stays in
+    the CPU's cache (SOFTMAX_BLOCK_BYTES, at least SOFTMAX_ROWS rows): ~9x faster on CPU than one pass over the whole
+    (N, vocab) matrix for a 49,152-token vocabulary; for a small one (groundtruth-tiny's 1,024) a block holds hundreds
+    of rows, not 8, and the loop's Python is paid once per pack instead of every 8 rows. Each row is normalised on
+    its own, so the block size never changes a value (docs/lab/2026-11-29-engine-overheads.md)."""
     out = torch.empty(len(rows), dtype=torch.float64, device=logits.device)
+    step = max(SOFTMAX_ROWS, SOFTMAX_BLOCK_BYTES // (logits.shape[-1] * 4))
     order = torch.argsort(rows)
-    bounds = torch.searchsorted(
-        rows[order], torch.arange(0, len(logits) + SOFTMAX_ROWS, SOFTMAX_ROWS, device=rows.device)
-    )
-    for chunk, start in enumerate(range(0, len(logits), SOFTMAX_ROWS)):
-        lo, hi = int(bounds[chunk]), int(bounds[chunk + 1])
+    bounds = torch.searchsorted(rows[order], torch.arange(0, len(logits) + step, step, device=rows.device)).tolist()
+    for chunk, start in enumerate(range(0, len(logits), step)):
+        lo, hi = bounds[chunk], bounds[chunk + 1]
         if lo == hi:
             continue
         sel = order[lo:hi]
-        logp = torch.log_softmax(logits[start : start + SOFTMAX_ROWS].float(), dim=-1)
+        logp = torch.log_softmax(logits[start : start + step].float(), dim=-1)
         out[sel] = -logp[rows[sel] - start, targets[sel]].double()
     return out
 

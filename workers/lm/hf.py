@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from app.settings import ModelSpec, Settings
-from workers.lm.base import PROBE_PAIRS, ProgressCallback, SentenceTooLong, check_not_empty
+from workers.lm.base import PROBE_PAIRS, ProgressCallback, SentenceTooLong, check_not_empty, plain_ids
 from workers.lm.engine import Engine, Mode
 from workers.lm.loading import LoadedModel, load_model
 from workers.lm.registry import ModelSource
@@ -78,9 +78,7 @@ class HFScorer:
     # -- tokenization -------------------------------------------------------------------------------------------
     def encode(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text without special tokens (the document start is added by the caller)."""
-        if not texts:
-            return []
-        return [list(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]]
+        return plain_ids(self.tokenizer, texts)
 
     def sentence_ids(self, sentences: Sequence[str]) -> list[list[int]]:
         """Document start + tokens of each sentence; raises SentenceTooLong (by index) before any compute."""

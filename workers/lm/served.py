@@ -37,6 +37,7 @@ from workers.lm.base import (
     SentenceTooLong,
     ServerUnavailable,
     check_not_empty,
+    plain_ids,
 )
 from workers.lm.registry import ModelSource
 from workers.lm.served_client import ServedClient
@@ -300,9 +301,7 @@ class ServedScorer:
 
     # -- tokens -------------------------------------------------------------------------------------------------
     def _encode(self, texts: Sequence[str]) -> list[list[int]]:
-        return (
-            [list(ids) for ids in self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]] if texts else []
-        )
+        return plain_ids(self.tokenizer, texts)
 
     def _ids(self, texts: Sequence[str], extra: int = 0) -> list[list[int]]:
         """Document start + tokens of each text; SentenceTooLong (by index) before any request."""

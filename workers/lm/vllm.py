@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.settings import ModelSpec, Settings
-from workers.lm.base import ModelLoadError, ProgressCallback, SentenceTooLong, check_not_empty
+from workers.lm.base import ModelLoadError, ProgressCallback, SentenceTooLong, check_not_empty, plain_ids
 from workers.lm.loading import find_document_start, load_tokenizer, weights_fingerprint
 from workers.lm.registry import ModelSource
 
@@ -69,8 +69,7 @@ class VLLMScorer:
         return cls(name, llm, tokenizer, document_start_id, digest.hexdigest())
 
     def _ids(self, texts: Sequence[str], extra: int = 0) -> list[list[int]]:
-        encoded = self.tokenizer(list(texts), add_special_tokens=False)["input_ids"] if texts else []
-        seqs = [[self.document_start_id, *ids] for ids in encoded]
+        seqs = [[self.document_start_id, *ids] for ids in plain_ids(self.tokenizer, texts)]
         for index, seq in enumerate(seqs):
             if len(seq) + extra > self.max_length:
                 raise SentenceTooLong(index, len(seq) + extra, self.max_length)

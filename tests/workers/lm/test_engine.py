@@ -147,3 +147,42 @@ def test_the_kv_cache_goes_by_the_keyword_the_forward_takes(tiny: HFScorer, recw
         nxt = model(input_ids=torch.tensor([[4]]), use_cache=True, **with_cache(model, returned_cache(out)))
     assert returned_cache(nxt) is not None
     assert not [w for w in recwarn if "past_key_values" in str(w.message)], [str(w.message) for w in recwarn]
+
+
+@pytest.mark.parametrize("vocab", [400, 1024, 49_152])
+def test_the_softmax_block_never_changes_a_value(vocab: int, monkeypatch) -> None:
+    """pick_nll normalises a cache-sized block of rows at a time (hundreds for a small vocabulary, 8 for
+    smollm2-135m's); the values are those of 8-row blocks bit for bit, for rows asked in any order and twice."""
+    from workers.lm import engine
+
+    generator = torch.Generator().manual_seed(vocab)
+    logits = torch.randn(300, vocab, generator=generator) * 6
+    rows = torch.cat([torch.randperm(300, generator=generator)[:200], torch.tensor([5, 5, 299])])
+    targets = torch.randint(0, vocab, (len(rows),), generator=generator)
+    wide = engine.pick_nll(logits, rows, targets)
+    monkeypatch.setattr(engine, "SOFTMAX_BLOCK_BYTES", 0)  # SOFTMAX_ROWS rows per block
+    assert torch.equal(wide, engine.pick_nll(logits, rows, targets))
+    expected = -torch.log_softmax(logits[rows], dim=-1)[torch.arange(len(rows)), targets].double()
+    assert torch.allclose(wide, expected, rtol=0, atol=1e-5)
+
+
+def test_plain_ids_are_the_tokenizers_own(tiny: HFScorer) -> None:
+    """The Rust backend is asked directly only while it would give what the wrapper gives: a backend left truncating
+    (or padding) by someone else's call is not trusted, and special tokens written in the text parse alike."""
+    from workers.lm.base import plain_ids
+
+    texts = [p + c for p, c in workload()] + ["<s> inside </s> a text", ""]
+    expected = [list(ids) for ids in tiny.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    assert plain_ids(tiny.tokenizer, texts) == expected
+    backend = tiny.tokenizer.backend_tokenizer
+    backend.enable_truncation(3)
+    try:
+        assert plain_ids(tiny.tokenizer, texts) == expected
+    finally:
+        backend.no_truncation()
+    backend.enable_padding(length=64)
+    try:
+        assert plain_ids(tiny.tokenizer, texts) == expected
+    finally:
+        backend.no_padding()
+    assert plain_ids(tiny.tokenizer, []) == []
