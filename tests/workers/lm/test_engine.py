@@ -186,3 +186,14 @@ def test_plain_ids_are_the_tokenizers_own(tiny: HFScorer) -> None:
     finally:
         backend.no_padding()
     assert plain_ids(tiny.tokenizer, []) == []
+
+
+@pytest.mark.slow
+def test_plain_ids_are_smollm2s_own(smollm2: HFScorer) -> None:
+    """The default model's tokenizer (converted from its GGUF file) asked directly gives the wrapper's ids."""
+    from workers.lm.base import plain_ids
+
+    texts = [p + c for p, c in workload()] + ["<|endoftext|> inside a text", "<|im_start|>user"]
+    assert plain_ids(smollm2.tokenizer, texts) == [
+        list(ids) for ids in smollm2.tokenizer(texts, add_special_tokens=False)["input_ids"]
+    ]
