@@ -21,6 +21,7 @@ import torch
 from app.settings import get_settings
 from core.measures.dynamics import Trajectories
 from workers.dynamics.runner import KFoldConfig, RunResult, assign_folds, check_inputs, split_losses
+from workers.lm.base import plain_ids
 from workers.lm.loading import load_model
 from workers.lm.registry import hf_errors_hidden, resolve_source, resolve_spec
 
@@ -28,7 +29,7 @@ from workers.lm.registry import hf_errors_hidden, resolve_source, resolve_spec
 def _encode(loaded, texts: Sequence[str]) -> list[list[int]]:
     tok = loaded.tokenizer
     eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
-    return [[loaded.document_start_id, *tok(t, add_special_tokens=False)["input_ids"], *eos] for t in texts]
+    return [[loaded.document_start_id, *ids, *eos] for ids in plain_ids(tok, texts)]
 
 
 def _batch(seqs: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -15,6 +15,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from core.measures.wikimem import ranks
+from workers.lm.base import plain_ids
 from workers.lm.engine import returned_cache, with_cache
 
 
@@ -33,8 +34,7 @@ class SentenceScorer:
         self.chunk = chunk
 
     def encode(self, sentences: Sequence[str]) -> list[list[int]]:
-        ids = self.tokenizer(list(sentences), add_special_tokens=False)["input_ids"]
-        return [[self.bos, *x] for x in ids]
+        return [[self.bos, *x] for x in plain_ids(self.tokenizer, sentences)]
 
     @torch.inference_mode()
     def nll(self, sentences: Sequence[str]) -> list[float]:

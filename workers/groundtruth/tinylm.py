@@ -26,6 +26,8 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from workers.lm.base import plain_ids
+
 EOT = "<|endoftext|>"
 PAD = "<|pad|>"
 
@@ -90,7 +92,7 @@ def encode_documents(tokenizer: PreTrainedTokenizerFast, texts: Sequence[str], m
     """Each document as ``[EOT] + ids + [EOT]``; documents longer than ``max_len`` are cut into windows."""
     eot = tokenizer.convert_tokens_to_ids(EOT)
     docs: list[list[int]] = []
-    for ids in tokenizer(list(texts), add_special_tokens=False)["input_ids"]:
+    for ids in plain_ids(tokenizer, texts):
         seq = [eot, *ids, eot]
         # windows overlap by one token so every token is predicted once with the one before it in context
         docs.extend(seq[i : i + max_len] for i in range(0, max(1, len(seq) - 1), max_len - 1))
