@@ -7,9 +7,11 @@ Errors carry the entity id only, never a name or a fact.
 from __future__ import annotations
 
 import re
+import ssl
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import httpx
 
@@ -51,6 +53,13 @@ class WikidataSubject:
     unresolved: int = 0  # item values without an English label, left out of ``facts``
 
 
+@cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every client of this process (a context is safe to share between threads): httpx builds
+    one per ``Client`` otherwise, parsing certifi's CA bundle each time (~35 ms of CPU per audit submitted)."""
+    return httpx.create_ssl_context()
+
+
 class WikidataClient:
     def __init__(
         self,
@@ -74,6 +83,7 @@ class WikidataClient:
             headers={"User-Agent": user_agent, "Accept": "application/json"},
             transport=transport,
             follow_redirects=True,
+            verify=tls_context(),
         )
 
     def __enter__(self) -> WikidataClient:

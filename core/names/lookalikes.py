@@ -124,6 +124,15 @@ def _listed(part: str, first: bool) -> set[str]:
     return set().union(*(index[role].get(fold(part), set()) for role in roles))
 
 
+def prepare_reader() -> None:
+    """Build the origin reader's tables now — every origin's lists, their index, the trigram model (~0.7 CPU-s) —
+    instead of at this process's first :func:`name_origin`: a parent that forks processes which read names (the
+    test suite's zygote, tests/support/zygote.py) builds them once for all of its children."""
+    _index()
+    _trigram_model()
+    _region_sizes()
+
+
 @lru_cache(maxsize=4096)
 def name_origin(name: str) -> NameOrigin | None:
     """The origin of a name: the naming tradition (region) that best explains its first and last part, then the

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import Api, _reset_caches
+from tests.support import loopback
 from tests.support.cli import MANIFEST, REPO, cli_env_at, memaudit
 from tests.support.servers import free_port
 
@@ -124,7 +125,7 @@ def test_serve_runs_audits_submitted_over_http(cli_env):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"{url}/health").status_code == 200:
+                if loopback.get(f"{url}/health").status_code == 200:
                     break
             except httpx.HTTPError:
                 time.sleep(0.3)

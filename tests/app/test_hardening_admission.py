@@ -19,6 +19,7 @@ from collections.abc import Callable
 import httpx
 
 from tests.conftest import make_key
+from tests.support import loopback
 
 UNLIMITED = {"MEMAUDIT_SUBMIT_RATE_PER_MINUTE": "0", "MEMAUDIT_RATE_LIMIT_PER_MINUTE": "0"}
 
@@ -48,7 +49,7 @@ def _b_waits_while(api, key_b: str, work: list[Callable[[], httpx.Response]]) ->
         t.start()
     time.sleep(0.5)  # every request of A's is in (its body read, a slot taken or waited for)
     waits, health = [], []
-    with httpx.Client(base_url=api.url, headers={"Authorization": f"Bearer {key_b}"}, timeout=600) as b:
+    with loopback.client(base_url=api.url, headers={"Authorization": f"Bearer {key_b}"}, timeout=600) as b:
         while any(t.is_alive() for t in threads):
             start = time.monotonic()
             assert b.get("/audits").status_code == 200
@@ -139,7 +140,7 @@ def _probe_null(json_bytes: int, fmt: str = "memaudit.null/1") -> bytes:
 def _health_until(url: str, done: Callable[[], bool]) -> list[tuple[int, float]]:
     """/health's status and latency, read on one connection about 10 times a second until ``done()`` (3 at least)."""
     out = []
-    with httpx.Client(base_url=url, timeout=30) as client:
+    with loopback.client(base_url=url, timeout=30) as client:
         while not done() or len(out) < 3:
             start = time.monotonic()
             status = client.get("/health").status_code

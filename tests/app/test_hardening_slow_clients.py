@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 import httpx
 
 from tests.conftest import make_key
+from tests.support import loopback
 
 SLOW_CLIENTS = 12
 # An answer that waited on nothing arrives within this many seconds; one that waited would take at least 5 s (the
@@ -53,7 +54,7 @@ def _trickle(url: str, head: str, stop: threading.Event, answers: list[bytes], e
 def _health_latencies(url: str, seconds: float) -> list[tuple[int, float]]:
     out = []
     end = time.monotonic() + seconds
-    with httpx.Client(timeout=30) as client:
+    with loopback.client(timeout=30) as client:
         while time.monotonic() < end:
             start = time.monotonic()
             status = client.get(f"{url}/health").status_code

@@ -12,6 +12,7 @@ import httpx
 from sqlalchemy import func, select
 
 from tests.conftest import make_key
+from tests.support import loopback
 from tests.support.faults import audit_row, subject_body, wait_until
 from tests.support.servers import free_port
 
@@ -31,8 +32,8 @@ def test_a_read_right_after_the_202_always_finds_the_audit(fault_env):
     # keep-alive connection uvicorn reads the GET only after the POST's request cycle ended entirely, and the
     # same key's row lock (last_used_at) would hold the GET until the POST commits; both hide a late commit.
     with (
-        httpx.Client(base_url=base, headers=_auth("auditor"), timeout=30) as writer,
-        httpx.Client(base_url=base, headers=_auth("admin"), timeout=30) as reader,
+        loopback.client(base_url=base, headers=_auth("auditor"), timeout=30) as writer,
+        loopback.client(base_url=base, headers=_auth("admin"), timeout=30) as reader,
     ):
         for i in range(200):
             created = writer.post("/audits", json=subject_body(i % 5, **TINY))
@@ -44,7 +45,7 @@ def test_a_read_right_after_the_202_always_finds_the_audit(fault_env):
 
 
 def _burst(base_url: str, key: str, acked: list[str], stop: threading.Event) -> None:
-    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=10) as http:
+    with loopback.client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=10) as http:
         i = 0
         while not stop.is_set():
             try:
@@ -104,7 +105,7 @@ def test_a_hundred_concurrent_clients_are_all_answered(fault_env):
     barrier = threading.Barrier(len(keys))
 
     def client(key: str) -> None:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+        with loopback.client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
             barrier.wait()
             for _ in range(3):
                 try:

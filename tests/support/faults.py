@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support import zygote
+from tests.support import loopback, zygote
 from tests.support.servers import Postgres, Redis
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ class FaultEnv:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                if loopback.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
                     return proc
             except httpx.HTTPError:
                 pass

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support import zygote
+from tests.support import loopback, zygote
 from tests.support.servers import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,7 +24,7 @@ class LiveApi:
 
     def client(self, key: str | None = None, **kw) -> httpx.Client:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=kw.pop("timeout", 60), **kw)
+        return loopback.client(base_url=self.url, headers=headers, timeout=kw.pop("timeout", 60), **kw)
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
@@ -51,7 +51,7 @@ def start_api(env: dict[str, str], log: Path, *, timeout: float = 60.0) -> LiveA
         if proc.poll() is not None:
             raise RuntimeError(f"the API exited with {proc.returncode}:\n{api.log_text()[-3000:]}")
         try:
-            if httpx.get(f"{api.url}/health", timeout=2).status_code == 200:
+            if loopback.get(f"{api.url}/health", timeout=2).status_code == 200:
                 return api
         except httpx.TransportError:
             pass

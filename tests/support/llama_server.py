@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support import llama_build
+from tests.support import llama_build, loopback
 from tests.support.servers import free_port
 
 # Missing, and no background build by `make test` (tests/support/llama_build.py): skip. A build started: the served
@@ -87,7 +87,7 @@ def _wait_ready(server: LlamaServer, timeout: float = 180.0) -> None:
             tail = server.log.read_text(errors="replace")[-2000:]
             raise RuntimeError(f"llama-cpp-python server exited ({server.proc.returncode}):\n{tail}")
         try:
-            if httpx.get(f"{server.url}/models", headers=headers, timeout=2).status_code == 200:
+            if loopback.get(f"{server.url}/models", headers=headers, timeout=2).status_code == 200:
                 return
         except httpx.TransportError:
             pass
@@ -208,7 +208,7 @@ class Proxy:
                 path = self.path[len("/v1") :] if self.path.startswith("/v1") else self.path
                 headers = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type")}
                 try:
-                    answer = httpx.request(method, proxy.upstream + path, content=body, headers=headers, timeout=300)
+                    answer = loopback.request(method, proxy.upstream + path, content=body, headers=headers, timeout=300)
                 except httpx.TransportError:
                     return self._reply(502, b'{"error": "upstream down"}')
                 content = answer.content

@@ -174,10 +174,12 @@ def wait_healthy(base_url: str, timeout: float = 120.0) -> None:
     """Wait (bounded) until a started API answers GET /health with 200."""
     import httpx
 
+    from tests.support import loopback
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{base_url}/health", timeout=2).status_code == 200:
+            if loopback.get(f"{base_url}/health", timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

@@ -6,8 +6,8 @@ test's wall time per worker, the largest share of the workers' own CPU. The zygo
 imports those modules once per pytest process and forks one child per worker asked for. From its arguments on, the
 child runs exactly what `python -m app.cli worker ...` runs (``app.cli.main``), with the environment, working
 directory and log file the test gives it: a real, separate worker process with its own database and Redis
-connections (the zygote opens none), signals and exit status. Only the interpreter start, the imports and the read
-of the shipped nulls (package files) are shared.
+connections (the zygote opens none), signals and exit status. Only the interpreter start, the imports, the read
+of the shipped nulls (package files) and the name-origin reader's tables (built from package files) are shared.
 
 Fork safety: the zygote runs no torch operation, opens no connection and starts no thread before forking (checked at
 start: it refuses to run with more than one thread), so the child inherits no lock held by another thread. To that
@@ -21,6 +21,8 @@ signal it. ``MEMAUDIT_TEST_FORK_WORKERS=0`` starts workers as plain subprocesses
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import os
 import signal
@@ -230,23 +232,35 @@ def _finish() -> None:
         atexit._run_exitfuncs()
 
 
+def app_main_imports() -> list[str]:
+    """The modules app/main.py imports at its top level (read from its source, so the list follows the file)."""
+    tree = ast.parse((REPO / "app" / "main.py").read_text(encoding="utf-8"))
+    names = [n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module]
+    return [*names, *(a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names)]
+
+
 def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C reaches the children and pytest; the zygote ends at EOF
     # what loading the suite's models imports on first use (the ground-truth, items and SmolLM2 models are all
     # Llama-architecture): transformers' modeling code and fast tokenizers, 3.5-4 CPU-s of each worker's first job
     import transformers.models.llama.modeling_llama  # noqa: F401
-    import uvicorn.main  # noqa: F401 (the API's server; app.main itself is imported by the child: it builds the
+    import uvicorn.main  # noqa: F401 (the API's server)
     from transformers import PreTrainedTokenizerFast  # noqa: F401
 
     import app.cli  # noqa: F401
-
-    # app from the settings at import)
+    import app.migrate  # noqa: F401 (alembic: `memaudit serve`, `migrate` and every embedded database's start)
     import workers.lm.hf  # noqa: F401
     import workers.lm.loading  # noqa: F401
     import workers.worker  # noqa: F401 (torch, transformers, the kinds: what every worker imports)
     from app.nulls.shipped import shipped
+    from core.names.lookalikes import prepare_reader
 
+    for module in app_main_imports():  # app.main itself is imported by the child: it builds the app from the settings
+        importlib.import_module(module)
     shipped()  # the package's null files, read and validated (~1 CPU-s): what every API and embedded start reads
+    # the name-origin reader's tables (~0.7 CPU-s): what every API and worker builds at its first subject audit
+    # (68 forked children built them in a suite run: ~60 CPU-s; docs/lab/2026-11-29-per-process-costs.md)
+    prepare_reader()
     # what was imported, frozen out of every later collection here and in the children (tests/support/gc_pace.py)
     from tests.support import gc_pace
 

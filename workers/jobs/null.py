@@ -464,7 +464,8 @@ def _store(
             s.execute(  # a job run again replaces its people's facts
                 delete(NullFact).where(NullFact.distribution_id == spec.distribution_id, NullFact.person.in_(people))
             )
-            s.execute(insert(NullFact), [r | {"distribution_id": spec.distribution_id} for r in rows])
+            rows = [r | {"distribution_id": spec.distribution_id} for r in rows]
+            s.execute(insert(NullFact.__table__), rows)  # Core, not the ORM's bulk INSERT (app/nulls/artifact.py)
         audit = _present(s.get(Audit, audit_id))
         so_far = dict((audit.summary or {}).get("cost") or {})
         total = {k: so_far.get(k, 0) + v for k, v in cost.items()}

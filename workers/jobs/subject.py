@@ -176,7 +176,7 @@ def _insert_results(s: Session, facts: list[dict], canaries: list[tuple], counte
         for i, v in enumerate(own)
     ]
     if values:
-        s.execute(insert(CounterfactualValue), values)
+        s.execute(insert(CounterfactualValue.__table__), values)  # Core: no ids needed (app/nulls/artifact.py)
     if not canaries:
         return
     rows = [canary | {"fact_result_id": fact_ids[k]} for k, canary, _ in canaries]
@@ -187,7 +187,7 @@ def _insert_results(s: Session, facts: list[dict], canaries: list[tuple], counte
         for candidate in candidates
     ]
     if scores:
-        s.execute(insert(CandidateScore), scores)
+        s.execute(insert(CandidateScore.__table__), scores)
 
 
 def _audit_by_asking(ctx: JobContext[SubjectAuditOptions], plans: list[PropertyPlan], name: str) -> dict[str, Any]:

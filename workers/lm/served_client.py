@@ -10,10 +10,12 @@ the server's error body (a server may echo the prompt, which can hold personal d
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -75,6 +77,13 @@ class RequestPacer:
             time.sleep(slot - now)
 
 
+@cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every served model's client in this process (safe to share between threads): httpx
+    builds one per ``Client`` otherwise, parsing certifi's CA bundle each time (~35 ms of CPU per scorer loaded)."""
+    return httpx.create_ssl_context()
+
+
 class ServedClient:
     """POSTs JSON to ``base_url`` + path; raises ServerUnavailable with a readable, secret-free message.
 
@@ -109,6 +118,7 @@ class ServedClient:
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
             limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+            verify=tls_context(),
         )
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"served-{name}")
 

@@ -17,10 +17,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from app.settings import ModelSpec, Settings, default_models
+from tests.support import loopback
 from tests.support.llama_server import (
     LAUNCHER,
     LLAMA_CPP_MISSING,
@@ -206,11 +206,11 @@ def test_the_launchers_sort_changes_no_answer(llama_server, tmp_path):
     body |= {"echo": True, "logprobs": 3, "temperature": 0}
     plain = start_llama_server(tmp_path, plain=True)
     try:
-        theirs = httpx.post(f"{plain.url}/completions", json=body, timeout=120).json()["choices"]
+        theirs = loopback.post(f"{plain.url}/completions", json=body, timeout=120).json()["choices"]
     finally:
         plain.stop()
     headers = {"Authorization": f"Bearer {llama_server.api_key}"}
-    mine = httpx.post(f"{llama_server.url}/completions", json=body, headers=headers, timeout=120).json()["choices"]
+    mine = loopback.post(f"{llama_server.url}/completions", json=body, headers=headers, timeout=120).json()["choices"]
     assert mine == theirs
     tops = mine[0]["logprobs"]["top_logprobs"]  # the echoed tokens' and the generated: the 3 best of each and its own
     assert len(tops) >= 9 and all(len(top) >= 3 for top in tops[1:])
