@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import hypothesis
 import pytest
@@ -57,6 +58,7 @@ def _reset_caches() -> None:
     from app.settings import get_settings
 
     get_settings.cache_clear()
+    _APPS.clear()
     _dispatcher_for.cache_clear()
     # the in-process rate limiter belongs to one embedded service: each test's database numbers its keys from 1,
     # and key:1's requests of one test must not count against key:1 of the next
@@ -178,15 +180,35 @@ def make_key(role: str) -> str:
     return token
 
 
+_APPS: dict[tuple, Any] = {}  # the in-process app of each (settings, registries): see shared_app
+
+
+def shared_app() -> Any:
+    """The app the in-process clients share while the settings and the registries a test may add to (kinds,
+    policies) stay the same; a new one after any change (and after ``_reset_caches``). FastAPI builds a route's
+    validators at the first request that reaches its router in each app (20-50 ms a router), and an ``Api`` per key
+    built its own app: ~60 CPU-s of a suite run (docs/lab/2026-11-29-per-process-costs.md)."""
+    from app.kinds import KINDS
+    from app.main import create_app
+    from app.policies import POLICIES
+    from app.settings import get_settings
+
+    settings = get_settings()
+    key = (id(settings), tuple(KINDS), tuple(POLICIES))
+    held = _APPS.get(key)
+    if held is None or held[0] is not settings:  # the settings object itself: an id may be reused after a clear
+        _APPS.clear()
+        held = _APPS[key] = (settings, create_app())
+    return held[1]
+
+
 class Api:
-    """A TestClient bound to one API key."""
+    """A TestClient bound to one API key, on the app of the current settings (``shared_app``)."""
 
     def __init__(self, key: str | None) -> None:
         from fastapi.testclient import TestClient
 
-        from app.main import create_app
-
-        self.client = TestClient(create_app())
+        self.client = TestClient(shared_app())
         self.headers = {"Authorization": f"Bearer {key}"} if key else {}
 
     def __getattr__(self, method: str):  # get, post, delete …
