@@ -58,7 +58,7 @@ def _reset_caches() -> None:
     from app.settings import get_settings
 
     get_settings.cache_clear()
-    _APPS.clear()
+    _APP.clear()
     _dispatcher_for.cache_clear()
     # the in-process rate limiter belongs to one embedded service: each test's database numbers its keys from 1,
     # and key:1's requests of one test must not count against key:1 of the next
@@ -180,7 +180,7 @@ def make_key(role: str) -> str:
     return token
 
 
-_APPS: dict[tuple, Any] = {}  # the in-process app of each (settings, registries): see shared_app
+_APP: list[Any] = []  # [what it was built under, the app] while the in-process clients share one: see shared_app
 
 
 def shared_app() -> Any:
@@ -193,13 +193,10 @@ def shared_app() -> Any:
     from app.policies import POLICIES
     from app.settings import get_settings
 
-    settings = get_settings()
-    key = (id(settings), tuple(KINDS), tuple(POLICIES))
-    held = _APPS.get(key)
-    if held is None or held[0] is not settings:  # the settings object itself: an id may be reused after a clear
-        _APPS.clear()
-        held = _APPS[key] = (settings, create_app())
-    return held[1]
+    settings, registries = get_settings(), (tuple(KINDS), tuple(POLICIES))
+    if not _APP or _APP[0][0] is not settings or _APP[0][1] != registries:  # the settings object itself
+        _APP[:] = [(settings, registries), create_app()]
+    return _APP[1]
 
 
 class Api:

@@ -40,7 +40,7 @@ def store(session: Session, fingerprint: str, nlls: Mapping[str, float]) -> None
     insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
     # one statement compiled once, executed for many rows (SQLAlchemy batches them): a VALUES list of 500 rows
     # compiled per chunk cost 3x the time (2,000 rows stored 10 times on SQLite: 3.3-6.8 s, now 1.3-1.8 s)
-    # (the table's INSERT, not the mapped class's: the ORM's bulk path costs ~3x the CPU per row; app/nulls/artifact.py)
+    # the table's INSERT, not the mapped class's: the ORM's bulk path costs ~3x the CPU per row (app/nulls/artifact.py)
     session.execute(insert(NllCache.__table__).on_conflict_do_nothing(), rows)
 
 
